@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libsbx — the public API of agent-sandbox.
+ *
+ * Describe, then apply: everything that builds or queries a profile is free
+ * of side effects (profile.c, config.c, restrict.c, describe.c, report.c);
+ * only the apply path touches the kernel (see README, "privilege map").
+ *
+ * Error model: every function that can fail returns 0 or -errno and, on
+ * failure, fills *err (when err is not NULL) with a message that names the
+ * call, the object and the cause, e.g.
+ *   "/etc/agent-sandbox/agent-sandbox.conf:12: key 'netwrok': unknown key".
+ * Outputs are assigned only on success.
+ */
+#ifndef SBX_H
+#define SBX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* ---- errors ------------------------------------------------------------ */
+
+#define SBX_ERROR_MAX 1024
+
+struct sbx_error {
+	int code;			/* positive errno, 0 when no error */
+	char msg[SBX_ERROR_MAX];
+};
+
+/* ---- the profile ------------------------------------------------------- */
+
+/* Ordered narrowest first: Restrict takes the minimum. Numbers are stable. */
+enum sbx_access {
+	SBX_ACCESS_DENY = 0,
+	SBX_ACCESS_GATED = 1,
+	SBX_ACCESS_ALLOW = 2,
+};
+
+/* Ordered narrowest first: ephemeral keeps nothing, real shares the host home. */
+enum sbx_home {
+	SBX_HOME_EPHEMERAL = 0,
+	SBX_HOME_ISOLATED = 1,
+	SBX_HOME_REAL = 2,
+};
+
+enum sbx_isolation {
+	SBX_ISOLATION_SANDBOXED = 0,
+	SBX_ISOLATION_UNCONFINED = 1,
+};
+
+enum sbx_level {
+	SBX_LEVEL_NONE = 0,
+	SBX_LEVEL_DEGRADED = 1,
+	SBX_LEVEL_FULL = 2,
+};
+
+/* Guarantees: fail-closed booleans computed from achieved+verified report entries. */
+enum sbx_guarantee {
+	SBX_G_PROCESS_BOUNDARY = 1u << 0,
+	SBX_G_WRITE_BOUNDARY = 1u << 1,
+	SBX_G_READ_BOUNDARY = 1u << 2,
+	SBX_G_NETWORK_BOUNDARY = 1u << 3,
+	SBX_G_ENV_SCRUB = 1u << 4,
+	SBX_G_HOME_ISOLATION = 1u << 5,
+	SBX_G_EXEC_BOUNDARY = 1u << 6,
+	SBX_G_NO_PRIVILEGE_GAIN = 1u << 7,
+	SBX_G_SYSCALL_FILTER = 1u << 8,
+	SBX_G_RESOURCE_LIMITS = 1u << 9,
+};
+#define SBX_G_COUNT 10
+#define SBX_G_ALL ((1u << SBX_G_COUNT) - 1)
+
+enum sbx_limit {
+	SBX_LIMIT_NPROC = 0,	/* RLIMIT_NPROC */
+	SBX_LIMIT_NOFILE,	/* RLIMIT_NOFILE */
+	SBX_LIMIT_FSIZE,	/* RLIMIT_FSIZE, bytes */
+	SBX_LIMIT_AS,		/* RLIMIT_AS, bytes */
+	SBX_LIMIT_CPU,		/* RLIMIT_CPU, seconds */
+	SBX_LIMIT_CORE,		/* RLIMIT_CORE, bytes; always forced to 0 at apply */
+	SBX_LIMIT_SESSION_TIME,	/* wall-clock seconds per session */
+	SBX_LIMIT_MAX_SESSIONS,	/* concurrent sessions per account */
+	SBX_LIMIT_TMP_SIZE,	/* size of the private /tmp and /dev/shm, bytes */
+	SBX_LIMIT_COUNT,
+};
+
+/* A limit is "unset" (inherit / unlimited) unless its bit is in set_mask. */
+struct sbx_limits {
+	uint64_t value[SBX_LIMIT_COUNT];
+	uint32_t set_mask;	/* 1u << enum sbx_limit */
+};
+
+#define SBX_NAME_MAX 64		/* profile, user, group, service names, incl. NUL */
+#define SBX_PATH_MAX 1024	/* every path in a profile, incl. NUL */
+#define SBX_MAX_ROOTS 32
+#define SBX_MAX_DENY 32
+#define SBX_MAX_GATE 64
+#define SBX_MAX_SERVICES 16
+
+struct sbx_root {
+	char path[SBX_PATH_MAX];
+	enum sbx_access read;
+	enum sbx_access write;
+};
+
+struct sbx_profile {
+	char name[SBX_NAME_MAX];
+	/* Absolute; may hold %u (user) and %h (passwd home) until
+	 * sbx_profile_expand(). Empty in a ceiling: the ceiling's workspace_*
+	 * fields then cap whatever workspace the requested profile names. */
+	char workspace_root[SBX_PATH_MAX];
+	enum sbx_access workspace_read;
+	enum sbx_access workspace_write;
+	enum sbx_access host_read;
+	enum sbx_access host_write;
+	enum sbx_access network;	/* gated behaves as deny */
+	enum sbx_access command;	/* gated: only gate_allow executables run */
+	enum sbx_home home;
+	enum sbx_isolation isolation;
+	bool ack_unconfined;		/* required for isolation = unconfined */
+	char shell[SBX_PATH_MAX];	/* the real shell run inside; "" = /bin/bash */
+
+	size_t n_roots;
+	struct sbx_root roots[SBX_MAX_ROOTS];		/* additional roots */
+	size_t n_deny_read;
+	char deny_read[SBX_MAX_DENY][SBX_PATH_MAX];	/* secrets: no read, no write */
+	size_t n_gate;
+	char gate_allow[SBX_MAX_GATE][SBX_PATH_MAX];	/* command = gated */
+	size_t n_services;				/* 0 = built-in default list */
+	char services[SBX_MAX_SERVICES][SBX_NAME_MAX];	/* PAM services allowed */
+
+	struct sbx_limits limits;
+	enum sbx_level min_level;	/* the floor */
+	uint32_t require;		/* SBX_G_* that must hold, or refuse */
+};
+
+/* The built-in default profile (used by the demo and when no config exists
+ * for --run): workspace rw, host read-only, network deny, command allow,
+ * ephemeral home, sandboxed, a few deny_read secrets, floor "degraded". */
+void sbx_profile_init_default(struct sbx_profile *p);
+
+/* The identity ceiling: allows everything, restricts nothing. */
+void sbx_profile_init_open(struct sbx_profile *p);
+
+/* Expand %u and %h in every path, then check each is absolute, canonical
+ * (no "//", no "." or ".." segments, no trailing "/") and fits. Lexical
+ * only: existence is checked at apply time. */
+int sbx_profile_expand(struct sbx_profile *p, const char *user,
+		       const char *home, struct sbx_error *err);
+
+/* Structural validation (unconfined needs ack, ranges, duplicates). */
+int sbx_profile_validate(const struct sbx_profile *p, struct sbx_error *err);
+
+/* Effective access at an absolute canonical path, by longest component
+ * prefix over deny_read (always deny), roots, the workspace root, then the
+ * host fields. want_write selects the write axis. */
+enum sbx_access sbx_profile_path_access(const struct sbx_profile *p,
+					const char *path, bool want_write);
+
+/* Restrict(requested, ceiling): the result is never wider than either input
+ * on any field or at any path (including deny roots nested in an allowed
+ * tree). *out may not alias an input. */
+int sbx_profile_restrict(const struct sbx_profile *requested,
+			 const struct sbx_profile *ceiling,
+			 struct sbx_profile *out, struct sbx_error *err);
+
+/* Describe: text for humans, JSON for tools. Return 0 or -errno. */
+int sbx_profile_to_text(const struct sbx_profile *p, FILE *out);
+int sbx_profile_to_json(const struct sbx_profile *p, FILE *out);
+
+/* Stable hash: SHA-256 of the canonical JSON; out gets 64 hex chars + NUL. */
+void sbx_profile_hash(const struct sbx_profile *p, char out[65]);
+
+/* Names for enum values, and their parsers (0 or -EINVAL). */
+const char *sbx_access_name(enum sbx_access a);
+const char *sbx_home_name(enum sbx_home h);
+const char *sbx_isolation_name(enum sbx_isolation i);
+const char *sbx_level_name(enum sbx_level l);
+const char *sbx_guarantee_name(enum sbx_guarantee g);	/* one bit */
+const char *sbx_limit_name(enum sbx_limit l);
+int sbx_access_parse(const char *s, enum sbx_access *out);
+int sbx_home_parse(const char *s, enum sbx_home *out);
+int sbx_isolation_parse(const char *s, enum sbx_isolation *out);
+int sbx_level_parse(const char *s, enum sbx_level *out);
+int sbx_guarantee_parse(const char *s, enum sbx_guarantee *out);
+
+/* ---- configuration ----------------------------------------------------- */
+
+#define SBX_CONFIG_PATH "/etc/agent-sandbox/agent-sandbox.conf"
+#define SBX_CONFIG_MAX_BYTES (1u << 20)
+#define SBX_CONFIG_MAX_LINE 4096
+
+enum sbx_match_kind { SBX_MATCH_USER, SBX_MATCH_GROUP };
+
+struct sbx_match {
+	enum sbx_match_kind kind;
+	char name[SBX_NAME_MAX];
+	char profile[SBX_NAME_MAX];
+	unsigned line;
+};
+
+struct sbx_config {
+	char path[SBX_PATH_MAX];
+	char state_dir[SBX_PATH_MAX];	/* default /var/lib/agent-sandbox */
+	char agent_shell[SBX_PATH_MAX];	/* the login shell agent accounts must have */
+	struct sbx_profile ceiling;	/* host-wide; open when not configured */
+	size_t n_profiles;
+	struct sbx_profile *profiles;
+	size_t n_matches;
+	struct sbx_match *matches;
+};
+
+enum sbx_config_flags {
+	SBX_CONFIG_SKIP_TRUST = 1u << 0,	/* tests and --check-config of a draft only */
+};
+
+/* Parse a config held in memory; name is used in messages ("file:line"). */
+int sbx_config_parse_buffer(const char *buf, size_t len, const char *name,
+			    struct sbx_config **out, struct sbx_error *err);
+
+/* Open path with O_NOFOLLOW, check the opened fd and every parent directory
+ * (root-owned, not group/world writable, regular file), then parse. */
+int sbx_config_load(const char *path, unsigned flags,
+		    struct sbx_config **out, struct sbx_error *err);
+
+void sbx_config_free(struct sbx_config *cfg);
+
+/* Pick the profile for user (member of groups): a user rule beats group
+ * rules; two group rules naming different profiles is an error naming both
+ * lines. -ENOENT when the account is not an agent account. *out points into
+ * cfg (not yet restricted or expanded). */
+int sbx_config_select(const struct sbx_config *cfg, const char *user,
+		      const char *const *groups, size_t n_groups,
+		      const struct sbx_profile **out, struct sbx_error *err);
+
+const struct sbx_profile *sbx_config_find_profile(const struct sbx_config *cfg,
+						  const char *name);
+
+/* Check that an open fd is trusted config: regular file or directory as
+ * expected, owned by root, not group/world writable. */
+int sbx_trust_check_fd(int fd, const char *what, bool want_dir,
+		       struct sbx_error *err);
+
+/* ---- probe --------------------------------------------------------------- */
+
+struct sbx_probe {
+	char kernel[128];		/* uname -r */
+	int landlock_abi;		/* 0 when unavailable */
+	int landlock_errata;
+	char landlock_why[256];		/* why unavailable and the admin fix */
+	bool seccomp;
+	bool seccomp_kill_process;
+	bool userns;			/* this uid can create a user namespace */
+	bool mountns, pidns, netns, ipcns, utsns, cgroupns;	/* inside that userns */
+	char userns_why[256];		/* which layer blocks it and the fix */
+	bool cgroup2;			/* cgroup v2 mounted */
+	bool cgroup2_delegated;		/* a writable, delegated subtree for this uid */
+	bool mount_setattr;		/* mount_setattr(2) available */
+};
+
+/* Probe once and cache (side-effect free for the caller: namespace tries
+ * run in a throwaway child). */
+int sbx_probe_get(const struct sbx_probe **out, struct sbx_error *err);
+
+/* Write the probe as text (with the blocking layer and fix for each missing
+ * feature) or JSON. */
+int sbx_probe_to_text(const struct sbx_probe *p, FILE *out);
+int sbx_probe_to_json(const struct sbx_probe *p, FILE *out);
+
+/* ---- the report ---------------------------------------------------------- */
+
+enum sbx_feature {
+	SBX_F_ENV_SCRUB = 0,
+	SBX_F_FD_HYGIENE,
+	SBX_F_USERNS,
+	SBX_F_PIDNS,
+	SBX_F_MOUNTNS,
+	SBX_F_NETNS,
+	SBX_F_IPCNS,
+	SBX_F_UTSNS,
+	SBX_F_CGROUPNS,
+	SBX_F_MOUNT_VIEW,	/* read-only host, binds, /proc, /dev, /tmp */
+	SBX_F_HOME,		/* isolated or ephemeral home at $HOME */
+	SBX_F_DENY_READ,	/* secrets masked / not readable */
+	SBX_F_CAPS,
+	SBX_F_NO_NEW_PRIVS,
+	SBX_F_LANDLOCK_FS,
+	SBX_F_LANDLOCK_NET,
+	SBX_F_LANDLOCK_IOCTL,
+	SBX_F_LANDLOCK_SCOPE,
+	SBX_F_RLIMITS,
+	SBX_F_SECCOMP,
+	SBX_F_COMMAND_GATE,
+	SBX_F_COUNT,
+};
+
+struct sbx_report_entry {
+	bool requested;
+	bool achieved;
+	bool verified;		/* a canary inside the confined process proved it */
+	char detail[256];	/* why, or the kernel limit */
+};
+
+struct sbx_report {
+	char session_id[40];
+	char user[SBX_NAME_MAX];
+	uid_t uid;
+	char client[128];		/* SSH_CONNECTION's client address, or "local" */
+	char service[SBX_NAME_MAX];	/* sshd, login, su, run, demo, … */
+	char profile_name[SBX_NAME_MAX];
+	char profile_hash[65];
+	enum sbx_isolation isolation;
+	int landlock_abi;
+	struct sbx_report_entry entry[SBX_F_COUNT];
+	uint32_t guarantees;		/* computed */
+	uint32_t required;		/* from the profile */
+	enum sbx_level level;		/* computed */
+	enum sbx_level min_level;
+	bool floor_met;			/* computed */
+	char refusal[512];		/* why the floor was not met */
+};
+
+const char *sbx_feature_name(enum sbx_feature f);
+
+/* Mark what the profile requests; clears everything else. */
+void sbx_report_init(struct sbx_report *r, const struct sbx_profile *p);
+
+/* Record an outcome. verified may only be true when achieved is. */
+void sbx_report_set(struct sbx_report *r, enum sbx_feature f, bool achieved,
+		    bool verified, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* Compute guarantees, level and the floor verdict (fail closed). */
+void sbx_report_finish(struct sbx_report *r);
+
+int sbx_report_to_json(const struct sbx_report *r, FILE *out);
+int sbx_report_to_text(const struct sbx_report *r, FILE *out);
+/* One structured line for syslog: key=value pairs, no newline. */
+int sbx_report_to_logline(const struct sbx_report *r, char *buf, size_t size);
+/* Parse the JSON written by sbx_report_to_json (for --report and tests). */
+int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *r,
+			 struct sbx_error *err);
+
+#endif /* SBX_H */

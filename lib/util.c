@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Shared helpers: the error model, bounded strings, numbers and paths. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int sbx_error_set(struct sbx_error *err, int code, const char *fmt, ...)
+{
+	if (code <= 0)
+		code = EINVAL;
+	if (err) {
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+		err->code = code;
+	}
+	return -code;
+}
+
+void sbx_error_clear(struct sbx_error *err)
+{
+	if (err) {
+		err->code = 0;
+		err->msg[0] = '\0';
+	}
+}
+
+int sbx_strlcpy(char *dst, size_t size, const char *src)
+{
+	size_t len = strlen(src);
+
+	if (size == 0)
+		return -ENAMETOOLONG;
+	if (len >= size) {
+		dst[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	memcpy(dst, src, len + 1);
+	return 0;
+}
+
+int sbx_snprintf(char *dst, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (size == 0)
+		return -ENAMETOOLONG;
+	va_start(ap, fmt);
+	n = vsnprintf(dst, size, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= size) {
+		dst[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int sbx_parse_u64(const char *s, bool allow_suffix, uint64_t min, uint64_t max,
+		  uint64_t *out)
+{
+	uint64_t v = 0, mult = 1;
+	const char *p = s;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (*p && allow_suffix && p[1] == '\0') {
+		switch (*p) {
+		case 'K': case 'k': mult = 1ull << 10; break;
+		case 'M': case 'm': mult = 1ull << 20; break;
+		case 'G': case 'g': mult = 1ull << 30; break;
+		case 'T': case 't': mult = 1ull << 40; break;
+		default: return -EINVAL;
+		}
+		p++;
+	}
+	if (*p)
+		return -EINVAL;
+	if (v > UINT64_MAX / mult)
+		return -ERANGE;
+	v *= mult;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+bool sbx_path_is_canonical(const char *path)
+{
+	const char *seg;
+
+	if (!path || path[0] != '/')
+		return false;
+	if (path[1] == '\0')
+		return true;
+	seg = path + 1;
+	for (;;) {
+		const char *end = strchr(seg, '/');
+		size_t len = end ? (size_t)(end - seg) : strlen(seg);
+
+		if (len == 0)		/* "//" or trailing "/" */
+			return false;
+		if ((len == 1 && seg[0] == '.') ||
+		    (len == 2 && seg[0] == '.' && seg[1] == '.'))
+			return false;
+		if (!end)
+			return true;
+		seg = end + 1;
+	}
+}
+
+bool sbx_path_is_under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (n == 1 && prefix[0] == '/')
+		return path[0] == '/';
+	if (strncmp(path, prefix, n) != 0)
+		return false;
+	return path[n] == '\0' || path[n] == '/';
+}
+
+int sbx_read_file(const char *path, size_t max, char **out, size_t *len,
+		  struct sbx_error *err)
+{
+	char *buf;
+	size_t used = 0;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return sbx_error_set(err, errno, "open(%s): %s", path, strerror(errno));
+	buf = malloc(max + 1);
+	if (!buf) {
+		close(fd);
+		return sbx_error_set(err, ENOMEM, "read(%s): out of memory", path);
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf + used, max + 1 - used);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = sbx_error_set(err, errno, "read(%s): %s", path, strerror(errno));
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+		if (used > max) {
+			r = sbx_error_set(err, EFBIG, "read(%s): larger than %zu bytes", path, max);
+			goto fail;
+		}
+	}
+	close(fd);
+	buf[used] = '\0';
+	*out = buf;
+	if (len)
+		*len = used;
+	return 0;
+fail:
+	close(fd);
+	free(buf);
+	return r;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Shared test helpers. Include after <cmocka.h>'s prerequisites. */
+#ifndef SBX_TESTLIB_H
+#define SBX_TESTLIB_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <cmocka.h>
+
+#include "internal.h"
+
+/* The unprivileged uid/gid every enforcement test drops to before it tries
+ * anything forbidden. Picked once: an id with no passwd/group entry. */
+uid_t sbx_test_uid(void);
+gid_t sbx_test_gid(void);
+
+/* In a forked child: clear supplementary groups, setresgid/setresuid to the
+ * test ids and prove root cannot be regained. Aborts the child on failure. */
+void sbx_test_drop_to_agent(void);
+
+/* Fork; in the child run fn(arg) after dropping to the agent when drop is
+ * true; the child's return value is its exit code (it _exit()s, so no
+ * atexit/LSan in children). Returns the raw wait status. */
+int sbx_test_fork(bool drop, int (*fn)(void *), void *arg);
+
+/* Exit code of a status, or 128+signal. */
+int sbx_test_status_code(int status);
+
+/* A fresh directory under /tmp (mode 0755, root owned) for this test;
+ * removed recursively by sbx_test_rmtree. Returns a static-lifetime copy. */
+char *sbx_test_mkdtemp(const char *tag);
+void sbx_test_rmtree(const char *path);
+
+/* Skip (with a printed reason) unless running as root. */
+#define SBX_TEST_REQUIRE_ROOT()                                              \
+	do {                                                                 \
+		if (geteuid() != 0) {                                        \
+			print_message("[  SKIP    ] needs root (CI runs as root)\n"); \
+			skip();                                              \
+		}                                                            \
+	} while (0)
+
+#endif
