@@ -40,6 +40,30 @@ bool sbx_path_is_under(const char *path, const char *prefix);
 int sbx_read_file(const char *path, size_t max, char **out, size_t *len,
 		  struct sbx_error *err);
 
+/* ---- profile.c, restrict.c, config.c, trust.c: the policy core --------- */
+
+/* sbx_profile_path_access() with the workspace root taken from ws instead
+ * of p->workspace_root (Restrict caps a requested workspace with a
+ * ceiling's workspace_* fields this way). At equal match length the
+ * narrowest value wins; a path at or under any deny_read entry is DENY. */
+enum sbx_access sbx_profile_access_at(const struct sbx_profile *p, const char *ws,
+				      const char *path, bool want_write);
+/* Expand %u, %h and %% of one template into out (no canonical check);
+ * -EINVAL on any other '%' sequence, -ENAMETOOLONG when it does not fit. */
+int sbx_path_expand(const char *tmpl, const char *user, const char *home,
+		    char *out, size_t size);
+int sbx_limit_parse(const char *s, enum sbx_limit *out);
+/* True for the limits measured in bytes (accept K/M/G/T suffixes). */
+bool sbx_limit_is_bytes(enum sbx_limit l);
+/* Open an absolute canonical path for reading by an fd walk from "/":
+ * every directory opened O_PATH|O_NOFOLLOW and fstat'ed, the file opened
+ * O_RDONLY|O_NOFOLLOW|O_NONBLOCK; symlinks anywhere are refused (-ELOOP),
+ * the file must be regular (-EINVAL otherwise) and at most max_bytes
+ * (-EFBIG). When trusted, every directory and the file must pass
+ * sbx_trust_check_fd() and the file must have st_nlink == 1 (-EMLINK). */
+int sbx_trust_open_file(const char *path, bool trusted, uint64_t max_bytes,
+			int *out_fd, struct sbx_error *err);
+
 /* ---- session: what the caller knows about this session ----------------- */
 
 struct sbx_session {
@@ -90,6 +114,10 @@ unsigned long sbx_ns_inode(const char *name);
  * when it has one), reap every zombie, and when child exits return its
  * status as an exit code (status, or 128+signal). */
 int sbx_init_supervise(pid_t child);
+/* Block the signals both supervisors forward (and SIGCHLD, SIGALRM); call
+ * before fork(), then sbx_signals_reset() in the child. Without it a signal
+ * that arrives before the supervisor runs is lost or kills the parent. */
+void sbx_init_block_signals(void);
 /* Same for the outer process in the host pid namespace waiting for init. */
 int sbx_wait_forward(pid_t child);
 
@@ -111,6 +139,7 @@ struct sbx_mount {
 	unsigned flags;		/* SBX_MOUNT_RW, SBX_MOUNT_NOEXEC */
 	uint64_t size;		/* tmpfs only */
 	bool optional;		/* skip (and say so) when source is missing */
+	bool secret;		/* a deny_read mask: a symlink on its path is an error */
 };
 
 #define SBX_MAX_MOUNTS 96
@@ -129,6 +158,113 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 /* Apply in a private mount namespace (needs CAP_SYS_ADMIN there). */
 int sbx_mount_view_apply(const struct sbx_mount_plan *plan,
 			 char *detail, size_t detail_size, struct sbx_error *err);
+
+/* ---- home.c: root-side directory walks and the agent's home (DESIGN 8) -- */
+
+#define SBX_SKEL_FILE_MAX (64u * 1024)	/* per skeleton file */
+
+/* A user name usable as one path component: 1..SBX_NAME_MAX-1 bytes of
+ * [A-Za-z0-9._-], not starting with '-' or '.', so never "", ".", "..". */
+bool sbx_name_is_safe_component(const char *name);
+
+/* Open an absolute canonical directory path from "/" one component at a
+ * time with O_NOFOLLOW (openat2 RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS
+ * where the kernel has it). When trusted, every directory on the way, "/"
+ * and the last included, must be root-owned and not group/world writable.
+ * When create_mode is not 0 and the LAST component is missing, it is made
+ * with mkdirat and chmod to exactly create_mode, owned by root (the parents
+ * must exist). *out_fd is O_PATH|O_DIRECTORY|O_CLOEXEC. */
+int sbx_dir_open_walk(const char *path, bool trusted, mode_t create_mode,
+		      int *out_fd, struct sbx_error *err);
+
+/* <state_dir>/homes/<user>: state_dir (made 0755 when missing) and homes
+ * (0711) root-owned and not group/world writable; the home made 0700 and
+ * owned by uid:gid when missing and then seeded with the regular top-level
+ * files of skel_dir (root-owned, nlink 1, <= SBX_SKEL_FILE_MAX; skel_dir
+ * NULL or "" = no seeding; a missing skel_dir is skipped). An existing home
+ * must be a real directory owned by uid (-EPERM otherwise; never chowned).
+ * Symlinks anywhere -> -ELOOP/-ENOTDIR; hard-linked skeleton file -> -EMLINK.
+ * out_path receives the home's path. */
+int sbx_home_prepare_isolated(const char *state_dir, const char *user,
+			      uid_t uid, gid_t gid, const char *skel_dir,
+			      char *out_path, size_t out_size,
+			      struct sbx_error *err);
+
+/* Open an absolute canonical path (not "/") with flags|O_NOFOLLOW after an
+ * untrusted no-symlink walk of its parent; -ELOOP on any symlink. */
+int sbx_path_open_nofollow(const char *path, int flags, int *out_fd,
+			   struct sbx_error *err);
+
+/* mount(2) onto target opened by sbx_path_open_nofollow (through its
+ * /proc/self/fd link, so a swapped path cannot redirect it). The source is
+ * source_fd (when >= 0, also through /proc/self/fd) or the source string. */
+int sbx_root_mount(const char *target, int source_fd, const char *source,
+		   const char *fstype, unsigned long flags, const char *data,
+		   struct sbx_error *err);
+
+/* In the session's mount namespace: a fresh tmpfs (mode 0700, uid:gid,
+ * size bytes, 0 = 256 MiB, nosuid,nodev) on the EXISTING directory home,
+ * seeded from skel_dir like an isolated home. Never creates the mountpoint
+ * (-ENOENT). Unmounts again on failure. */
+int sbx_home_prepare_ephemeral(const char *home, uid_t uid, gid_t gid,
+			       uint64_t size, const char *skel_dir,
+			       struct sbx_error *err);
+
+/* ---- record.c: the session contract PAM (root) -> agent-shell ---------- */
+
+#define SBX_RUNTIME_DIR "/run/agent-sandbox"
+#define SBX_SESSION_ID_HEX 32		/* 128 random bits */
+#define SBX_RECORD_MAX_BYTES 8192
+
+struct sbx_record {
+	unsigned version;		/* 1 */
+	char session[SBX_SESSION_ID_HEX + 1];
+	char user[SBX_NAME_MAX];
+	uid_t uid;
+	unsigned long mntns;		/* /proc/self/ns/mnt inode after unshare */
+	unsigned long netns;		/* inode, or 0 when no PAM-stage netns */
+	char profile[SBX_NAME_MAX];
+	char hash[65];
+	char client[128];		/* PAM_RHOST or "local" */
+	char service[SBX_NAME_MAX];	/* PAM_SERVICE */
+	int64_t started;		/* unix time */
+	char home[SBX_PATH_MAX];	/* $HOME as the session sees it */
+	char home_source[SBX_PATH_MAX];	/* isolated: the state-dir home; else "" */
+	enum sbx_home home_kind;
+};
+
+/* 128 bits from getrandom(), as 32 lowercase hex chars + NUL. */
+int sbx_session_id_new(char out[SBX_SESSION_ID_HEX + 1], struct sbx_error *err);
+/* 32 lowercase hex chars, nothing else. */
+bool sbx_session_id_is_valid(const char *id);
+
+/* Root: write <runtime_dir>/sessions/<rec->session> atomically (temp name +
+ * renameat2 RENAME_NOREPLACE), root-owned 0644. runtime_dir (last component)
+ * and sessions/ are created 0755 when missing; every directory must be
+ * root-owned and not group/world writable. */
+int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
+		     struct sbx_error *err);
+
+/* The shell: open by fd walk and refuse a record that is a symlink (-ELOOP),
+ * hard-linked (-EMLINK), not a regular root-owned file or group/world
+ * writable (-EPERM), names another uid (-EPERM) or session (-EINVAL), or
+ * whose mntns differs from expect_mntns (-ESTALE). Malformed -> -EINVAL. */
+int sbx_record_read_verified(const char *runtime_dir, const char *session_id,
+			     uid_t expect_uid, unsigned long expect_mntns,
+			     struct sbx_record *out, struct sbx_error *err);
+
+/* Parse a record's text (no trust checks; for tests and fuzzing). */
+int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
+		     struct sbx_error *err);
+
+/* Root: unlink the record; -ENOENT when it is not there. */
+int sbx_record_remove(const char *runtime_dir, const char *session_id,
+		      struct sbx_error *err);
+
+/* Count the well-formed, trusted records naming uid (for max_sessions).
+ * A missing sessions/ directory counts 0. */
+int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *out,
+			  struct sbx_error *err);
 
 /* ---- caps.c ------------------------------------------------------------ */
 
@@ -199,9 +335,14 @@ int sbx_landlock_apply(const struct sbx_landlock_plan *plan, int abi_limit,
 /* ---- seccomp.c --------------------------------------------------------- */
 
 struct sbx_seccomp_opts {
-	bool network_denied;	/* deny MSG_FASTOPEN, MPTCP, non-unix/inet families */
+	bool network_denied;	/* deny MSG_FASTOPEN, MPTCP (TCP_FASTOPEN* sockopts) */
 	bool inet_denied;	/* also deny AF_INET/AF_INET6 sockets (no netns) */
 	bool gated;		/* deny memfd_create without MFD_NOEXEC_SEAL, execveat of fds */
+	/* Optional output (may be NULL): syscalls this libseccomp does not
+	 * know and therefore skipped, "; "-separated. Families other than
+	 * unix/inet/inet6/netlink-route are refused whatever these say. */
+	char *notes;
+	size_t notes_size;
 };
 
 /* Load the filter (libseccomp): non-native arches and x32 killed; the
@@ -211,19 +352,60 @@ int sbx_seccomp_apply(const struct sbx_seccomp_opts *o, struct sbx_error *err);
 /* ---- probe.c ----------------------------------------------------------- */
 
 /* Test-only: replace the cached probe. Only test binaries call this; the
- * shipped binaries have no path (env, argument, file) that reaches it. */
+ * shipped binaries have no path (env, argument, file) that reaches it.
+ * NULL forgets the cache, so the next sbx_probe_get probes again. */
 void sbx_probe_set_for_tests(const struct sbx_probe *p);
+
+/* ---- report.c ---------------------------------------------------------- */
+
+/* Change whether a feature is requested after sbx_report_init (e.g. the
+ * apply code drops landlock_net when a private netns makes it moot); why,
+ * when not NULL, replaces the entry's detail. */
+void sbx_report_set_requested(struct sbx_report *r, enum sbx_feature f,
+			      bool requested, const char *why);
+/* Write s as a JSON string (quotes included): \" \\ and \u00XX for bytes
+ * < 0x20 and 0x7f; other bytes as they are. 0 or -EIO. */
+int sbx_json_put_string(FILE *out, const char *s);
 
 /* ---- canary.c ---------------------------------------------------------- */
 
 struct sbx_canary_ctx {
 	unsigned long host_ns_user, host_ns_mnt, host_ns_pid, host_ns_net,
 		host_ns_ipc, host_ns_uts, host_ns_cgroup;	/* before unshare */
+	int keep_fd;	/* an fd above 2 the caller keeps open (report pipe), or -1 */
 };
 
 /* Run inside the fully confined process (after seccomp): try the forbidden
  * things and set entry[].verified in r only for canaries that passed. */
 void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
 		    const struct sbx_canary_ctx *ctx, struct sbx_report *r);
+
+
+/* ---- apply.c: one confined run, in DESIGN section 4's order ------------- */
+
+struct sbx_run {
+	const struct sbx_profile *profile;	/* restricted and expanded */
+	const struct sbx_session *session;
+	const char *path;		/* absolute path of the program */
+	char *const *argv;		/* its argv ("-bash" for a login) */
+	const char *home_note;		/* how the home was chosen, for the report */
+	char *const *envp;		/* the caller's environment; scrubbed here */
+	bool pam_stage;			/* a verified PAM session record exists */
+	const char *report_file;	/* written inside the sandbox; may be NULL */
+	int landlock_abi_limit;		/* 0 = best available (tests lower it) */
+	/* Called in the unconfined outer process as soon as the confined
+	 * worker has sent its report (before the command ends). */
+	void (*on_report)(const struct sbx_report *r, void *ctx);
+	void *ctx;
+};
+
+/* Run argv confined. Returns 0 when the confined process ran or was
+ * refused by the floor (then *exit_code is 126 and report->floor_met is
+ * false), with *exit_code the command's status (or 128+signal); -errno
+ * when nothing could be started. Nothing ever runs unconfined: past the
+ * point of no return (the first fork) a failure ends the child with a
+ * message on stderr and exit code 126. */
+int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
+		     int *exit_code, struct sbx_error *err);
 
 #endif /* SBX_INTERNAL_H */

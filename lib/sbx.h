@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#define SBX_VERSION "0.1.0"
+
 /* ---- errors ------------------------------------------------------------ */
 
 #define SBX_ERROR_MAX 1024
@@ -98,6 +100,7 @@ struct sbx_limits {
 #define SBX_MAX_DENY 32
 #define SBX_MAX_GATE 64
 #define SBX_MAX_SERVICES 16
+#define SBX_SERVICE_NONE "-"	/* the only entry of an empty service list */
 
 struct sbx_root {
 	char path[SBX_PATH_MAX];
@@ -128,7 +131,9 @@ struct sbx_profile {
 	char deny_read[SBX_MAX_DENY][SBX_PATH_MAX];	/* secrets: no read, no write */
 	size_t n_gate;
 	char gate_allow[SBX_MAX_GATE][SBX_PATH_MAX];	/* command = gated */
-	size_t n_services;				/* 0 = built-in default list */
+	/* 0 = no cap (the built-in default list); one entry SBX_SERVICE_NONE
+	 * = no service allowed (Restrict of two disjoint lists). */
+	size_t n_services;
 	char services[SBX_MAX_SERVICES][SBX_NAME_MAX];	/* PAM services allowed */
 
 	struct sbx_limits limits;
@@ -152,10 +157,14 @@ int sbx_profile_expand(struct sbx_profile *p, const char *user,
 
 /* Structural validation (unconfined needs ack, ranges, duplicates). */
 int sbx_profile_validate(const struct sbx_profile *p, struct sbx_error *err);
+/* The same for a ceiling: workspace_root may be empty (the ceiling's
+ * workspace_* fields then cap whatever workspace a profile names). */
+int sbx_profile_validate_ceiling(const struct sbx_profile *p, struct sbx_error *err);
 
-/* Effective access at an absolute canonical path, by longest component
- * prefix over deny_read (always deny), roots, the workspace root, then the
- * host fields. want_write selects the write axis. */
+/* Effective access at an absolute canonical path: DENY at or under any
+ * deny_read entry (whatever is nested in it); else the longest component
+ * prefix among roots and the workspace root (the narrowest value on a tie);
+ * else the host fields. want_write selects the write axis. */
 enum sbx_access sbx_profile_path_access(const struct sbx_profile *p,
 					const char *path, bool want_write);
 
@@ -320,6 +329,15 @@ struct sbx_report {
 	enum sbx_level min_level;
 	bool floor_met;			/* computed */
 	char refusal[512];		/* why the floor was not met */
+	/* Profile facts the guarantees depend on, copied by sbx_report_init
+	 * so that sbx_report_finish needs no profile (and a report parsed
+	 * back from JSON can be re-finished). */
+	enum sbx_access host_read;
+	enum sbx_access host_write;
+	enum sbx_access network;
+	enum sbx_access command;
+	enum sbx_home home;
+	size_t n_deny_read;
 };
 
 const char *sbx_feature_name(enum sbx_feature f);

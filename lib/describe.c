@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Describe a profile: canonical JSON (also the input of the hash) and aligned text. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "sha256.h"
+
+/* One writer for two sinks, so the hash is computed over exactly the bytes
+ * sbx_profile_to_json prints, without allocating (a profile's JSON can be
+ * several hundred KB with every list full and escaped). */
+struct sink {
+	FILE *f;
+	struct sbx_sha256 *h;
+	bool failed;
+};
+
+static void put(struct sink *s, const char *data, size_t len)
+{
+	if (s->failed || len == 0)
+		return;
+	if (s->h)
+		sbx_sha256_update(s->h, data, len);
+	else if (fwrite(data, 1, len, s->f) != len)
+		s->failed = true;
+}
+
+static void puts_(struct sink *s, const char *str)
+{
+	put(s, str, strlen(str));
+}
+
+static void put_u64(struct sink *s, uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	puts_(s, buf);
+}
+
+/* JSON string: quotes, backslash and control bytes escaped; bytes >= 0x80
+ * pass through (config input is validated UTF-8; a profile built in memory
+ * is hashed byte for byte either way). A string is bounded by size so an
+ * unterminated buffer cannot be over-read. */
+static void put_str(struct sink *s, const char *str, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, run = 0;
+
+	puts_(s, "\"");
+	for (i = 0; i < size && str[i]; i++) {
+		unsigned char c = (unsigned char)str[i];
+		char esc[7];
+
+		if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
+			run++;
+			continue;
+		}
+		put(s, str + i - run, run);
+		run = 0;
+		switch (c) {
+		case '"': puts_(s, "\\\""); break;
+		case '\\': puts_(s, "\\\\"); break;
+		case '\n': puts_(s, "\\n"); break;
+		case '\t': puts_(s, "\\t"); break;
+		case '\r': puts_(s, "\\r"); break;
+		default:
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			esc[6] = '\0';
+			puts_(s, esc);
+		}
+	}
+	put(s, str + i - run, run);
+	puts_(s, "\"");
+}
+
+static void put_key(struct sink *s, const char *key, bool first)
+{
+	if (!first)
+		puts_(s, ",");
+	puts_(s, "\"");
+	puts_(s, key);
+	puts_(s, "\":");
+}
+
+static void put_kv(struct sink *s, const char *key, const char *val, size_t size)
+{
+	put_key(s, key, false);
+	put_str(s, val, size);
+}
+
+static void put_list(struct sink *s, const char *key, const char *base,
+		     size_t stride, size_t n)
+{
+	size_t i;
+
+	put_key(s, key, false);
+	puts_(s, "[");
+	for (i = 0; i < n; i++) {
+		if (i)
+			puts_(s, ",");
+		put_str(s, base + i * stride, stride);
+	}
+	puts_(s, "]");
+}
+
+static size_t clamp(size_t n, size_t max)
+{
+	return n < max ? n : max;
+}
+
+static void emit_json(const struct sbx_profile *p, struct sink *s)
+{
+	size_t i, n;
+	unsigned l;
+	bool first;
+
+	puts_(s, "{");
+	put_key(s, "name", true);
+	put_str(s, p->name, sizeof(p->name));
+	put_kv(s, "workspace_root", p->workspace_root, sizeof(p->workspace_root));
+	put_kv(s, "workspace_read", sbx_access_name(p->workspace_read), 16);
+	put_kv(s, "workspace_write", sbx_access_name(p->workspace_write), 16);
+	put_kv(s, "host_read", sbx_access_name(p->host_read), 16);
+	put_kv(s, "host_write", sbx_access_name(p->host_write), 16);
+	put_kv(s, "network", sbx_access_name(p->network), 16);
+	put_kv(s, "command", sbx_access_name(p->command), 16);
+	put_kv(s, "home", sbx_home_name(p->home), 16);
+	put_kv(s, "isolation", sbx_isolation_name(p->isolation), 16);
+	put_key(s, "ack_unconfined", false);
+	puts_(s, p->ack_unconfined ? "true" : "false");
+	put_kv(s, "shell", p->shell, sizeof(p->shell));
+
+	put_key(s, "roots", false);
+	puts_(s, "[");
+	n = clamp(p->n_roots, SBX_MAX_ROOTS);
+	for (i = 0; i < n; i++) {
+		if (i)
+			puts_(s, ",");
+		puts_(s, "{");
+		put_key(s, "path", true);
+		put_str(s, p->roots[i].path, sizeof(p->roots[i].path));
+		put_kv(s, "read", sbx_access_name(p->roots[i].read), 16);
+		put_kv(s, "write", sbx_access_name(p->roots[i].write), 16);
+		puts_(s, "}");
+	}
+	puts_(s, "]");
+	put_list(s, "deny_read", p->deny_read[0], SBX_PATH_MAX,
+		 clamp(p->n_deny_read, SBX_MAX_DENY));
+	put_list(s, "gate_allow", p->gate_allow[0], SBX_PATH_MAX,
+		 clamp(p->n_gate, SBX_MAX_GATE));
+	put_list(s, "services", p->services[0], SBX_NAME_MAX,
+		 clamp(p->n_services, SBX_MAX_SERVICES));
+
+	put_key(s, "limits", false);
+	puts_(s, "{");
+	first = true;
+	for (l = 0; l < SBX_LIMIT_COUNT; l++) {
+		if (!(p->limits.set_mask & (1u << l)))
+			continue;
+		put_key(s, sbx_limit_name((enum sbx_limit)l), first);
+		put_u64(s, p->limits.value[l]);
+		first = false;
+	}
+	puts_(s, "}");
+	put_kv(s, "min_level", sbx_level_name(p->min_level), 16);
+	put_key(s, "require", false);
+	puts_(s, "[");
+	first = true;
+	for (l = 0; l < SBX_G_COUNT; l++) {
+		if (!(p->require & (1u << l)))
+			continue;
+		if (!first)
+			puts_(s, ",");
+		put_str(s, sbx_guarantee_name((enum sbx_guarantee)(1u << l)), 32);
+		first = false;
+	}
+	puts_(s, "]}");
+}
+
+int sbx_profile_to_json(const struct sbx_profile *p, FILE *out)
+{
+	struct sink s = { .f = out };
+
+	emit_json(p, &s);
+	puts_(&s, "\n");
+	if (s.failed || ferror(out))
+		return -EIO;
+	return 0;
+}
+
+/* The hash covers the JSON without the trailing newline. */
+void sbx_profile_hash(const struct sbx_profile *p, char out[65])
+{
+	struct sbx_sha256 h;
+	uint8_t d[SBX_SHA256_DIGEST];
+	struct sink s = { .h = &h };
+
+	sbx_sha256_init(&h);
+	emit_json(p, &s);
+	sbx_sha256_final(&h, d);
+	sbx_sha256_to_hex(d, out);
+}
+
+static const char *or_dash(const char *s)
+{
+	return s[0] ? s : "-";
+}
+
+int sbx_profile_to_text(const struct sbx_profile *p, FILE *out)
+{
+	char hash[65];
+	size_t i;
+	unsigned l;
+
+	sbx_profile_hash(p, hash);
+#define ROW(k, fmt, ...) fprintf(out, "%-16s " fmt "\n", k, __VA_ARGS__)
+	ROW("profile", "%.*s", SBX_NAME_MAX - 1, p->name);
+	ROW("hash", "%s", hash);
+	ROW("workspace_root", "%.*s", SBX_PATH_MAX - 1, or_dash(p->workspace_root));
+	ROW("workspace", "read %-5s  write %s", sbx_access_name(p->workspace_read),
+	    sbx_access_name(p->workspace_write));
+	ROW("host", "read %-5s  write %s", sbx_access_name(p->host_read),
+	    sbx_access_name(p->host_write));
+	ROW("network", "%s", sbx_access_name(p->network));
+	ROW("command", "%s", sbx_access_name(p->command));
+	ROW("home", "%s", sbx_home_name(p->home));
+	ROW("isolation", "%s%s", sbx_isolation_name(p->isolation),
+	    p->ack_unconfined ? " (acknowledged)" : "");
+	ROW("shell", "%.*s", SBX_PATH_MAX - 1, or_dash(p->shell));
+	for (i = 0; i < clamp(p->n_roots, SBX_MAX_ROOTS); i++)
+		ROW(i ? "" : "roots", "read %-5s  write %-5s  %.*s",
+		    sbx_access_name(p->roots[i].read), sbx_access_name(p->roots[i].write),
+		    SBX_PATH_MAX - 1, p->roots[i].path);
+	for (i = 0; i < clamp(p->n_deny_read, SBX_MAX_DENY); i++)
+		ROW(i ? "" : "deny_read", "%.*s", SBX_PATH_MAX - 1, p->deny_read[i]);
+	for (i = 0; i < clamp(p->n_gate, SBX_MAX_GATE); i++)
+		ROW(i ? "" : "gate_allow", "%.*s", SBX_PATH_MAX - 1, p->gate_allow[i]);
+	if (p->n_services == 0)
+		ROW("services", "%s", "(no cap)");
+	for (i = 0; i < clamp(p->n_services, SBX_MAX_SERVICES); i++)
+		ROW(i ? "" : "services", "%.*s", SBX_NAME_MAX - 1, p->services[i]);
+	for (l = 0; l < SBX_LIMIT_COUNT; l++)
+		if (p->limits.set_mask & (1u << l))
+			ROW(sbx_limit_name((enum sbx_limit)l), "%" PRIu64, p->limits.value[l]);
+	ROW("min_level", "%s", sbx_level_name(p->min_level));
+	fprintf(out, "%-16s", "require");
+	if (p->require == 0)
+		fputs(" (none)", out);
+	for (l = 0; l < SBX_G_COUNT; l++)
+		if (p->require & (1u << l))
+			fprintf(out, " %s", sbx_guarantee_name((enum sbx_guarantee)(1u << l)));
+	fputc('\n', out);
+#undef ROW
+	return ferror(out) ? -EIO : 0;
+}

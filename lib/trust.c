@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Trusting a config file: an fd walk from "/" with every step fstat'ed (DESIGN 3, 8). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/*
+ * Why fds and not stat(2) on strings: between a stat of a path and an open
+ * of the same path, any writable directory on the way can be swapped for a
+ * symlink (the pam_namespace lesson, CVE-2025-6020). Every component here
+ * is opened relative to the fd of its checked parent with O_NOFOLLOW, and
+ * the checks run on the fd that is then used.
+ */
+
+static int type_check(const struct stat *st, const char *what, bool want_dir,
+		      struct sbx_error *err)
+{
+	if (S_ISLNK(st->st_mode))
+		return sbx_error_set(err, ELOOP, "%s: is a symlink; refused", what);
+	if (want_dir && !S_ISDIR(st->st_mode))
+		return sbx_error_set(err, ENOTDIR, "%s: not a directory", what);
+	if (!want_dir && !S_ISREG(st->st_mode))
+		return sbx_error_set(err, EINVAL, "%s: not a regular file", what);
+	return 0;
+}
+
+static int owner_check(const struct stat *st, const char *what,
+		       struct sbx_error *err)
+{
+	if (st->st_uid != 0)
+		return sbx_error_set(err, EPERM, "%s: owned by uid %u, not root",
+				     what, (unsigned)st->st_uid);
+	/* The sticky bit does not help: it keeps others from removing or
+	 * renaming entries they do not own, but they can still create the
+	 * name first. */
+	if (st->st_mode & S_IWOTH)
+		return sbx_error_set(err, EPERM, "%s: world-writable (mode %04o)%s",
+				     what, (unsigned)(st->st_mode & 07777),
+				     (st->st_mode & S_ISVTX) ? ", sticky is not enough" : "");
+	if (st->st_mode & S_IWGRP)
+		return sbx_error_set(err, EPERM, "%s: group-writable (mode %04o)",
+				     what, (unsigned)(st->st_mode & 07777));
+	return 0;
+}
+
+int sbx_trust_check_fd(int fd, const char *what, bool want_dir,
+		       struct sbx_error *err)
+{
+	struct stat st;
+	int r;
+
+	if (fstat(fd, &st) != 0)
+		return sbx_error_set(err, errno, "fstat(%s): %s", what, strerror(errno));
+	r = type_check(&st, what, want_dir, err);
+	if (r == 0)
+		r = owner_check(&st, what, err);
+	return r;
+}
+
+static int check_step(int fd, const char *what, bool want_dir, bool trusted,
+		      struct sbx_error *err)
+{
+	struct stat st;
+
+	if (trusted)
+		return sbx_trust_check_fd(fd, what, want_dir, err);
+	if (fstat(fd, &st) != 0)
+		return sbx_error_set(err, errno, "fstat(%s): %s", what, strerror(errno));
+	return type_check(&st, what, want_dir, err);
+}
+
+int sbx_trust_open_file(const char *path, bool trusted, uint64_t max_bytes,
+			int *out_fd, struct sbx_error *err)
+{
+	char sofar[SBX_PATH_MAX];
+	const char *comp;
+	struct stat st;
+	int dir = -1, fd = -1, r;
+
+	if (!path || !sbx_path_is_canonical(path) || strlen(path) >= SBX_PATH_MAX ||
+	    strcmp(path, "/") == 0)
+		return sbx_error_set(err, EINVAL,
+				     "open(%.*s): not an absolute canonical file path",
+				     SBX_PATH_MAX - 1, path ? path : "(null)");
+	dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return sbx_error_set(err, errno, "open(/): %s", strerror(errno));
+	r = check_step(dir, "/", true, trusted, err);
+	if (r < 0)
+		goto out;
+	sofar[0] = '\0';
+	comp = path + 1;
+	for (;;) {
+		const char *slash = strchr(comp, '/');
+		size_t len = slash ? (size_t)(slash - comp) : strlen(comp);
+		size_t used = strlen(sofar);
+		char name[SBX_PATH_MAX];
+		int next;
+
+		memcpy(name, comp, len);
+		name[len] = '\0';
+		/* sofar is a prefix of path, so it always fits. */
+		sofar[used] = '/';
+		memcpy(sofar + used + 1, comp, len);
+		sofar[used + 1 + len] = '\0';
+		if (!slash)
+			break;
+		/* O_PATH|O_NOFOLLOW opens a symlink itself; fstat then says so. */
+		next = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			r = sbx_error_set(err, errno, "open(%s): %s", sofar, strerror(errno));
+			goto out;
+		}
+		close(dir);
+		dir = next;
+		r = check_step(dir, sofar, true, trusted, err);
+		if (r < 0)
+			goto out;
+		comp = slash + 1;
+	}
+	/* O_NONBLOCK: a FIFO planted at the path must not hang the caller
+	 * before the regular-file check can refuse it. */
+	fd = openat(dir, comp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			r = sbx_error_set(err, ELOOP, "%s: is a symlink; refused", path);
+		else
+			r = sbx_error_set(err, errno, "open(%s): %s", path, strerror(errno));
+		goto out;
+	}
+	r = check_step(fd, path, false, trusted, err);
+	if (r < 0)
+		goto out;
+	if (fstat(fd, &st) != 0) {
+		r = sbx_error_set(err, errno, "fstat(%s): %s", path, strerror(errno));
+		goto out;
+	}
+	/* A second name for the file could sit in a directory the checks
+	 * above never saw, and be replaced by a writable copy there. */
+	if (trusted && st.st_nlink != 1) {
+		r = sbx_error_set(err, EMLINK, "%s: has %lu hard links; refused", path,
+				  (unsigned long)st.st_nlink);
+		goto out;
+	}
+	if ((uint64_t)st.st_size > max_bytes) {
+		r = sbx_error_set(err, EFBIG, "%s: larger than %" PRIu64 " bytes", path,
+				  max_bytes);
+		goto out;
+	}
+	*out_fd = fd;
+	fd = -1;
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (dir >= 0)
+		close(dir);
+	return r;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libFuzzer target: the config parser, then select/expand/restrict/describe on what it accepts. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char *const groups[] = { "agents", "reviewers", "ci" };
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err;
+	const struct sbx_profile *sel = NULL;
+	struct sbx_profile *e, *r;
+	char hash[65];
+	FILE *devnull;
+	size_t i;
+
+	if (sbx_config_parse_buffer((const char *)data, size, "fuzz.conf", &cfg, &err) != 0)
+		return 0;
+	e = malloc(sizeof(*e));
+	r = malloc(sizeof(*r));
+	devnull = fopen("/dev/null", "w");
+	if (!e || !r || !devnull)
+		abort();
+	if (sbx_config_select(cfg, "alice", groups, 3, &sel, &err) == 0 &&
+	    sbx_config_find_profile(cfg, sel->name) != sel)
+		abort();
+	for (i = 0; i < cfg->n_profiles; i++) {
+		const struct sbx_profile *p = &cfg->profiles[i];
+
+		/* What the parser accepts, validate accepts. */
+		if (sbx_profile_validate(p, &err) != 0)
+			abort();
+		memcpy(e, p, sizeof(*e));
+		if (sbx_profile_expand(e, "alice", "/home/alice", &err) != 0)
+			continue;
+		if (sbx_profile_restrict(e, &cfg->ceiling, r, &err) != 0)
+			continue;
+		/* Restrict never widens the workspace or the host. */
+		if (sbx_profile_path_access(r, "/", true) > sbx_profile_path_access(e, "/", true) ||
+		    sbx_profile_path_access(r, e->workspace_root, true) >
+		    sbx_profile_path_access(e, e->workspace_root, true))
+			abort();
+		sbx_profile_to_json(r, devnull);
+		sbx_profile_to_text(r, devnull);
+		sbx_profile_hash(r, hash);
+		if (strlen(hash) != 64)
+			abort();
+	}
+	fclose(devnull);
+	free(e);
+	free(r);
+	sbx_config_free(cfg);
+	return 0;
+}
