@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* seccomp: kernel tests that prove each refusal next to a positive control. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/sched.h>
+
+#include "testlib.h"
+
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+#ifndef IPPROTO_MPTCP
+#define IPPROTO_MPTCP 262
+#endif
+#ifndef TCP_FASTOPEN_CONNECT
+#define TCP_FASTOPEN_CONNECT 30
+#endif
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+
+#define CHILD_CHECK(cond)                                                      \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: failed: %s (errno %s)\n",      \
+				__FILE__, __LINE__, #cond, strerror(errno));   \
+			return 1;                                              \
+		}                                                              \
+	} while (0)
+
+#define CHILD_ERRNO(expr, want)                                                \
+	do {                                                                   \
+		long r_;                                                       \
+		errno = 0;                                                     \
+		r_ = (long)(expr);                                             \
+		if (r_ != -1 || errno != (want)) {                             \
+			fprintf(stderr, "%s:%d: %s: want -1/%s, got %ld/%s\n", \
+				__FILE__, __LINE__, #expr, strerror(want), r_, \
+				strerror(errno));                              \
+			return 1;                                              \
+		}                                                              \
+	} while (0)
+
+/* In the child: no_new_privs, then the filter. */
+static int child_apply(bool network_denied, bool inet_denied, bool gated)
+{
+	struct sbx_seccomp_opts o = {
+		.network_denied = network_denied,
+		.inet_denied = inet_denied,
+		.gated = gated,
+	};
+	struct sbx_error err = { 0 };
+	char notes[256];
+	int r;
+
+	o.notes = notes;
+	o.notes_size = sizeof(notes);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -errno;
+	r = sbx_seccomp_apply(&o, &err);
+	if (r != 0)
+		fprintf(stderr, "sbx_seccomp_apply: %d %s\n", r, err.msg);
+	else if (notes[0])
+		fprintf(stderr, "[ note     ] %s\n", notes);
+	return r;
+}
+
+static void expect_child_ok(int (*fn)(void *), void *arg)
+{
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, fn, arg)), 0);
+}
+
+static int child_denied_syscalls(void *arg)
+{
+	char buf[8], rbuf[8];
+	struct iovec local = { buf, sizeof(buf) }, remote = { rbuf, sizeof(rbuf) };
+	int status;
+	pid_t pid;
+
+	(void)arg;
+	CHILD_CHECK(child_apply(false, false, false) == 0);
+	CHILD_ERRNO(syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_add_key, "user", "sbx", "x", 1, -3), EPERM);
+	CHILD_ERRNO(syscall(SYS_request_key, "user", "sbx", NULL, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_bpf, 0, NULL, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0), EPERM);
+	/* UFFD_USER_MODE_ONLY: allowed unprivileged, so EPERM is the filter */
+	CHILD_ERRNO(syscall(SYS_userfaultfd, 1 /* UFFD_USER_MODE_ONLY */), EPERM);
+	CHILD_ERRNO(syscall(SYS_io_uring_setup, 1, NULL), EPERM);
+	CHILD_ERRNO(syscall(SYS_open_by_handle_at, AT_FDCWD, NULL, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_name_to_handle_at, AT_FDCWD, "/", NULL, NULL, 0), EPERM);
+	CHILD_ERRNO(ptrace(PTRACE_TRACEME, 0, NULL, NULL), EPERM);
+	/* our own memory: allowed without the filter */
+	CHILD_ERRNO(process_vm_readv(getpid(), &local, 1, &remote, 1, 0), EPERM);
+	CHILD_ERRNO(unshare(CLONE_NEWUSER), EPERM);
+	CHILD_ERRNO(syscall(SYS_setns, 0, 0), EPERM);
+	/* mount and fsopen are proved in test_mount_api_userns (EPERM is
+	 * also their unprivileged answer); open_tree works unprivileged */
+	CHILD_ERRNO(syscall(SYS_open_tree, AT_FDCWD, "/", 0), EPERM);
+	/* syslog is EPERM without CAP_SYSLOG too (dmesg_restrict): this only
+	 * shows it stays refused */
+	CHILD_ERRNO(syscall(SYS_syslog, 3 /* SYSLOG_ACTION_READ_ALL */, buf, 0), EPERM);
+	/* personality: the query and PER_LINUX pass, anything else does not */
+	CHILD_CHECK(syscall(SYS_personality, 0xffffffffUL) == 0);
+	CHILD_CHECK(syscall(SYS_personality, 0UL) == 0);
+	CHILD_ERRNO(syscall(SYS_personality, 0x0040000UL /* ADDR_NO_RANDOMIZE */), EPERM);
+	CHILD_ERRNO(syscall(SYS_personality, 0xfffffffeUL), EPERM);
+	CHILD_ERRNO(syscall(SYS_personality, 0x1ffffffffUL), EPERM);
+
+	/* clone with a namespace flag: EPERM; plain fork still works */
+	errno = 0;
+	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid == 0)
+		_exit(0);
+	CHILD_CHECK(pid == -1 && errno == EPERM);
+	errno = 0;
+	pid = (pid_t)syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid == 0)
+		_exit(0);
+	CHILD_CHECK(pid == -1 && errno == EPERM);
+	pid = fork();
+	if (pid == 0)
+		_exit(7);
+	CHILD_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHILD_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+	CHILD_CHECK(syscall(SYS_getpid) == getpid());
+	return 0;
+}
+
+static void test_denied_syscalls(void **state)
+{
+	(void)state;
+	expect_child_ok(child_denied_syscalls, NULL);
+}
+
+/* In a user+mount namespace the child may mount, so EPERM is the filter's. */
+static int child_mount_api(void *arg)
+{
+	int fd;
+
+	(void)arg;
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+		return 77;
+	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+	CHILD_CHECK(mount("sbx", "/tmp", "tmpfs", 0, "size=64k") == 0);	/* control */
+	CHILD_CHECK((fd = (int)syscall(SYS_fsopen, "tmpfs", 0)) >= 0);	/* control */
+	close(fd);
+	CHILD_CHECK(child_apply(false, false, false) == 0);
+	CHILD_ERRNO(mount("sbx", "/tmp", "tmpfs", 0, "size=64k"), EPERM);
+	CHILD_ERRNO(mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL), EPERM);
+	CHILD_ERRNO(umount2("/tmp", MNT_DETACH), EPERM);
+	CHILD_ERRNO(syscall(SYS_fsopen, "tmpfs", 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_fspick, AT_FDCWD, "/tmp", 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_pivot_root, "/tmp", "/tmp"), EPERM);
+	return 0;
+}
+
+static void test_mount_api_userns(void **state)
+{
+	int code;
+
+	(void)state;
+	code = sbx_test_status_code(sbx_test_fork(true, child_mount_api, NULL));
+	if (code == 77) {
+		print_message("[  SKIP    ] unprivileged user namespaces unavailable\n");
+		skip();
+	}
+	assert_int_equal(code, 0);
+}
+
+static int child_clone3(void *arg)
+{
+	struct clone_args ca = { .flags = 0, .exit_signal = SIGCHLD };
+	long pid;
+
+	(void)arg;
+	CHILD_CHECK(child_apply(false, false, false) == 0);
+	/* even a harmless clone3 is ENOSYS: glibc then falls back to clone */
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0)
+		_exit(0);
+	CHILD_CHECK(pid == -1 && errno == ENOSYS);
+	ca.flags = CLONE_NEWUSER;
+	CHILD_ERRNO(syscall(SYS_clone3, &ca, sizeof(ca)), ENOSYS);
+	return 0;
+}
+
+static void test_clone3(void **state)
+{
+	(void)state;
+	expect_child_ok(child_clone3, NULL);
+}
+
+static int child_tiocsti(void *arg)
+{
+	struct winsize ws;
+	char c = 'x';
+	int m, t;
+
+	(void)arg;
+	CHILD_CHECK((m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)) >= 0);
+	CHILD_CHECK(grantpt(m) == 0 && unlockpt(m) == 0);
+	/* Make the pty our controlling terminal: without the filter TIOCSTI
+	 * on it then works (legacy_tiocsti=1) instead of failing with EPERM
+	 * for a foreign tty, so EPERM below is the filter's. */
+	CHILD_CHECK(setsid() > 0);
+	signal(SIGHUP, SIG_IGN);	/* closing the master hangs up our session */
+	CHILD_CHECK((t = open(ptsname(m), O_RDWR | O_CLOEXEC)) >= 0);
+	CHILD_CHECK(child_apply(false, false, false) == 0);
+	CHILD_ERRNO(ioctl(t, TIOCSTI, &c), EPERM);
+	/* the kernel truncates cmd to 32 bits; the filter's compare is masked */
+	CHILD_ERRNO(syscall(SYS_ioctl, t, (unsigned long)TIOCSTI | (1UL << 32), &c), EPERM);
+	CHILD_ERRNO(ioctl(t, TIOCLINUX, &c), EPERM);
+	CHILD_ERRNO(syscall(SYS_ioctl, t, (unsigned long)TIOCLINUX | (1UL << 32), &c), EPERM);
+	CHILD_CHECK(ioctl(t, TIOCGWINSZ, &ws) == 0);
+	CHILD_CHECK(ioctl(m, TIOCGWINSZ, &ws) == 0);
+	close(t);
+	close(m);
+	return 0;
+}
+
+static void test_tiocsti(void **state)
+{
+	(void)state;
+	expect_child_ok(child_tiocsti, NULL);
+}
+
+static int child_socket_families(void *arg)
+{
+	int s;
+
+	(void)arg;
+	CHILD_CHECK(child_apply(false, false, false) == 0);
+	CHILD_ERRNO(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+	CHILD_ERRNO(socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+	CHILD_ERRNO(socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+	CHILD_ERRNO(socket(AF_BLUETOOTH, SOCK_STREAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+	CHILD_ERRNO(socket(AF_KEY, SOCK_RAW | SOCK_CLOEXEC, 2), EAFNOSUPPORT);
+	CHILD_ERRNO(socket(AF_MAX + 3, SOCK_STREAM, 0), EAFNOSUPPORT);
+	/* high bits the kernel would drop (int domain) do not sneak past */
+	CHILD_ERRNO(syscall(SYS_socket, (unsigned long)AF_VSOCK | (1UL << 32),
+			    SOCK_STREAM, 0), EAFNOSUPPORT);
+	CHILD_ERRNO(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT), EAFNOSUPPORT);
+	CHILD_ERRNO(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT),
+		    EAFNOSUPPORT);
+	CHILD_CHECK((s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+	close(s);
+	CHILD_CHECK((s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)) >= 0);
+	close(s);
+	CHILD_CHECK((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0);
+	close(s);
+	CHILD_CHECK((s = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+	close(s);
+	return 0;
+}
+
+static void test_socket_families(void **state)
+{
+	(void)state;
+	expect_child_ok(child_socket_families, NULL);
+}
+
+static int child_network_denied(void *arg)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(9) };
+	int s, one = 1;
+
+	(void)arg;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHILD_CHECK(child_apply(true, false, false) == 0);
+	CHILD_ERRNO(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_MPTCP), EPERM);
+	CHILD_ERRNO(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_MPTCP), EPERM);
+	CHILD_CHECK((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+	CHILD_ERRNO(sendto(s, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&sa, sizeof(sa)),
+		    EPERM);
+	CHILD_ERRNO(setsockopt(s, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof(one)),
+		    EPERM);
+	CHILD_ERRNO(setsockopt(s, IPPROTO_TCP, TCP_FASTOPEN, &one, sizeof(one)), EPERM);
+	CHILD_CHECK(setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0);
+	close(s);
+	return 0;
+}
+
+static void test_network_denied(void **state)
+{
+	(void)state;
+	expect_child_ok(child_network_denied, NULL);
+}
+
+static int child_inet_denied(void *arg)
+{
+	int s;
+
+	(void)arg;
+	CHILD_CHECK(child_apply(true, true, false) == 0);
+	CHILD_ERRNO(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+	CHILD_ERRNO(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+	CHILD_ERRNO(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_ICMP), EAFNOSUPPORT);
+	CHILD_ERRNO(socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+	CHILD_ERRNO(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_MPTCP), EAFNOSUPPORT);
+	CHILD_CHECK((s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0);
+	close(s);
+	return 0;
+}
+
+static void test_inet_denied(void **state)
+{
+	(void)state;
+	expect_child_ok(child_inet_denied, NULL);
+}
+
+static int child_gated(void *arg)
+{
+	bool gated = arg != NULL;
+	char *const argv[] = { "false", NULL };
+	char *const envp[] = { NULL };
+	int fd, exe;
+
+	/* /bin/false: if execveat ever got through, the child fails */
+	CHILD_CHECK((exe = open("/bin/false", O_RDONLY | O_CLOEXEC)) >= 0);
+	CHILD_CHECK(child_apply(false, false, gated) == 0);
+	if (!gated) {
+		/* control: the same calls without the gate */
+		CHILD_CHECK((fd = memfd_create("sbx", MFD_CLOEXEC)) >= 0);
+		close(fd);
+		return 0;
+	}
+	CHILD_ERRNO(memfd_create("sbx", 0), EPERM);
+	CHILD_ERRNO(memfd_create("sbx", MFD_CLOEXEC | MFD_ALLOW_SEALING), EPERM);
+	errno = 0;
+	fd = memfd_create("sbx", MFD_CLOEXEC | MFD_NOEXEC_SEAL);
+	if (fd < 0 && errno == EINVAL)
+		fprintf(stderr, "[ note     ] kernel does not know MFD_NOEXEC_SEAL\n");
+	else
+		CHILD_CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	/* fd execution: refused before the kernel looks at the fd */
+	CHILD_ERRNO(syscall(SYS_execveat, exe, "", argv, envp, AT_EMPTY_PATH), EPERM);
+	return 0;
+}
+
+static void test_gated(void **state)
+{
+	(void)state;
+	expect_child_ok(child_gated, NULL);		/* control */
+	expect_child_ok(child_gated, (void *)1);
+}
+
+static long x32_getpid(void)
+{
+	long ret;
+
+	/* x32 ABI: getpid (39) with __X32_SYSCALL_BIT through `syscall` */
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"(39L | 0x40000000L)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+static long i386_getpid(void)
+{
+	long ret;
+
+	/* i386 ABI: getpid is 20 through int 0x80 */
+	__asm__ volatile("int $0x80"
+			 : "=a"(ret)
+			 : "0"(20L)
+			 : "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "memory");
+	return ret;
+}
+
+static int child_x32(void *arg)
+{
+	bool filtered = arg != NULL;
+
+	if (filtered && child_apply(false, false, false) != 0)
+		return 1;
+	(void)x32_getpid();
+	return 0;
+}
+
+static int child_i386(void *arg)
+{
+	bool filtered = arg != NULL;
+	long r;
+
+	if (filtered && child_apply(false, false, false) != 0)
+		return 1;
+	r = i386_getpid();
+	return r == getpid() ? 0 : 2;
+}
+
+static void test_foreign_arch_killed(void **state)
+{
+	int st;
+
+	(void)state;
+#if !defined(__x86_64__)
+	print_message("[  SKIP    ] x32/i386 checks are x86_64-only\n");
+	skip();
+#else
+	/* control: unfiltered, an x32 call returns (ENOSYS without x32 support) */
+	st = sbx_test_fork(true, child_x32, NULL);
+	assert_int_equal(sbx_test_status_code(st), 0);
+	st = sbx_test_fork(true, child_x32, (void *)1);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSYS);
+
+	st = sbx_test_fork(true, child_i386, NULL);
+	if (sbx_test_status_code(st) != 0) {
+		print_message("[  SKIP    ] int 0x80 unavailable (ia32 emulation off): status %d\n",
+			      sbx_test_status_code(st));
+		skip();
+	}
+	st = sbx_test_fork(true, child_i386, (void *)1);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSYS);
+#endif
+}
+
+static int child_listener(void *arg)
+{
+	struct sock_filter allow[] = {
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = 1, .filter = allow };
+
+	(void)arg;
+	CHILD_CHECK(child_apply(false, false, false) == 0);
+	CHILD_ERRNO(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog), EPERM);
+	/* a plain nested filter is fine (it can only narrow) */
+	CHILD_CHECK(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0);
+	return 0;
+}
+
+static void test_new_listener(void **state)
+{
+	(void)state;
+	expect_child_ok(child_listener, NULL);
+}
+
+static int child_status(void *arg)
+{
+	char *buf = NULL;
+	int ok;
+
+	(void)arg;
+	CHILD_CHECK(child_apply(false, false, false) == 0);
+	CHILD_CHECK(sbx_read_file("/proc/self/status", 1 << 16, &buf, NULL, NULL) == 0);
+	ok = strstr(buf, "\nSeccomp:\t2\n") && strstr(buf, "\nNoNewPrivs:\t1\n");
+	if (!ok)
+		fprintf(stderr, "%s", buf);
+	free(buf);
+	return ok ? 0 : 1;
+}
+
+static void test_proc_status(void **state)
+{
+	(void)state;
+	expect_child_ok(child_status, NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_denied_syscalls),
+		cmocka_unit_test(test_mount_api_userns),
+		cmocka_unit_test(test_clone3),
+		cmocka_unit_test(test_tiocsti),
+		cmocka_unit_test(test_socket_families),
+		cmocka_unit_test(test_network_denied),
+		cmocka_unit_test(test_inet_denied),
+		cmocka_unit_test(test_gated),
+		cmocka_unit_test(test_foreign_arch_killed),
+		cmocka_unit_test(test_new_listener),
+		cmocka_unit_test(test_proc_status),
+	};
+	return cmocka_run_group_tests_name("seccomp", tests, NULL, NULL);
+}
