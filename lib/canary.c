@@ -1,0 +1,809 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Canary checks: inside the confined process, try the forbidden things and record what the kernel refused. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/keyctl.h>
+#include <linux/magic.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+extern char **environ;
+
+/*
+ * Rules every canary follows:
+ * - it runs only for an entry already marked achieved, and marks it
+ *   verified only when the kernel refused in the way that proves the layer
+ *   (a refusal file permissions alone would give proves nothing: the
+ *   checks use access(2), which Landlock does not consult, to tell a
+ *   Landlock or read-only-mount refusal apart from plain DAC);
+ * - it leaves no file, fd or namespace behind and prints nothing;
+ * - on failure it appends "canary: <why>" to the entry's detail.
+ */
+
+/* Bounded formatting where truncating a diagnostic is acceptable. */
+static void text_set(char *dst, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void text_set(char *dst, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(dst, size, fmt, ap);
+	va_end(ap);
+}
+
+static void canary_fail(struct sbx_report *r, enum sbx_feature f,
+			const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void canary_fail(struct sbx_report *r, enum sbx_feature f,
+			const char *fmt, ...)
+{
+	struct sbx_report_entry *e = &r->entry[f];
+	size_t len = strlen(e->detail);
+	va_list ap;
+
+	e->verified = false;
+	if (len + 12 >= sizeof(e->detail))
+		return;
+	memcpy(e->detail + len, len ? "; canary: " : "canary: ", len ? 11 : 9);
+	len = strlen(e->detail);
+	va_start(ap, fmt);
+	vsnprintf(e->detail + len, sizeof(e->detail) - len, fmt, ap);
+	va_end(ap);
+}
+
+static void canary_pass(struct sbx_report *r, enum sbx_feature f)
+{
+	r->entry[f].verified = true;
+}
+
+static bool achieved(const struct sbx_report *r, enum sbx_feature f)
+{
+	return r->entry[f].achieved;
+}
+
+/* The "Name:\t<value>" line of /proc/self/status, value copied to out. */
+static int status_field(const char *name, char *out, size_t size)
+{
+	char buf[8192], *line, *save = NULL;
+	size_t n = strlen(name);
+	ssize_t got;
+	int fd;
+
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (got <= 0)
+		return -EIO;
+	buf[got] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, name, n) == 0 && line[n] == ':') {
+			line += n + 1;
+			while (*line == '\t' || *line == ' ')
+				line++;
+			return sbx_strlcpy(out, size, line);
+		}
+	}
+	return -ENOENT;
+}
+
+/* ---- write boundary: landlock_fs and mount_view -------------------------- */
+
+struct write_try {
+	const char *path;	/* the file to create (or open for writing) */
+	const char *dir;	/* its directory, for the DAC/ro pre-check */
+	bool create;		/* O_CREAT|O_EXCL; else open an existing file O_WRONLY */
+};
+
+enum write_outcome { W_LANDLOCK, W_READONLY, W_DAC, W_SKIP, W_BREACH, W_OTHER };
+
+/* Try one forbidden write and say which layer refused it. */
+static enum write_outcome try_write(const struct write_try *t, int *err_out)
+{
+	int fd, e;
+
+	/* access(2) sees DAC and read-only mounts but not Landlock, so it
+	 * tells whose refusal the open() below is. */
+	if (access(t->create ? t->dir : t->path, W_OK) != 0) {
+		*err_out = errno;
+		if (errno == EROFS)
+			return W_READONLY;
+		return errno == EACCES || errno == EPERM ? W_DAC : W_SKIP;
+	}
+	if (t->create)
+		fd = open(t->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	else
+		fd = open(t->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0) {
+		close(fd);
+		if (t->create)
+			unlink(t->path);
+		*err_out = 0;
+		return W_BREACH;
+	}
+	e = errno;
+	*err_out = e;
+	if (e == EACCES)
+		return W_LANDLOCK;
+	if (e == EROFS)
+		return W_READONLY;
+	if (e == EEXIST && t->create)
+		return W_OTHER;
+	return W_OTHER;
+}
+
+/* The positive control: a file can be made and removed in the workspace. */
+static int workspace_writable(const struct sbx_session *s)
+{
+	char path[SBX_PATH_MAX];
+	int fd;
+
+	if (sbx_snprintf(path, sizeof(path), "%s/.agent-sandbox-canary-%ld",
+			 s->workspace, (long)getpid()) != 0)
+		return ENAMETOOLONG;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	if (unlink(path) != 0)
+		return errno;
+	return 0;
+}
+
+static void canary_write_boundary(const struct sbx_profile *p,
+				  const struct sbx_session *s, struct sbx_report *r)
+{
+	char vartmp[64], runlock[64];
+	struct write_try tries[4];
+	bool want_ll = achieved(r, SBX_F_LANDLOCK_FS);
+	bool want_mv = achieved(r, SBX_F_MOUNT_VIEW);
+	bool ll_proof = false, mv_proof = false, breach = false;
+	char breach_path[128] = "";
+	size_t i, n = 0;
+	int e, ws;
+
+	if (!want_ll && !want_mv)
+		return;
+	if (p->host_write == SBX_ACCESS_ALLOW) {
+		if (want_ll)
+			canary_fail(r, SBX_F_LANDLOCK_FS, "host_write allow: no write boundary to probe");
+		if (want_mv)
+			canary_fail(r, SBX_F_MOUNT_VIEW, "host_write allow: no write boundary to probe");
+		return;
+	}
+	snprintf(vartmp, sizeof(vartmp), "/var/tmp/.agent-sandbox-canary-%ld", (long)getpid());
+	snprintf(runlock, sizeof(runlock), "/run/lock/.agent-sandbox-canary-%ld", (long)getpid());
+	/* As the agent, /etc is refused by file permissions before a
+	 * read-only mount or Landlock is consulted: kept because the design
+	 * names it, but it proves something only for a caller DAC lets in. */
+	tries[n++] = (struct write_try){ "/etc/.agent-sandbox-canary", "/etc", true };
+	/* World-writable (sticky) on the host: only Landlock or a read-only
+	 * mount can refuse these, so a refusal here is a real proof. */
+	tries[n++] = (struct write_try){ vartmp, "/var/tmp", true };
+	tries[n++] = (struct write_try){ runlock, "/run/lock", true };
+	/* Owned by us and on a read-write procfs: same argument. */
+	tries[n++] = (struct write_try){ "/proc/self/comm", "/proc/self", false };
+
+	for (i = 0; i < n; i++) {
+		/* A place the profile lets us write proves nothing. */
+		if (sbx_profile_path_access(p, tries[i].path, true) == SBX_ACCESS_ALLOW)
+			continue;
+		switch (try_write(&tries[i], &e)) {
+		case W_LANDLOCK: ll_proof = true; break;
+		case W_READONLY: mv_proof = true; break;
+		case W_BREACH:
+			breach = true;
+			text_set(breach_path, sizeof(breach_path), "%s", tries[i].path);
+			break;
+		default: break;
+		}
+	}
+	if (access("/etc/.agent-sandbox-canary", F_OK) == 0) {
+		breach = true;
+		text_set(breach_path, sizeof(breach_path), "/etc/.agent-sandbox-canary exists");
+	}
+	ws = 0;
+	if (s && s->workspace[0] && p->workspace_write == SBX_ACCESS_ALLOW)
+		ws = workspace_writable(s);
+
+	if (want_ll) {
+		if (breach)
+			canary_fail(r, SBX_F_LANDLOCK_FS, "write not refused: %s", breach_path);
+		else if (ws)
+			canary_fail(r, SBX_F_LANDLOCK_FS, "workspace not writable: %s", strerror(ws));
+		else if (!ll_proof)
+			canary_fail(r, SBX_F_LANDLOCK_FS, "no write refused by Landlock "
+				    "(only file permissions or read-only mounts refused)");
+		else
+			canary_pass(r, SBX_F_LANDLOCK_FS);
+	}
+	if (want_mv) {
+		if (breach)
+			canary_fail(r, SBX_F_MOUNT_VIEW, "write not refused: %s", breach_path);
+		else if (ws)
+			canary_fail(r, SBX_F_MOUNT_VIEW, "workspace not writable: %s", strerror(ws));
+		else if (!mv_proof)
+			canary_fail(r, SBX_F_MOUNT_VIEW, "no write refused by a read-only "
+				    "mount (EROFS) in /etc, /var/tmp or /run/lock");
+		else
+			canary_pass(r, SBX_F_MOUNT_VIEW);
+	}
+}
+
+/* ---- deny_read -------------------------------------------------------------- */
+
+/* 1: proven hidden (mask or Landlock), 0: unreadable but only by DAC or
+ * absent (no proof either way), -1: readable. */
+static int deny_read_one(const char *path, char *why, size_t why_size)
+{
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	char c;
+	ssize_t n;
+	int fd, dac, e;
+
+	dac = access(path, R_OK) == 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		e = errno;
+		if (e == ENOENT)
+			return 0;
+		if (e == EACCES || e == EPERM)
+			return dac ? 1 : 0;
+		text_set(why, why_size, "%s: open: %s", path, strerror(e));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		text_set(why, why_size, "%s: fstat failed", path);
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			text_set(why, why_size, "%s: not listable", path);
+			return -1;
+		}
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+				text_set(why, why_size, "%s lists %s", path, de->d_name);
+				closedir(d);
+				return -1;
+			}
+		}
+		closedir(d);
+		return 1;	/* masked: an empty directory */
+	}
+	n = read(fd, &c, 1);
+	e = errno;
+	close(fd);
+	if (n == 0)
+		return 1;	/* masked: reads as empty */
+	if (n < 0 && (e == EACCES || e == EPERM))
+		return 1;
+	text_set(why, why_size, "%s is readable", path);
+	return -1;
+}
+
+static void canary_deny_read(const struct sbx_profile *p, struct sbx_report *r)
+{
+	char why[200];
+	bool proof = false;
+	size_t i;
+
+	if (!achieved(r, SBX_F_DENY_READ))
+		return;
+	for (i = 0; i < p->n_deny_read; i++) {
+		int v = deny_read_one(p->deny_read[i], why, sizeof(why));
+
+		if (v < 0) {
+			canary_fail(r, SBX_F_DENY_READ, "%s", why);
+			return;
+		}
+		if (v > 0)
+			proof = true;
+	}
+	if (!proof) {
+		canary_fail(r, SBX_F_DENY_READ, "every deny_read entry is missing or "
+			    "unreadable by file permissions alone: the mask is not observable");
+		return;
+	}
+	canary_pass(r, SBX_F_DENY_READ);
+}
+
+/* ---- namespaces ----------------------------------------------------------- */
+
+static unsigned long ns_inode(const char *name)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
+	if (stat(path, &st) != 0)
+		return 0;
+	return (unsigned long)st.st_ino;
+}
+
+static void canary_namespaces(const struct sbx_canary_ctx *ctx, struct sbx_report *r)
+{
+	static const struct {
+		enum sbx_feature f;
+		const char *name;
+		size_t off;
+	} ns[] = {
+		{ SBX_F_USERNS, "user", offsetof(struct sbx_canary_ctx, host_ns_user) },
+		{ SBX_F_MOUNTNS, "mnt", offsetof(struct sbx_canary_ctx, host_ns_mnt) },
+		{ SBX_F_PIDNS, "pid", offsetof(struct sbx_canary_ctx, host_ns_pid) },
+		{ SBX_F_NETNS, "net", offsetof(struct sbx_canary_ctx, host_ns_net) },
+		{ SBX_F_IPCNS, "ipc", offsetof(struct sbx_canary_ctx, host_ns_ipc) },
+		{ SBX_F_UTSNS, "uts", offsetof(struct sbx_canary_ctx, host_ns_uts) },
+		{ SBX_F_CGROUPNS, "cgroup", offsetof(struct sbx_canary_ctx, host_ns_cgroup) },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(ns); i++) {
+		unsigned long host, now;
+
+		if (!achieved(r, ns[i].f))
+			continue;
+		host = ctx ? *(const unsigned long *)((const char *)ctx + ns[i].off) : 0;
+		now = ns_inode(ns[i].name);
+		if (!host || !now)
+			canary_fail(r, ns[i].f, "%s namespace inode unknown", ns[i].name);
+		else if (now == host)
+			canary_fail(r, ns[i].f, "still in the host %s namespace", ns[i].name);
+		else if (ns[i].f == SBX_F_PIDNS && getpid() == 1)
+			canary_fail(r, ns[i].f, "the command would run as PID 1");
+		else
+			canary_pass(r, ns[i].f);
+	}
+}
+
+/* ---- network ------------------------------------------------------------------ */
+
+static void canary_landlock_net(struct sbx_report *r)
+{
+	struct sockaddr_in sa;
+	int fd, e;
+
+	if (!achieved(r, SBX_F_LANDLOCK_NET))
+		return;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		e = errno;
+		/* seccomp's inet_denied answers EAFNOSUPPORT: no TCP at all. */
+		if (e == EAFNOSUPPORT)
+			canary_pass(r, SBX_F_LANDLOCK_NET);
+		else
+			canary_fail(r, SBX_F_LANDLOCK_NET, "socket(AF_INET): %s", strerror(e));
+		return;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(1);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* Landlock checks the port before any packet leaves: EACCES. An
+	 * unconfined connect gets ECONNREFUSED (nothing listens on port 1). */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(fd);
+		canary_fail(r, SBX_F_LANDLOCK_NET, "connect(127.0.0.1:1) succeeded");
+		return;
+	}
+	e = errno;
+	close(fd);
+	if (e == EACCES)
+		canary_pass(r, SBX_F_LANDLOCK_NET);
+	else
+		canary_fail(r, SBX_F_LANDLOCK_NET, "connect(127.0.0.1:1): %s, not EACCES",
+			    strerror(e));
+}
+
+/* ---- seccomp, no_new_privs, caps ----------------------------------------------- */
+
+/* unshare(CLONE_NEWUSER) in a throwaway child: should the filter be
+ * missing, the namespace must not stick to the process about to exec. */
+static int unshare_userns_errno(void)
+{
+	int status = 0;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWUSER) == 0 ? 0 : (errno & 0xff));
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status))
+		return -ECHILD;
+	return WEXITSTATUS(status);
+}
+
+static void canary_seccomp(struct sbx_report *r)
+{
+	char v[32];
+	long k;
+	int e;
+
+	if (!achieved(r, SBX_F_SECCOMP))
+		return;
+	if (status_field("Seccomp", v, sizeof(v)) != 0 || strcmp(v, "2") != 0) {
+		canary_fail(r, SBX_F_SECCOMP, "/proc/self/status Seccomp is not 2");
+		return;
+	}
+	e = unshare_userns_errno();
+	if (e != EPERM) {
+		canary_fail(r, SBX_F_SECCOMP, "unshare(CLONE_NEWUSER): %s, not EPERM",
+			    e == 0 ? "allowed" : e < 0 ? strerror(-e) : strerror(e));
+		return;
+	}
+	k = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
+	if (k >= 0 || errno != EPERM) {
+		canary_fail(r, SBX_F_SECCOMP, "keyctl(KEYCTL_GET_KEYRING_ID): %s, not EPERM",
+			    k >= 0 ? "allowed" : strerror(errno));
+		return;
+	}
+	canary_pass(r, SBX_F_SECCOMP);
+}
+
+static void canary_no_new_privs(struct sbx_report *r)
+{
+	char v[32];
+
+	if (!achieved(r, SBX_F_NO_NEW_PRIVS))
+		return;
+	if (status_field("NoNewPrivs", v, sizeof(v)) != 0 || strcmp(v, "1") != 0)
+		canary_fail(r, SBX_F_NO_NEW_PRIVS, "/proc/self/status NoNewPrivs is not 1");
+	else if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+		canary_fail(r, SBX_F_NO_NEW_PRIVS, "PR_GET_NO_NEW_PRIVS is not 1");
+	else
+		canary_pass(r, SBX_F_NO_NEW_PRIVS);
+}
+
+static void canary_caps(struct sbx_report *r)
+{
+	static const char *const sets[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
+	char v[32];
+	size_t i, k;
+
+	if (!achieved(r, SBX_F_CAPS))
+		return;
+	for (i = 0; i < ARRAY_SIZE(sets); i++) {
+		if (status_field(sets[i], v, sizeof(v)) != 0) {
+			canary_fail(r, SBX_F_CAPS, "/proc/self/status has no %s", sets[i]);
+			return;
+		}
+		for (k = 0; v[k]; k++) {
+			if (v[k] != '0') {
+				canary_fail(r, SBX_F_CAPS, "%s is %s", sets[i], v);
+				return;
+			}
+		}
+	}
+	canary_pass(r, SBX_F_CAPS);
+}
+
+/* ---- Landlock scope and ioctl --------------------------------------------------- */
+
+static void canary_landlock_scope(struct sbx_report *r)
+{
+	char path[64], buf[4096], *line;
+	pid_t ppid = getppid();
+	unsigned long ruid = 0;
+	ssize_t n;
+	int fd;
+
+	if (!achieved(r, SBX_F_LANDLOCK_SCOPE))
+		return;
+	/* kill(ppid, 0) is only a proof when file-style permissions would
+	 * allow it, i.e. the parent runs as our uid (the init of the pid
+	 * namespace does, outside the Landlock domain). */
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)ppid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0) {
+		canary_fail(r, SBX_F_LANDLOCK_SCOPE, "parent %ld not visible", (long)ppid);
+		return;
+	}
+	buf[n] = '\0';
+	line = strstr(buf, "\nUid:");
+	if (!line || sscanf(line + 5, "%lu", &ruid) != 1 || ruid != (unsigned long)getuid()) {
+		canary_fail(r, SBX_F_LANDLOCK_SCOPE, "parent %ld runs as another uid: "
+			    "signal scope not observable", (long)ppid);
+		return;
+	}
+	if (kill(ppid, 0) == 0)
+		canary_fail(r, SBX_F_LANDLOCK_SCOPE, "kill(%ld, 0) allowed", (long)ppid);
+	else if (errno != EPERM)
+		canary_fail(r, SBX_F_LANDLOCK_SCOPE, "kill(%ld, 0): %s, not EPERM",
+			    (long)ppid, strerror(errno));
+	else
+		canary_pass(r, SBX_F_LANDLOCK_SCOPE);
+}
+
+static void canary_landlock_ioctl(struct sbx_report *r)
+{
+	struct termios t;
+	int fd, e;
+
+	if (!achieved(r, SBX_F_LANDLOCK_IOCTL))
+		return;
+	if (r->landlock_abi < 5) {
+		canary_fail(r, SBX_F_LANDLOCK_IOCTL, "Landlock ABI %d < 5", r->landlock_abi);
+		return;
+	}
+	/* /dev/null is granted read/write but never IOCTL_DEV. A terminal
+	 * ioctl on it gets ENOTTY from the driver, EACCES from Landlock. */
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		canary_fail(r, SBX_F_LANDLOCK_IOCTL, "no ungranted device reachable "
+			    "(/dev/null: %s)", strerror(errno));
+		return;
+	}
+	if (ioctl(fd, TCGETS, &t) == 0)
+		e = 0;
+	else
+		e = errno;
+	close(fd);
+	if (e == EACCES)
+		canary_pass(r, SBX_F_LANDLOCK_IOCTL);
+	else
+		canary_fail(r, SBX_F_LANDLOCK_IOCTL, "ioctl(/dev/null, TCGETS): %s, not EACCES",
+			    e ? strerror(e) : "allowed");
+}
+
+/* ---- rlimits, env, fds ------------------------------------------------------------ */
+
+static void canary_rlimits(const struct sbx_profile *p, struct sbx_report *r)
+{
+	static const struct { enum sbx_limit l; int res; } map[] = {
+		{ SBX_LIMIT_NPROC, RLIMIT_NPROC }, { SBX_LIMIT_NOFILE, RLIMIT_NOFILE },
+		{ SBX_LIMIT_FSIZE, RLIMIT_FSIZE }, { SBX_LIMIT_AS, RLIMIT_AS },
+		{ SBX_LIMIT_CPU, RLIMIT_CPU },
+	};
+	struct rlimit rl;
+	size_t i;
+
+	if (!achieved(r, SBX_F_RLIMITS))
+		return;
+	if (getrlimit(RLIMIT_CORE, &rl) != 0 || rl.rlim_cur != 0) {
+		canary_fail(r, SBX_F_RLIMITS, "RLIMIT_CORE is not 0");
+		return;
+	}
+	for (i = 0; i < ARRAY_SIZE(map); i++) {
+		if (!(p->limits.set_mask & (1u << map[i].l)))
+			continue;
+		/* "Never raises a hard limit": a lower value also holds. */
+		if (getrlimit(map[i].res, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+		    (uint64_t)rl.rlim_cur > p->limits.value[map[i].l]) {
+			canary_fail(r, SBX_F_RLIMITS, "%s not in force",
+				    sbx_limit_name(map[i].l));
+			return;
+		}
+	}
+	canary_pass(r, SBX_F_RLIMITS);
+}
+
+static void canary_env(struct sbx_report *r)
+{
+	static const char *const bad[] = { "BASH_ENV=", "ENV=", "GLIBC_TUNABLES=" };
+	char **e;
+	size_t i;
+
+	if (!achieved(r, SBX_F_ENV_SCRUB))
+		return;
+	for (e = environ; e && *e; e++) {
+		if (strncmp(*e, "LD_", 3) == 0) {
+			canary_fail(r, SBX_F_ENV_SCRUB, "LD_* variable present");
+			return;
+		}
+		for (i = 0; i < ARRAY_SIZE(bad); i++) {
+			if (strncmp(*e, bad[i], strlen(bad[i])) == 0) {
+				canary_fail(r, SBX_F_ENV_SCRUB, "%.*s present",
+					    (int)strlen(bad[i]) - 1, bad[i]);
+				return;
+			}
+		}
+	}
+	canary_pass(r, SBX_F_ENV_SCRUB);
+}
+
+static void canary_fds(const struct sbx_canary_ctx *ctx, struct sbx_report *r)
+{
+	struct dirent *de;
+	DIR *d;
+	int self, keep = ctx ? ctx->keep_fd : -1;
+
+	if (!achieved(r, SBX_F_FD_HYGIENE))
+		return;
+	d = opendir("/proc/self/fd");
+	if (!d) {
+		canary_fail(r, SBX_F_FD_HYGIENE, "/proc/self/fd: %s", strerror(errno));
+		return;
+	}
+	self = dirfd(d);
+	while ((de = readdir(d)) != NULL) {
+		char *end;
+		long fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		fd = strtol(de->d_name, &end, 10);
+		if (*end || fd <= 2 || fd == self || fd == keep)
+			continue;
+		closedir(d);
+		canary_fail(r, SBX_F_FD_HYGIENE, "fd %ld is open", fd);
+		return;
+	}
+	closedir(d);
+	canary_pass(r, SBX_F_FD_HYGIENE);
+}
+
+/* ---- home and the command gate ------------------------------------------------------ */
+
+/* Is path a mount point in /proc/self/mountinfo (field 5, octal-escaped)? */
+static bool is_mount_point(const char *path)
+{
+	char *buf = NULL, *line, *save = NULL;
+	bool found = false;
+	size_t len;
+
+	if (sbx_read_file("/proc/self/mountinfo", 1u << 20, &buf, &len, NULL) != 0)
+		return false;
+	for (line = strtok_r(buf, "\n", &save); line && !found;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char mp[SBX_PATH_MAX], *f = line;
+		size_t n = 0;
+		int field;
+
+		for (field = 0; field < 4 && f; field++) {
+			f = strchr(f, ' ');
+			if (f)
+				f++;
+		}
+		if (!f)
+			continue;
+		for (; *f && *f != ' ' && n + 1 < sizeof(mp); f++) {
+			if (f[0] == '\\' && f[1] >= '0' && f[1] <= '3' && f[2] && f[3]) {
+				mp[n++] = (char)((f[1] - '0') * 64 + (f[2] - '0') * 8 + (f[3] - '0'));
+				f += 3;
+			} else {
+				mp[n++] = *f;
+			}
+		}
+		mp[n] = '\0';
+		found = strcmp(mp, path) == 0;
+	}
+	free(buf);
+	return found;
+}
+
+static void canary_home(const struct sbx_session *s, struct sbx_report *r)
+{
+	char path[SBX_PATH_MAX];
+	struct statfs sfs;
+	struct stat st, src;
+	int fd;
+
+	if (!achieved(r, SBX_F_HOME))
+		return;
+	if (!s || !s->home[0] || stat(s->home, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		canary_fail(r, SBX_F_HOME, "home is not a directory");
+		return;
+	}
+	if (sbx_snprintf(path, sizeof(path), "%s/.agent-sandbox-canary-%ld",
+			 s->home, (long)getpid()) != 0) {
+		canary_fail(r, SBX_F_HOME, "home path too long");
+		return;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		canary_fail(r, SBX_F_HOME, "home not writable: %s", strerror(errno));
+		return;
+	}
+	close(fd);
+	unlink(path);
+	if (!s->home_source[0]) {
+		if (statfs(s->home, &sfs) != 0 || (unsigned long)sfs.f_type != TMPFS_MAGIC)
+			canary_fail(r, SBX_F_HOME, "ephemeral home is not a tmpfs");
+		else
+			canary_pass(r, SBX_F_HOME);
+		return;
+	}
+	/* Isolated: the state-dir home is bound at $HOME. */
+	if ((stat(s->home_source, &src) == 0 && src.st_dev == st.st_dev &&
+	     src.st_ino == st.st_ino) || is_mount_point(s->home))
+		canary_pass(r, SBX_F_HOME);
+	else
+		canary_fail(r, SBX_F_HOME, "%s is not bound at %s", s->home_source, s->home);
+}
+
+static void canary_command_gate(const struct sbx_profile *p,
+				const struct sbx_session *s, struct sbx_report *r)
+{
+	const char *dirs[3];
+	struct statvfs sv;
+	size_t i, n = 0;
+	int fd;
+
+	if (!achieved(r, SBX_F_COMMAND_GATE))
+		return;
+	if (p->command == SBX_ACCESS_ALLOW) {
+		canary_fail(r, SBX_F_COMMAND_GATE, "command allow: no gate");
+		return;
+	}
+	/* Writable places must be noexec, or ld.so runs whatever the agent
+	 * wrote there (DESIGN 6). */
+	dirs[n++] = "/tmp";
+	if (s && s->home[0])
+		dirs[n++] = s->home;
+	if (s && s->workspace[0] && p->workspace_write == SBX_ACCESS_ALLOW)
+		dirs[n++] = s->workspace;
+	for (i = 0; i < n; i++) {
+		if (statvfs(dirs[i], &sv) != 0 || !(sv.f_flag & ST_NOEXEC)) {
+			canary_fail(r, SBX_F_COMMAND_GATE, "%s is not mounted noexec", dirs[i]);
+			return;
+		}
+	}
+	/* A memfd without MFD_NOEXEC_SEAL can be executed past the gate. */
+	fd = (int)syscall(SYS_memfd_create, "agent-sandbox-canary", 0);
+	if (fd >= 0) {
+		close(fd);
+		canary_fail(r, SBX_F_COMMAND_GATE, "memfd_create(0) allowed");
+		return;
+	}
+	if (errno != EPERM) {
+		canary_fail(r, SBX_F_COMMAND_GATE, "memfd_create(0): %s, not EPERM",
+			    strerror(errno));
+		return;
+	}
+	canary_pass(r, SBX_F_COMMAND_GATE);
+}
+
+void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
+		    const struct sbx_canary_ctx *ctx, struct sbx_report *r)
+{
+	int saved = errno;
+
+	/* fds first: every other canary opens and closes its own. */
+	canary_fds(ctx, r);
+	canary_env(r);
+	canary_namespaces(ctx, r);
+	canary_write_boundary(p, s, r);
+	canary_deny_read(p, r);
+	canary_landlock_net(r);
+	canary_landlock_scope(r);
+	canary_landlock_ioctl(r);
+	canary_no_new_privs(r);
+	canary_caps(r);
+	canary_seccomp(r);
+	canary_rlimits(p, r);
+	canary_home(s, r);
+	canary_command_gate(p, s, r);
+	errno = saved;
+}

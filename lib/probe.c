@@ -1,0 +1,644 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Kernel probe: which confinement layers this kernel and this uid offer, and why not. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* uapi <linux/landlock.h> (Linux 6.15+, include/uapi/linux/landlock.h):
+ * Debian 12's header stops at ABI 2, so the flag values are carried here. */
+#ifndef LANDLOCK_CREATE_RULESET_VERSION
+#define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
+#endif
+#ifndef LANDLOCK_CREATE_RULESET_ERRATA
+#define LANDLOCK_CREATE_RULESET_ERRATA (1U << 1)
+#endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+#define PROBE_CHILD_TIMEOUT_MS 5000
+
+/*
+ * The cache. Every caller of libsbx is single-threaded (agent-shell before
+ * exec, the PAM module inside one sshd worker, the tests), so a plain static
+ * with no lock is enough; a multi-threaded caller would need a pthread_once.
+ */
+static struct sbx_probe probe_cache;
+static bool probe_cached;
+
+/* Bounded formatting where truncating a diagnostic is acceptable (the
+ * caller's buffer is fixed by struct sbx_probe). */
+static void set_text(char *dst, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_text(char *dst, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(dst, size, fmt, ap);
+	va_end(ap);
+}
+
+/* Read a small proc/sys file into buf (NUL-terminated, trailing newline
+ * stripped). 0 or -errno. */
+static int read_small(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	do {
+		n = read(fd, buf, size - 1);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	close(fd);
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return 0;
+}
+
+/* Value of a sysctl-like integer file, or -1 when unreadable. */
+static long read_long(const char *path)
+{
+	char buf[64];
+	char *end;
+	long v;
+
+	if (read_small(path, buf, sizeof(buf)) != 0)
+		return -1;
+	errno = 0;
+	v = strtol(buf, &end, 10);
+	if (errno || end == buf)
+		return -1;
+	return v;
+}
+
+/* The active LSM list: securityfs first, else lsm= on the command line. */
+static void current_lsm_list(char *out, size_t size)
+{
+	char cmdline[4096];
+	const char *p;
+
+	if (read_small("/sys/kernel/security/lsm", out, size) == 0 && out[0])
+		return;
+	if (read_small("/proc/cmdline", cmdline, sizeof(cmdline)) == 0) {
+		for (p = cmdline; (p = strstr(p, "lsm=")) != NULL; p += 4) {
+			if (p == cmdline || p[-1] == ' ') {
+				size_t n = strcspn(p + 4, " ");
+
+				if (n >= size)
+					n = size - 1;
+				memcpy(out, p + 4, n);
+				out[n] = '\0';
+				return;
+			}
+		}
+	}
+	sbx_strlcpy(out, size, "unknown");
+}
+
+static void probe_landlock(struct sbx_probe *p)
+{
+	long abi, errata;
+	char lsm[160];
+
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
+		      LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 0) {
+		int e = errno;
+
+		p->landlock_abi = 0;
+		if (e == ENOSYS) {
+			sbx_strlcpy(p->landlock_why, sizeof(p->landlock_why),
+				    "kernel built without CONFIG_SECURITY_LANDLOCK");
+		} else if (e == EOPNOTSUPP) {
+			current_lsm_list(lsm, sizeof(lsm));
+			set_text(p->landlock_why, sizeof(p->landlock_why),
+				 "Landlock not enabled at boot: add landlock to lsm= "
+				 "on the kernel command line (current: %s)", lsm);
+		} else {
+			set_text(p->landlock_why, sizeof(p->landlock_why),
+				 "landlock_create_ruleset(VERSION): %s", strerror(e));
+		}
+		return;
+	}
+	p->landlock_abi = (int)abi;
+	/* The errata query exists from ABI 7 on; older kernels return EINVAL
+	 * for the unknown flag, which reads as "no errata fixed". */
+	errata = syscall(SYS_landlock_create_ruleset, NULL, 0,
+			 LANDLOCK_CREATE_RULESET_ERRATA);
+	p->landlock_errata = errata > 0 ? (int)errata : 0;
+}
+
+static void probe_seccomp(struct sbx_probe *p)
+{
+	uint32_t action = SECCOMP_RET_KILL_PROCESS;
+
+	/* PR_GET_SECCOMP fails with EINVAL on a kernel without CONFIG_SECCOMP. */
+	p->seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+	p->seccomp_kill_process = p->seccomp &&
+		syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+}
+
+/* ---- user and other namespaces, tried in a throwaway child -------------- */
+
+enum { NS_MNT, NS_PID, NS_NET, NS_IPC, NS_UTS, NS_CGROUP, NS_COUNT };
+
+static const int ns_flags[NS_COUNT] = {
+	CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
+	CLONE_NEWCGROUP,
+};
+
+struct ns_result {
+	int userns_errno;	/* 0 = created and mapped */
+	int map_errno;		/* writing the maps failed */
+	unsigned char ns_ok[NS_COUNT];
+	int ns_errno[NS_COUNT];
+};
+
+/* Async-signal-safe "%u" into buf (the child of a fork in a possibly
+ * multi-threaded caller must not take stdio locks). */
+static size_t fmt_uint(char *buf, unsigned long v)
+{
+	char tmp[24];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	return n;
+}
+
+static int write_all_path(const char *path, const char *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return errno;
+	n = write(fd, buf, len);
+	if (n < 0 || (size_t)n != len) {
+		int e = n < 0 ? errno : EIO;
+
+		close(fd);
+		return e;
+	}
+	close(fd);
+	return 0;
+}
+
+static int write_id_map(const char *path, unsigned long id)
+{
+	char line[64];
+	size_t n = 0;
+
+	n += fmt_uint(line + n, id);
+	line[n++] = ' ';
+	n += fmt_uint(line + n, id);
+	line[n++] = ' ';
+	line[n++] = '1';
+	line[n++] = '\n';
+	return write_all_path(path, line, n);
+}
+
+static void ns_child(int wfd, uid_t uid, gid_t gid)
+{
+	struct ns_result res;
+	ssize_t n;
+	int i;
+
+	memset(&res, 0, sizeof(res));
+	if (unshare(CLONE_NEWUSER) != 0) {
+		res.userns_errno = errno;
+		goto out;
+	}
+	res.map_errno = write_all_path("/proc/self/setgroups", "deny", 4);
+	if (!res.map_errno)
+		res.map_errno = write_id_map("/proc/self/uid_map", uid);
+	if (!res.map_errno)
+		res.map_errno = write_id_map("/proc/self/gid_map", gid);
+	for (i = 0; i < NS_COUNT; i++) {
+		if (unshare(ns_flags[i]) == 0)
+			res.ns_ok[i] = 1;
+		else
+			res.ns_errno[i] = errno;
+	}
+out:
+	n = write(wfd, &res, sizeof(res));
+	_exit(n == (ssize_t)sizeof(res) ? 0 : 1);
+}
+
+static bool running_in_container(char *hint, size_t size)
+{
+	char buf[4096];
+	static const char *const markers[] = {
+		"docker", "kubepods", "containerd", "lxc", "libpod", "crio",
+	};
+	size_t i;
+
+	if (access("/.dockerenv", F_OK) == 0) {
+		sbx_strlcpy(hint, size, "/.dockerenv exists");
+		return true;
+	}
+	if (access("/run/.containerenv", F_OK) == 0) {
+		sbx_strlcpy(hint, size, "/run/.containerenv exists");
+		return true;
+	}
+	if (read_small("/proc/1/cgroup", buf, sizeof(buf)) == 0) {
+		for (i = 0; i < ARRAY_SIZE(markers); i++) {
+			if (strstr(buf, markers[i])) {
+				set_text(hint, size, "/proc/1/cgroup mentions %s", markers[i]);
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Name the layer that blocks unprivileged user namespaces, and its fix,
+ * checking the usual suspects in order. */
+static void explain_userns(struct sbx_probe *p, int e)
+{
+	char hint[96];
+
+	if (read_long("/proc/sys/user/max_user_namespaces") == 0) {
+		sbx_strlcpy(p->userns_why, sizeof(p->userns_why),
+			    "sysctl user.max_user_namespaces=0; fix: set it > 0");
+	} else if (read_long("/proc/sys/kernel/unprivileged_userns_clone") == 0) {
+		sbx_strlcpy(p->userns_why, sizeof(p->userns_why),
+			    "sysctl kernel.unprivileged_userns_clone=0 (Debian/Ubuntu "
+			    "patch); fix: sysctl kernel.unprivileged_userns_clone=1");
+	} else if (read_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1) {
+		sbx_strlcpy(p->userns_why, sizeof(p->userns_why),
+			    "AppArmor restricts unprivileged user namespaces; fix: an "
+			    "AppArmor profile for agent-shell with 'userns,' or sysctl "
+			    "kernel.apparmor_restrict_unprivileged_userns=0");
+	} else if (running_in_container(hint, sizeof(hint))) {
+		set_text(p->userns_why, sizeof(p->userns_why),
+			 "inside a container (%s): its runtime's seccomp profile "
+			 "or user namespace blocks unshare(CLONE_NEWUSER): %s; fix: "
+			 "allow unshare/clone with CLONE_NEWUSER in the runtime",
+			 hint, strerror(e));
+	} else {
+		set_text(p->userns_why, sizeof(p->userns_why),
+			 "unshare(CLONE_NEWUSER): %s", strerror(e));
+	}
+}
+
+static void probe_namespaces(struct sbx_probe *p)
+{
+	struct ns_result res;
+	struct pollfd pfd;
+	struct timespec start, now;
+	int fds[2], status, i, left, e;
+	ssize_t n = -1;
+	size_t got = 0;
+	pid_t pid;
+
+	memset(&res, 0, sizeof(res));
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		set_text(p->userns_why, sizeof(p->userns_why),
+			 "probe: pipe2: %s", strerror(errno));
+		return;
+	}
+	/* A real process, not a thread: unshare(CLONE_NEWUSER) refuses a
+	 * multi-threaded caller, and the namespaces must die with the child. */
+	pid = fork();
+	if (pid < 0) {
+		e = errno;
+		close(fds[0]);
+		close(fds[1]);
+		set_text(p->userns_why, sizeof(p->userns_why),
+			 "probe: fork: %s", strerror(e));
+		return;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		/* A process that changed uids without exec (a test child, a
+		 * PAM caller) is not dumpable, which makes /proc/self/uid_map
+		 * root-owned and the map write fail with EACCES. This
+		 * throwaway child holds nothing its own uid may not see. */
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		ns_child(fds[1], getuid(), getgid());
+	}
+	close(fds[1]);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = PROBE_CHILD_TIMEOUT_MS -
+		       (int)((now.tv_sec - start.tv_sec) * 1000 +
+			     (now.tv_nsec - start.tv_nsec) / 1000000);
+		if (left <= 0)
+			break;
+		pfd.fd = fds[0];
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, left) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!(pfd.revents & (POLLIN | POLLHUP)))
+			continue;
+		n = read(fds[0], (char *)&res + got, sizeof(res) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (got == sizeof(res))
+			break;
+	}
+	close(fds[0]);
+	if (got != sizeof(res))
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (got != sizeof(res)) {
+		set_text(p->userns_why, sizeof(p->userns_why),
+			 "probe child gave no answer within %d s",
+			 PROBE_CHILD_TIMEOUT_MS / 1000);
+		return;
+	}
+	if (res.userns_errno) {
+		explain_userns(p, res.userns_errno);
+		goto note_root;
+	}
+	if (res.map_errno) {
+		set_text(p->userns_why, sizeof(p->userns_why),
+			 "user namespace created but writing its uid/gid map "
+			 "failed: %s", strerror(res.map_errno));
+		goto note_root;
+	}
+	p->userns = true;
+	for (i = 0; i < NS_COUNT; i++) {
+		bool ok = res.ns_ok[i] != 0;
+
+		switch (i) {
+		case NS_MNT: p->mountns = ok; break;
+		case NS_PID: p->pidns = ok; break;
+		case NS_NET: p->netns = ok; break;
+		case NS_IPC: p->ipcns = ok; break;
+		case NS_UTS: p->utsns = ok; break;
+		case NS_CGROUP: p->cgroupns = ok; break;
+		}
+	}
+note_root:
+	/* Root may create user namespaces where the agent may not (and the
+	 * sysctls above do not apply to CAP_SYS_ADMIN): make it visible. */
+	if (getuid() == 0) {
+		size_t len = strlen(p->userns_why);
+
+		set_text(p->userns_why + len, sizeof(p->userns_why) - len,
+			 "%sprobed as root: this is root's result; agent-shell "
+			 "probes as the agent", len ? "; " : "");
+	}
+}
+
+/* ---- cgroup v2 ----------------------------------------------------------- */
+
+static void probe_cgroup(struct sbx_probe *p)
+{
+	const char *mnt = NULL;
+	char buf[4096], dir[SBX_PATH_MAX], procs[SBX_PATH_MAX];
+	struct statfs sfs;
+	char *line, *save = NULL;
+
+	if (statfs("/sys/fs/cgroup", &sfs) == 0 &&
+	    (unsigned long)sfs.f_type == CGROUP2_SUPER_MAGIC)
+		mnt = "/sys/fs/cgroup";
+	else if (statfs("/sys/fs/cgroup/unified", &sfs) == 0 &&
+		 (unsigned long)sfs.f_type == CGROUP2_SUPER_MAGIC)
+		mnt = "/sys/fs/cgroup/unified";	/* hybrid hierarchy */
+	if (!mnt)
+		return;
+	p->cgroup2 = true;
+	if (read_small("/proc/self/cgroup", buf, sizeof(buf)) != 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "0::", 3) != 0)
+			continue;
+		if (line[3] != '/' || strstr(line + 3, "/..") != NULL)
+			return;
+		if (sbx_snprintf(dir, sizeof(dir), "%s%s", mnt,
+				 strcmp(line + 3, "/") == 0 ? "" : line + 3) != 0 ||
+		    sbx_snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir) != 0)
+			return;
+		/* Delegation means this uid may create sub-groups and move
+		 * its processes: both the directory and cgroup.procs. */
+		p->cgroup2_delegated = access(dir, W_OK) == 0 &&
+				       access(procs, W_OK) == 0;
+		return;
+	}
+}
+
+static void probe_mount_setattr(struct sbx_probe *p)
+{
+	/* Invalid arguments on purpose: EBADF/EINVAL proves the syscall
+	 * exists without touching any mount. */
+	long r = syscall(SYS_mount_setattr, -1, NULL, 0, NULL, 0);
+
+	p->mount_setattr = !(r < 0 && errno == ENOSYS);
+}
+
+static void probe_all(struct sbx_probe *p)
+{
+	struct utsname u;
+
+	memset(p, 0, sizeof(*p));
+	if (uname(&u) == 0)
+		sbx_strlcpy(p->kernel, sizeof(p->kernel), u.release);
+	probe_landlock(p);
+	probe_seccomp(p);
+	probe_namespaces(p);
+	probe_cgroup(p);
+	probe_mount_setattr(p);
+}
+
+int sbx_probe_get(const struct sbx_probe **out, struct sbx_error *err)
+{
+	if (!out)
+		return sbx_error_set(err, EINVAL, "sbx_probe_get: no output pointer");
+	if (!probe_cached) {
+		probe_all(&probe_cache);
+		probe_cached = true;
+	}
+	*out = &probe_cache;
+	return 0;
+}
+
+/* Test binaries only: agent-shell and the PAM module never call this, and
+ * no environment variable, argument or file reaches it. */
+void sbx_probe_set_for_tests(const struct sbx_probe *p)
+{
+	if (!p) {
+		probe_cached = false;
+		return;
+	}
+	probe_cache = *p;
+	probe_cached = true;
+}
+
+/* ---- describe ------------------------------------------------------------ */
+
+struct probe_row {
+	const char *name;
+	bool ok;
+	char detail[320];	/* when ok: extra facts; when not: layer and fix */
+};
+
+enum { ROW_COUNT = 13 };
+
+static void probe_rows(const struct sbx_probe *p, struct probe_row rows[ROW_COUNT])
+{
+	const char *nsnote = p->userns ? "" : "needs a user namespace: ";
+	size_t i = 0;
+
+#define ROW(n, v) do { rows[i].name = (n); rows[i].ok = (v); rows[i].detail[0] = '\0'; } while (0)
+	ROW("landlock", p->landlock_abi > 0);
+	if (p->landlock_abi > 0)
+		set_text(rows[i].detail, sizeof(rows[i].detail), "ABI %d, errata 0x%x",
+			 p->landlock_abi, (unsigned)p->landlock_errata);
+	else
+		set_text(rows[i].detail, sizeof(rows[i].detail), "%s",
+			 p->landlock_why[0] ? p->landlock_why : "unavailable (cause unknown)");
+	i++;
+	ROW("seccomp", p->seccomp);
+	if (!p->seccomp)
+		set_text(rows[i].detail, sizeof(rows[i].detail),
+			 "kernel built without CONFIG_SECCOMP_FILTER; fix: a kernel "
+			 "with seccomp filters");
+	i++;
+	ROW("seccomp_kill_process", p->seccomp_kill_process);
+	if (!p->seccomp_kill_process)
+		set_text(rows[i].detail, sizeof(rows[i].detail),
+			 "SECCOMP_RET_KILL_PROCESS unavailable (kernel < 4.14); fix: "
+			 "a newer kernel");
+	i++;
+	ROW("userns", p->userns);
+	set_text(rows[i].detail, sizeof(rows[i].detail), "%s", p->userns_why);
+	i++;
+	ROW("mountns", p->mountns);
+	if (!p->mountns)
+		set_text(rows[i].detail, sizeof(rows[i].detail),
+			 "%sunshare(CLONE_NEWNS) refused; the PAM stage (root) can "
+			 "supply the mount namespace", nsnote);
+	i++;
+	ROW("pidns", p->pidns);
+	if (!p->pidns)
+		set_text(rows[i].detail, sizeof(rows[i].detail),
+			 "%sunshare(CLONE_NEWPID) refused", nsnote);
+	i++;
+	ROW("netns", p->netns);
+	if (!p->netns)
+		set_text(rows[i].detail, sizeof(rows[i].detail),
+			 "%sunshare(CLONE_NEWNET) refused; the PAM stage (root) can "
+			 "supply the network namespace", nsnote);
+	i++;
+	ROW("ipcns", p->ipcns);
+	if (!p->ipcns)
+		set_text(rows[i].detail, sizeof(rows[i].detail),
+			 "%sunshare(CLONE_NEWIPC) refused", nsnote);
+	i++;
+	ROW("utsns", p->utsns);
+	if (!p->utsns)
+		set_text(rows[i].detail, sizeof(rows[i].detail),
+			 "%sunshare(CLONE_NEWUTS) refused", nsnote);
+	i++;
+	ROW("cgroupns", p->cgroupns);
+	if (!p->cgroupns)
+		set_text(rows[i].detail, sizeof(rows[i].detail),
+			 "%sunshare(CLONE_NEWCGROUP) refused (kernel without "
+			 "CONFIG_CGROUPS?)", nsnote);
+	i++;
+	ROW("cgroup2", p->cgroup2);
+	if (!p->cgroup2)
+		set_text(rows[i].detail, sizeof(rows[i].detail),
+			 "no cgroup2 at /sys/fs/cgroup or /sys/fs/cgroup/unified; fix: "
+			 "boot with systemd.unified_cgroup_hierarchy=1");
+	i++;
+	ROW("cgroup2_delegated", p->cgroup2_delegated);
+	if (!p->cgroup2_delegated)
+		set_text(rows[i].detail, sizeof(rows[i].detail),
+			 "this uid's cgroup is not writable; fix: systemd delegation "
+			 "(user@.service Delegate=yes) or a root-made subtree chowned "
+			 "to the agent");
+	i++;
+	ROW("mount_setattr", p->mount_setattr);
+	if (!p->mount_setattr)
+		set_text(rows[i].detail, sizeof(rows[i].detail),
+			 "mount_setattr(2) missing (kernel < 5.12); recursive "
+			 "read-only falls back to per-mount remounts");
+	i++;
+#undef ROW
+}
+
+int sbx_probe_to_text(const struct sbx_probe *p, FILE *out)
+{
+	struct probe_row rows[ROW_COUNT];
+	size_t i;
+
+	if (!p || !out)
+		return -EINVAL;
+	probe_rows(p, rows);
+	fprintf(out, "%-20s %s\n", "kernel", p->kernel[0] ? p->kernel : "unknown");
+	for (i = 0; i < ROW_COUNT; i++)
+		fprintf(out, "%-20s %-3s%s%s\n", rows[i].name, rows[i].ok ? "yes" : "no",
+			rows[i].detail[0] ? "  " : "", rows[i].detail);
+	return ferror(out) ? -EIO : 0;
+}
+
+int sbx_probe_to_json(const struct sbx_probe *p, FILE *out)
+{
+	struct probe_row rows[ROW_COUNT];
+	size_t i;
+
+	if (!p || !out)
+		return -EINVAL;
+	probe_rows(p, rows);
+	fputs("{\"kernel\":", out);
+	sbx_json_put_string(out, p->kernel);
+	fprintf(out, ",\"landlock_abi\":%d,\"landlock_errata\":%d,\"features\":[",
+		p->landlock_abi, p->landlock_errata);
+	for (i = 0; i < ROW_COUNT; i++) {
+		fprintf(out, "%s{\"name\":\"%s\",\"available\":%s,\"detail\":",
+			i ? "," : "", rows[i].name, rows[i].ok ? "true" : "false");
+		sbx_json_put_string(out, rows[i].detail);
+		fputc('}', out);
+	}
+	fputs("]}\n", out);
+	return ferror(out) ? -EIO : 0;
+}

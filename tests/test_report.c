@@ -1,0 +1,552 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unit tests for report.c: requested sets, fail-closed guarantees, level, floor, JSON, logline. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+static void mark_all(struct sbx_report *r, bool achieved, bool verified)
+{
+	for (unsigned f = 0; f < SBX_F_COUNT; f++) {
+		r->entry[f].achieved = achieved && r->entry[f].requested;
+		r->entry[f].verified = verified && r->entry[f].requested;
+	}
+}
+
+static void test_init_requested(void **state)
+{
+	struct sbx_profile p;
+	struct sbx_report r;
+	char hash[65];
+
+	(void)state;
+	sbx_profile_init_default(&p);
+	sbx_report_init(&r, &p);
+	sbx_profile_hash(&p, hash);
+	assert_string_equal(r.profile_name, p.name);
+	assert_string_equal(r.profile_hash, hash);
+	assert_int_equal(r.min_level, p.min_level);
+	assert_int_equal(r.required, p.require);
+	assert_int_equal(r.isolation, SBX_ISOLATION_SANDBOXED);
+	/* Default: network deny, deny_read set, command allow, ephemeral home. */
+	for (unsigned f = 0; f < SBX_F_COUNT; f++) {
+		bool want = f != SBX_F_COMMAND_GATE;
+
+		assert_int_equal(r.entry[f].requested, want);
+		assert_false(r.entry[f].achieved);
+		assert_false(r.entry[f].verified);
+	}
+
+	p.network = SBX_ACCESS_ALLOW;
+	p.command = SBX_ACCESS_GATED;
+	p.home = SBX_HOME_REAL;
+	p.n_deny_read = 0;
+	sbx_report_init(&r, &p);
+	assert_false(r.entry[SBX_F_NETNS].requested);
+	assert_false(r.entry[SBX_F_LANDLOCK_NET].requested);
+	assert_true(r.entry[SBX_F_COMMAND_GATE].requested);
+	assert_false(r.entry[SBX_F_HOME].requested);
+	assert_false(r.entry[SBX_F_DENY_READ].requested);
+	assert_true(r.entry[SBX_F_SECCOMP].requested);
+
+	p.network = SBX_ACCESS_GATED;	/* gated network behaves as deny */
+	p.command = SBX_ACCESS_DENY;
+	sbx_report_init(&r, &p);
+	assert_true(r.entry[SBX_F_NETNS].requested);
+	assert_true(r.entry[SBX_F_LANDLOCK_NET].requested);
+	assert_true(r.entry[SBX_F_COMMAND_GATE].requested);
+
+	p.isolation = SBX_ISOLATION_UNCONFINED;
+	p.ack_unconfined = true;
+	sbx_report_init(&r, &p);
+	for (unsigned f = 0; f < SBX_F_COUNT; f++)
+		assert_int_equal(r.entry[f].requested,
+				 f == SBX_F_ENV_SCRUB || f == SBX_F_FD_HYGIENE);
+
+	sbx_report_set_requested(&r, SBX_F_NETNS, true, "forced");
+	assert_true(r.entry[SBX_F_NETNS].requested);
+	assert_string_equal(r.entry[SBX_F_NETNS].detail, "forced");
+}
+
+static void test_set_fail_closed(void **state)
+{
+	struct sbx_profile p;
+	struct sbx_report r;
+
+	(void)state;
+	sbx_profile_init_default(&p);
+	sbx_report_init(&r, &p);
+	sbx_report_set(&r, SBX_F_SECCOMP, false, true, "claimed %d", 1);
+	assert_false(r.entry[SBX_F_SECCOMP].achieved);
+	assert_false(r.entry[SBX_F_SECCOMP].verified);
+	assert_non_null(strstr(r.entry[SBX_F_SECCOMP].detail, "claimed 1"));
+	assert_non_null(strstr(r.entry[SBX_F_SECCOMP].detail, "verified without achieved"));
+	sbx_report_set(&r, SBX_F_SECCOMP, true, true, "ok");
+	assert_true(r.entry[SBX_F_SECCOMP].verified);
+	assert_string_equal(r.entry[SBX_F_SECCOMP].detail, "ok");
+	/* The detail may be passed back in (no aliasing trouble). */
+	sbx_report_set(&r, SBX_F_SECCOMP, true, false, "%s", r.entry[SBX_F_SECCOMP].detail);
+	assert_string_equal(r.entry[SBX_F_SECCOMP].detail, "ok");
+	sbx_report_set(&r, SBX_F_COUNT, true, true, "out of range is ignored");
+}
+
+/* For each guarantee: its inputs achieved+verified grant it; achieved but
+ * not verified never does. */
+struct gcase {
+	uint32_t g;
+	enum sbx_feature f[3];
+	size_t n;
+};
+
+static void test_guarantee_table(void **state)
+{
+	static const struct gcase cases[] = {
+		{ SBX_G_PROCESS_BOUNDARY, { SBX_F_PIDNS, SBX_F_SECCOMP }, 2 },
+		{ SBX_G_PROCESS_BOUNDARY, { SBX_F_PIDNS, SBX_F_LANDLOCK_SCOPE }, 2 },
+		{ SBX_G_WRITE_BOUNDARY, { SBX_F_LANDLOCK_FS }, 1 },
+		{ SBX_G_WRITE_BOUNDARY, { SBX_F_MOUNT_VIEW }, 1 },
+		{ SBX_G_READ_BOUNDARY, { SBX_F_DENY_READ }, 1 },	/* host_read allow */
+		{ SBX_G_NETWORK_BOUNDARY, { SBX_F_NETNS }, 1 },
+		{ SBX_G_NETWORK_BOUNDARY, { SBX_F_LANDLOCK_NET, SBX_F_SECCOMP }, 2 },
+		{ SBX_G_ENV_SCRUB, { SBX_F_ENV_SCRUB }, 1 },
+		{ SBX_G_HOME_ISOLATION, { SBX_F_HOME }, 1 },
+		{ SBX_G_EXEC_BOUNDARY, { SBX_F_COMMAND_GATE }, 1 },
+		{ SBX_G_NO_PRIVILEGE_GAIN, { SBX_F_NO_NEW_PRIVS, SBX_F_CAPS }, 2 },
+		{ SBX_G_SYSCALL_FILTER, { SBX_F_SECCOMP }, 1 },
+		{ SBX_G_RESOURCE_LIMITS, { SBX_F_RLIMITS }, 1 },
+	};
+	struct sbx_profile p;
+	struct sbx_report r;
+
+	(void)state;
+	sbx_profile_init_default(&p);
+	p.command = SBX_ACCESS_GATED;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const struct gcase *c = &cases[i];
+
+		for (size_t skip = 0; skip <= c->n; skip++) {
+			sbx_report_init(&r, &p);
+			for (size_t k = 0; k < c->n; k++) {
+				r.entry[c->f[k]].achieved = true;
+				/* skip == n: everything verified */
+				r.entry[c->f[k]].verified = k != skip;
+			}
+			sbx_report_finish(&r);
+			if (skip == c->n)
+				assert_true(r.guarantees & c->g);
+			else
+				assert_false(r.guarantees & c->g);
+			/* Only this guarantee (and what shares its inputs). */
+			assert_int_equal(r.level == SBX_LEVEL_FULL, false);
+		}
+	}
+
+	/* Policy: host_write allow leaves no write boundary whatever holds. */
+	sbx_report_init(&r, &p);
+	r.host_write = SBX_ACCESS_ALLOW;
+	mark_all(&r, true, true);
+	sbx_report_finish(&r);
+	assert_false(r.guarantees & SBX_G_WRITE_BOUNDARY);
+	/* Network allow: no network boundary; command allow: no exec boundary. */
+	r.network = SBX_ACCESS_ALLOW;
+	r.command = SBX_ACCESS_ALLOW;
+	sbx_report_finish(&r);
+	assert_false(r.guarantees & SBX_G_NETWORK_BOUNDARY);
+	assert_false(r.guarantees & SBX_G_EXEC_BOUNDARY);
+	/* Read boundary with host_read deny rests on landlock_fs. */
+	sbx_report_init(&r, &p);
+	r.host_read = SBX_ACCESS_DENY;
+	r.entry[SBX_F_LANDLOCK_FS].achieved = true;
+	r.entry[SBX_F_LANDLOCK_FS].verified = true;
+	sbx_report_finish(&r);
+	assert_true(r.guarantees & SBX_G_READ_BOUNDARY);
+	r.host_read = SBX_ACCESS_ALLOW;
+	r.n_deny_read = 0;
+	r.entry[SBX_F_DENY_READ].achieved = true;
+	r.entry[SBX_F_DENY_READ].verified = true;
+	sbx_report_finish(&r);
+	assert_false(r.guarantees & SBX_G_READ_BOUNDARY);
+}
+
+static void test_levels(void **state)
+{
+	struct sbx_profile p;
+	struct sbx_report r;
+
+	(void)state;
+	sbx_profile_init_default(&p);
+	sbx_report_init(&r, &p);
+	mark_all(&r, true, true);
+	sbx_report_finish(&r);
+	assert_int_equal(r.level, SBX_LEVEL_FULL);
+	assert_true(r.floor_met);
+	assert_string_equal(r.refusal, "");
+
+	r.entry[SBX_F_UTSNS].verified = false;	/* achieved, not proven */
+	sbx_report_finish(&r);
+	assert_int_equal(r.level, SBX_LEVEL_DEGRADED);
+	assert_true(r.floor_met);	/* default floor is degraded */
+
+	/* Nothing but a clean environment: no boundary at all. */
+	sbx_report_init(&r, &p);
+	r.entry[SBX_F_ENV_SCRUB].achieved = r.entry[SBX_F_ENV_SCRUB].verified = true;
+	sbx_report_finish(&r);
+	assert_int_equal(r.level, SBX_LEVEL_NONE);
+	assert_false(r.floor_met);
+
+	/* Unconfined is NONE even with everything it asked for. */
+	p.isolation = SBX_ISOLATION_UNCONFINED;
+	p.ack_unconfined = true;
+	p.min_level = SBX_LEVEL_NONE;
+	p.require = 0;
+	sbx_report_init(&r, &p);
+	mark_all(&r, true, true);
+	sbx_report_finish(&r);
+	assert_int_equal(r.level, SBX_LEVEL_NONE);
+	assert_true(r.floor_met);
+}
+
+/* Independent statement of the guarantee rules, for the property test. */
+static bool v(const struct sbx_report *r, enum sbx_feature f)
+{
+	return r->entry[f].achieved && r->entry[f].verified;
+}
+
+static uint32_t oracle(const struct sbx_report *r)
+{
+	uint32_t g = 0;
+
+	if (v(r, SBX_F_PIDNS) && (v(r, SBX_F_LANDLOCK_SCOPE) || v(r, SBX_F_SECCOMP)))
+		g |= SBX_G_PROCESS_BOUNDARY;
+	if (r->host_write != SBX_ACCESS_ALLOW && (v(r, SBX_F_LANDLOCK_FS) || v(r, SBX_F_MOUNT_VIEW)))
+		g |= SBX_G_WRITE_BOUNDARY;
+	if ((r->host_read == SBX_ACCESS_DENY && v(r, SBX_F_LANDLOCK_FS)) ||
+	    (r->host_read == SBX_ACCESS_ALLOW && r->n_deny_read > 0 && v(r, SBX_F_DENY_READ)))
+		g |= SBX_G_READ_BOUNDARY;
+	if (r->network != SBX_ACCESS_ALLOW &&
+	    (v(r, SBX_F_NETNS) || (v(r, SBX_F_LANDLOCK_NET) && v(r, SBX_F_SECCOMP))))
+		g |= SBX_G_NETWORK_BOUNDARY;
+	if (v(r, SBX_F_ENV_SCRUB))
+		g |= SBX_G_ENV_SCRUB;
+	if (v(r, SBX_F_HOME))
+		g |= SBX_G_HOME_ISOLATION;
+	if (r->command != SBX_ACCESS_ALLOW && v(r, SBX_F_COMMAND_GATE))
+		g |= SBX_G_EXEC_BOUNDARY;
+	if (v(r, SBX_F_NO_NEW_PRIVS) && v(r, SBX_F_CAPS))
+		g |= SBX_G_NO_PRIVILEGE_GAIN;
+	if (v(r, SBX_F_SECCOMP))
+		g |= SBX_G_SYSCALL_FILTER;
+	if (v(r, SBX_F_RLIMITS))
+		g |= SBX_G_RESOURCE_LIMITS;
+	return g;
+}
+
+static uint32_t xorshift(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+static void test_property_random(void **state)
+{
+	uint32_t seed = 0x5eed1234u;
+	struct sbx_profile p;
+	struct sbx_report r;
+	unsigned fulls = 0, refused = 0;
+
+	(void)state;
+	sbx_profile_init_default(&p);
+	for (int draw = 0; draw < 10000; draw++) {
+		bool all = true;
+
+		p.isolation = (xorshift(&seed) % 8) ? SBX_ISOLATION_SANDBOXED :
+						      SBX_ISOLATION_UNCONFINED;
+		p.ack_unconfined = p.isolation == SBX_ISOLATION_UNCONFINED;
+		p.network = (enum sbx_access)(xorshift(&seed) % 3);
+		p.command = (enum sbx_access)(xorshift(&seed) % 3);
+		p.host_read = (enum sbx_access)(xorshift(&seed) % 3);
+		p.host_write = (enum sbx_access)(xorshift(&seed) % 3);
+		p.home = (enum sbx_home)(xorshift(&seed) % 3);
+		p.n_deny_read = xorshift(&seed) % 3;
+		p.min_level = (enum sbx_level)(xorshift(&seed) % 3);
+		p.require = xorshift(&seed) & SBX_G_ALL & (xorshift(&seed) & SBX_G_ALL);
+		sbx_report_init(&r, &p);
+		for (unsigned f = 0; f < SBX_F_COUNT; f++) {
+			uint32_t x = xorshift(&seed);
+
+			/* Mostly good, so that FULL is reachable; and some
+			 * verified-without-achieved states written raw. */
+			r.entry[f].achieved = (x % 10) < 8;
+			r.entry[f].verified = ((x >> 8) % 10) < 8;
+		}
+		sbx_report_finish(&r);
+
+		for (unsigned f = 0; f < SBX_F_COUNT; f++)
+			if (r.entry[f].requested && !v(&r, (enum sbx_feature)f))
+				all = false;
+		if (r.level == SBX_LEVEL_FULL) {
+			assert_true(all);
+			assert_int_equal(r.isolation, SBX_ISOLATION_SANDBOXED);
+			fulls++;
+		}
+		assert_int_equal(r.guarantees, oracle(&r));
+		if (r.isolation == SBX_ISOLATION_UNCONFINED)
+			assert_int_equal(r.level, SBX_LEVEL_NONE);
+		assert_int_equal(r.floor_met, r.level >= r.min_level &&
+				 (r.guarantees & r.required) == r.required);
+		if (!r.floor_met) {
+			assert_true(r.refusal[0] != '\0');
+			refused++;
+		}
+	}
+	/* The generator must exercise both sides. */
+	assert_true(fulls > 0);
+	assert_true(refused > 0);
+}
+
+static void test_refusal_text(void **state)
+{
+	struct sbx_profile p;
+	struct sbx_report r;
+
+	(void)state;
+	sbx_profile_init_default(&p);
+	p.min_level = SBX_LEVEL_FULL;
+	sbx_report_init(&r, &p);
+	mark_all(&r, true, true);
+	sbx_report_set(&r, SBX_F_LANDLOCK_NET, false, false, "kernel ABI 3 < 4");
+	sbx_report_set(&r, SBX_F_NETNS, false, false, "user namespaces blocked: sysctl");
+	sbx_report_set(&r, SBX_F_CAPS, true, false, "CapBnd left");
+	sbx_report_finish(&r);
+	assert_int_equal(r.level, SBX_LEVEL_DEGRADED);
+	assert_false(r.floor_met);
+	assert_non_null(strstr(r.refusal, "level degraded below floor full: missing "));
+	assert_non_null(strstr(r.refusal, "netns (user namespaces blocked: sysctl)"));
+	assert_non_null(strstr(r.refusal, "landlock_net (kernel ABI 3 < 4)"));
+	assert_non_null(strstr(r.refusal, "caps (not verified: CapBnd left)"));
+	/* Required guarantees of the default profile that fell. */
+	assert_non_null(strstr(r.refusal, "required guarantee network_boundary not held: "
+				"netns (user namespaces blocked: sysctl)"));
+	assert_non_null(strstr(r.refusal, "required guarantee no_privilege_gain not held: "
+				"caps (not verified: CapBnd left)"));
+
+	/* Floor met on level, but a required guarantee the profile rules out. */
+	p.min_level = SBX_LEVEL_DEGRADED;
+	p.host_write = SBX_ACCESS_ALLOW;
+	sbx_report_init(&r, &p);
+	mark_all(&r, true, true);
+	sbx_report_finish(&r);
+	assert_false(r.floor_met);
+	assert_string_equal(r.refusal, "required guarantee write_boundary not held: "
+			    "the profile allows host writes");
+
+	/* A long refusal is cut and marked, never overflowing. */
+	sbx_report_init(&r, &p);
+	for (unsigned f = 0; f < SBX_F_COUNT; f++)
+		sbx_report_set(&r, (enum sbx_feature)f, false, false, "%0200d", 7);
+	r.min_level = SBX_LEVEL_FULL;
+	sbx_report_finish(&r);
+	assert_true(strlen(r.refusal) < sizeof(r.refusal));
+	assert_string_equal(r.refusal + strlen(r.refusal) - 3, "...");
+}
+
+static void fill_sample(struct sbx_report *r)
+{
+	struct sbx_profile p;
+
+	sbx_profile_init_default(&p);
+	sbx_report_init(r, &p);
+	snprintf(r->session_id, sizeof(r->session_id), "0123456789abcdef0123456789abcdef");
+	snprintf(r->user, sizeof(r->user), "alice");
+	r->uid = 1001;
+	snprintf(r->client, sizeof(r->client), "10.0.0.5 \"x\" \\y");
+	snprintf(r->service, sizeof(r->service), "sshd");
+	r->landlock_abi = 7;
+	mark_all(r, true, true);
+	sbx_report_set(r, SBX_F_LANDLOCK_NET, false, false,
+		       "kernel ABI 3\n\"quoted\" back\\slash \x01\x1f\x7f caf\xc3\xa9 /slash");
+	sbx_report_set(r, SBX_F_NETNS, true, false, "userns blocked");
+	r->required &= ~(uint32_t)SBX_G_NETWORK_BOUNDARY;
+	sbx_report_finish(r);
+}
+
+static void assert_reports_equal(const struct sbx_report *a, const struct sbx_report *b)
+{
+	assert_string_equal(a->session_id, b->session_id);
+	assert_string_equal(a->user, b->user);
+	assert_int_equal(a->uid, b->uid);
+	assert_string_equal(a->client, b->client);
+	assert_string_equal(a->service, b->service);
+	assert_string_equal(a->profile_name, b->profile_name);
+	assert_string_equal(a->profile_hash, b->profile_hash);
+	assert_int_equal(a->isolation, b->isolation);
+	assert_int_equal(a->landlock_abi, b->landlock_abi);
+	for (unsigned f = 0; f < SBX_F_COUNT; f++) {
+		assert_int_equal(a->entry[f].requested, b->entry[f].requested);
+		assert_int_equal(a->entry[f].achieved, b->entry[f].achieved);
+		assert_int_equal(a->entry[f].verified, b->entry[f].verified);
+		assert_string_equal(a->entry[f].detail, b->entry[f].detail);
+	}
+	assert_int_equal(a->guarantees, b->guarantees);
+	assert_int_equal(a->required, b->required);
+	assert_int_equal(a->level, b->level);
+	assert_int_equal(a->min_level, b->min_level);
+	assert_int_equal(a->floor_met, b->floor_met);
+	assert_string_equal(a->refusal, b->refusal);
+	assert_int_equal(a->host_read, b->host_read);
+	assert_int_equal(a->host_write, b->host_write);
+	assert_int_equal(a->network, b->network);
+	assert_int_equal(a->command, b->command);
+	assert_int_equal(a->home, b->home);
+	assert_int_equal(a->n_deny_read, b->n_deny_read);
+}
+
+static char *to_json(const struct sbx_report *r, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	assert_non_null(f);
+	assert_int_equal(sbx_report_to_json(r, f), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+static int parse_str(const char *s, struct sbx_report *r, struct sbx_error *err)
+{
+	return sbx_report_from_json(s, strlen(s), r, err);
+}
+
+static void test_json_roundtrip(void **state)
+{
+	struct sbx_report a, b;
+	struct sbx_error err;
+	size_t len;
+	char *json, *bad, *pos;
+
+	(void)state;
+	fill_sample(&a);
+	json = to_json(&a, &len);
+	/* Stable key order, one object, control bytes escaped. */
+	assert_memory_equal(json, "{\"session_id\":", 14);
+	assert_non_null(strstr(json, "\\u000a\\\"quoted\\\" back\\\\slash \\u0001\\u001f\\u007f"));
+	assert_null(strchr(json, '\x01'));
+	assert_true(strstr(json, "\"entries\"") < strstr(json, "\"guarantees\""));
+	memset(&b, 0x55, sizeof(b));
+	assert_int_equal(sbx_report_from_json(json, len, &b, &err), 0);
+	assert_reports_equal(&a, &b);
+
+	/* Every strict prefix is rejected, and *out is left alone. */
+	for (size_t n = 0; n + 1 < len; n++) {
+		memset(&b, 0x55, sizeof(b));
+		assert_int_equal(sbx_report_from_json(json, n, &b, &err), -EINVAL);
+		assert_int_equal(b.uid, 0x55555555u);
+	}
+
+	/* Rejections, each with a message. */
+	assert_int_equal(asprintf(&bad, "%s x", json), (int)len + 2);
+	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "trailing"));
+	free(bad);
+
+	bad = strdup(json);
+	pos = strstr(bad, "\"user\"");
+	memcpy(pos, "\"usex\"", 6);
+	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "unknown key"));
+	memcpy(pos, "\"uid\" ", 6);	/* "uid" twice */
+	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
+	free(bad);
+
+	bad = strdup(json);
+	pos = strstr(strstr(bad, "\"feature\":\"landlock_net\""), "\"verified\":false");
+	assert_non_null(pos);
+	memcpy(pos, "\"verified\":true ", 16);	/* landlock_net: not achieved */
+	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "verified but not achieved"));
+	free(bad);
+
+	bad = strdup(json);
+	pos = strstr(bad, "\"uid\":1001");
+	memcpy(pos, "\"uid\":0001", 10);
+	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
+	memcpy(pos, "\"uid\":-001", 10);
+	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
+	free(bad);
+
+	assert_int_equal(parse_str("{}", &b, &err), -EINVAL);
+	assert_int_equal(parse_str("[]", &b, &err), -EINVAL);
+	assert_int_equal(parse_str("", &b, &err), -EINVAL);
+	assert_int_equal(parse_str("{\"session_id\":\"\\u0100\"}", &b, &err), -EINVAL);
+	assert_int_equal(parse_str("{\"session_id\":\"a\x01\"}", &b, &err), -EINVAL);
+	free(json);
+}
+
+static void test_logline(void **state)
+{
+	struct sbx_report r;
+	char line[2048], small[64];
+
+	(void)state;
+	fill_sample(&r);
+	assert_int_equal(sbx_report_to_logline(&r, line, sizeof(line)), 0);
+	assert_null(strchr(line, '\n'));
+	assert_non_null(strstr(line, "session=0123456789abcdef0123456789abcdef user=alice uid=1001 "));
+	assert_non_null(strstr(line, "client=\"10.0.0.5 \\\"x\\\" \\\\y\" service=sshd profile=default hash="));
+	assert_non_null(strstr(line, " level=degraded floor=met guarantees="));
+	assert_non_null(strstr(line, "degraded=netns:\"userns blocked\",landlock_net:\"kernel ABI 3\\x0a"));
+	assert_non_null(strstr(line, "caf\\xc3\\xa9"));
+	for (const char *c = line; *c; c++)
+		assert_true((unsigned char)*c >= 0x20 && (unsigned char)*c < 0x7f);
+
+	/* Bounded at every size, truncation marked. */
+	for (size_t size = 4; size <= sizeof(small); size++) {
+		memset(small, 'Z', sizeof(small));
+		assert_int_equal(sbx_report_to_logline(&r, small, size), 0);
+		assert_true(strlen(small) < size);
+		assert_string_equal(small + strlen(small) - 3, "...");
+	}
+	assert_int_equal(sbx_report_to_logline(&r, small, 3), -EINVAL);
+	assert_string_equal(small, "");
+}
+
+static void test_text(void **state)
+{
+	struct sbx_report r;
+	char *buf = NULL;
+	size_t len;
+	FILE *f;
+
+	(void)state;
+	fill_sample(&r);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(sbx_report_to_text(&r, f), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "feature          requested achieved verified detail\n"));
+	assert_non_null(strstr(buf, "\nlandlock_net     yes       no       no       kernel ABI 3"));
+	assert_non_null(strstr(buf, "level       degraded (floor degraded)\n"));
+	assert_non_null(strstr(buf, "verdict     floor met\n"));
+	free(buf);
+	assert_string_equal(sbx_feature_name(SBX_F_COMMAND_GATE), "command_gate");
+	assert_string_equal(sbx_feature_name(SBX_F_COUNT), "unknown");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_init_requested),
+		cmocka_unit_test(test_set_fail_closed),
+		cmocka_unit_test(test_guarantee_table),
+		cmocka_unit_test(test_levels),
+		cmocka_unit_test(test_property_random),
+		cmocka_unit_test(test_refusal_text),
+		cmocka_unit_test(test_json_roundtrip),
+		cmocka_unit_test(test_logline),
+		cmocka_unit_test(test_text),
+	};
+	return cmocka_run_group_tests_name("report", tests, NULL, NULL);
+}
