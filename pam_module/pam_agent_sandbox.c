@@ -1,8 +1,45 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* pam_agent_sandbox: placeholder until the PAM issue lands. */
+/* pam_agent_sandbox: the root half of an agent session (DESIGN sections 2, 7, 8). */
 #define PAM_SM_ACCOUNT
 #define PAM_SM_SESSION
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <security/pam_ext.h>
 #include <security/pam_modules.h>
+
+#include "internal.h"
+
+/*
+ * Module arguments (unknown ones are logged and ignored):
+ *   debug             log each step at LOG_DEBUG
+ *   conf=PATH         the config (default SBX_CONFIG_PATH)
+ *   runtime_dir=PATH  session records (default /run/agent-sandbox)
+ *   skel=PATH         skeleton for new homes (default /etc/agent-sandbox/skel)
+ *   group=NAME        agents' group, used only when the config cannot be read
+ *                     (default "agents"), see config_failure()
+ *   netns             when the profile denies the network, also give the
+ *                     session its own network namespace with only "lo" (this
+ *                     also cuts sshd's own -L/-D/-W forwarders, DESIGN 2).
+ *                     A module argument rather than a config key: it changes
+ *                     what sshd itself can do, which is the PAM stack's call.
+ *
+ * What this module never does (DESIGN 2): Landlock, seccomp, no_new_privs,
+ * capability changes — sshd's root monitor runs in this process.
+ * What it never leaves behind: a changed umask, euid, signal disposition,
+ * an open fd, or a half-opened session.
+ */
 
 #define SBX_EXPORT __attribute__((visibility("default")))
 
@@ -10,17 +47,726 @@ SBX_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const c
 SBX_EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv);
 SBX_EXPORT int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv);
 
+#define DATA_NAME "agent_sandbox_session"
+#define DEFAULT_SKEL "/etc/agent-sandbox/skel"
+#define DEFAULT_GROUP "agents"
+#define MAX_GROUPS 256
+
+/* PAM services an agent may use when a profile lists none: interactive
+ * entries covered by agent-shell. cron, atd, systemd-user are not. */
+static const char *const default_services[] = {
+	"sshd", "login", "su", "su-l", "runuser", "runuser-l",
+};
+
+struct args {
+	bool debug;
+	bool netns;
+	const char *conf;
+	const char *runtime_dir;
+	const char *skel;
+	const char *group;
+};
+
+struct account {
+	char user[SBX_NAME_MAX];
+	uid_t uid;
+	gid_t gid;
+	char home[SBX_PATH_MAX];
+	char shell[SBX_PATH_MAX];
+	size_t n_groups;
+	char *groups[MAX_GROUPS];
+};
+
+/* What open_session did, kept with pam_set_data for close_session. */
+#define DID_TMP 1u
+#define DID_EPHEMERAL_HOME 2u
+#define DID_HOME_BIND 4u
+#define DID_NETNS 8u
+#define DID_CLOSED 16u
+
+struct session_state {
+	char id[SBX_SESSION_ID_HEX + 1];
+	char user[SBX_NAME_MAX];
+	char runtime_dir[SBX_PATH_MAX];
+	char home[SBX_PATH_MAX];
+	unsigned long mntns;
+	unsigned did;
+	time_t started;
+};
+
+static void parse_args(pam_handle_t *pamh, int argc, const char **argv, struct args *a)
+{
+	int i;
+
+	memset(a, 0, sizeof(*a));
+	a->conf = SBX_CONFIG_PATH;
+	a->runtime_dir = SBX_RUNTIME_DIR;
+	a->skel = DEFAULT_SKEL;
+	a->group = DEFAULT_GROUP;
+	for (i = 0; i < argc; i++) {
+		const char *s = argv[i];
+
+		if (!strcmp(s, "debug"))
+			a->debug = true;
+		else if (!strcmp(s, "netns"))
+			a->netns = true;
+		else if (!strncmp(s, "conf=", 5) && sbx_path_is_canonical(s + 5))
+			a->conf = s + 5;
+		else if (!strncmp(s, "runtime_dir=", 12) && sbx_path_is_canonical(s + 12))
+			a->runtime_dir = s + 12;
+		else if (!strncmp(s, "skel=", 5) && (!s[5] || sbx_path_is_canonical(s + 5)))
+			a->skel = s + 5;
+		else if (!strncmp(s, "group=", 6) && s[6])
+			a->group = s + 6;
+		else
+			pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+				   "ignoring unknown or malformed argument '%s'", s);
+	}
+}
+
+static void account_free(struct account *acc)
+{
+	size_t i;
+
+	for (i = 0; i < acc->n_groups; i++)
+		free(acc->groups[i]);
+	acc->n_groups = 0;
+}
+
+/* The passwd entry and group names of the PAM user. 0, or a PAM code. */
+static int account_load(pam_handle_t *pamh, struct account *acc)
+{
+	struct passwd pw, *pwp = NULL;
+	gid_t gids[MAX_GROUPS];
+	int ngids = MAX_GROUPS, i;
+	const char *user = NULL;
+	char *buf = NULL;
+	long sz;
+
+	memset(acc, 0, sizeof(*acc));
+	if (pam_get_user(pamh, &user, NULL) != PAM_SUCCESS || !user || !user[0]) {
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "cannot determine the user name");
+		return PAM_USER_UNKNOWN;
+	}
+	sz = sysconf(_SC_GETPW_R_SIZE_MAX);
+	if (sz < 16384)
+		sz = 16384;
+	buf = malloc((size_t)sz);
+	if (!buf)
+		return PAM_BUF_ERR;
+	if (getpwnam_r(user, &pw, buf, (size_t)sz, &pwp) != 0 || !pwp) {
+		free(buf);
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: no passwd entry", user);
+		return PAM_USER_UNKNOWN;
+	}
+	if (sbx_strlcpy(acc->user, sizeof(acc->user), pw.pw_name) ||
+	    sbx_strlcpy(acc->home, sizeof(acc->home), pw.pw_dir) ||
+	    sbx_strlcpy(acc->shell, sizeof(acc->shell), pw.pw_shell)) {
+		free(buf);
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+			   "user %s: name, home or shell too long", user);
+		return PAM_USER_UNKNOWN;
+	}
+	acc->uid = pw.pw_uid;
+	acc->gid = pw.pw_gid;
+	if (getgrouplist(acc->user, acc->gid, gids, &ngids) < 0) {
+		/* More than MAX_GROUPS: use the first ones; selection errs on
+		 * the side of the user's own rule or the primary group. */
+		ngids = MAX_GROUPS;
+	}
+	for (i = 0; i < ngids && acc->n_groups < MAX_GROUPS; i++) {
+		struct group gr, *grp = NULL;
+
+		if (getgrgid_r(gids[i], &gr, buf, (size_t)sz, &grp) == 0 && grp) {
+			char *name = strdup(grp->gr_name);
+
+			if (!name) {
+				free(buf);
+				account_free(acc);
+				return PAM_BUF_ERR;
+			}
+			acc->groups[acc->n_groups++] = name;
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+static bool account_in_group(const struct account *acc, const char *group)
+{
+	size_t i;
+
+	for (i = 0; i < acc->n_groups; i++) {
+		if (!strcmp(acc->groups[i], group))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The config could not be loaded. Without it we cannot tell who is an
+ * agent, and the module usually sits in a common stack that admins use
+ * too. Failing closed for everyone would lock the admins out with a
+ * typo; failing open for everyone would let an agent log in unconfined
+ * whenever its config breaks (or whenever it can make the config look
+ * untrusted). So: refuse anyone who LOOKS like an agent by facts outside
+ * the config — a member of group=NAME (default "agents", the group the
+ * sshd drop-in matches) or a login shell named agent-shell — and ignore
+ * everyone else. agent-shell itself also refuses to run without a valid
+ * config and record, so an agent that slips past this still gets no
+ * unconfined shell.
+ */
+static int config_failure(pam_handle_t *pamh, const struct args *a,
+			  const struct account *acc, const struct sbx_error *err)
+{
+	const char *base = strrchr(acc->shell, '/');
+
+	base = base ? base + 1 : acc->shell;
+	if (account_in_group(acc, a->group) || !strcmp(base, "agent-shell")) {
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+			   "user %s: refused: config %s unusable: %s",
+			   acc->user, a->conf, err->msg);
+		return PAM_PERM_DENIED;
+	}
+	pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+		   "user %s: not treated as an agent (not in group %s, shell %s), but config %s is unusable: %s",
+		   acc->user, a->group, acc->shell, a->conf, err->msg);
+	return PAM_IGNORE;
+}
+
+/*
+ * Load the config and pick this account's profile, restricted by the
+ * ceiling and expanded. Returns 0 for an agent (*cfg_out owned by the
+ * caller), PAM_IGNORE for a non-agent, or a PAM error code (logged).
+ */
+static int agent_select(pam_handle_t *pamh, const struct args *a,
+			const struct account *acc, struct sbx_config **cfg_out,
+			struct sbx_profile *prof)
+{
+	struct sbx_error err = { 0 };
+	const struct sbx_profile *sel = NULL;
+	struct sbx_config *cfg = NULL;
+	int r;
+
+	r = sbx_config_load(a->conf, 0, &cfg, &err);
+	if (r)
+		return config_failure(pamh, a, acc, &err);
+	r = sbx_config_select(cfg, acc->user, (const char *const *)acc->groups,
+			      acc->n_groups, &sel, &err);
+	if (r == -ENOENT) {
+		if (a->debug)
+			pam_syslog(pamh, LOG_AUTHPRIV | LOG_DEBUG,
+				   "user %s: not an agent account", acc->user);
+		sbx_config_free(cfg);
+		return PAM_IGNORE;
+	}
+	if (r == 0)
+		r = sbx_profile_restrict(sel, &cfg->ceiling, prof, &err);
+	if (r == 0)
+		r = sbx_profile_expand(prof, acc->user, acc->home, &err);
+	if (r) {
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: refused: profile: %s",
+			   acc->user, err.msg);
+		sbx_config_free(cfg);
+		return PAM_PERM_DENIED;
+	}
+	*cfg_out = cfg;
+	return 0;
+}
+
+static bool service_allowed(const struct sbx_profile *p, const char *service)
+{
+	size_t i;
+
+	if (p->n_services == 0) {
+		for (i = 0; i < ARRAY_SIZE(default_services); i++) {
+			if (!strcmp(default_services[i], service))
+				return true;
+		}
+		return false;
+	}
+	for (i = 0; i < p->n_services; i++) {
+		if (!strcmp(p->services[i], service))
+			return true;
+	}
+	return false;
+}
+
+static const char *pam_str_item(pam_handle_t *pamh, int item)
+{
+	const void *v = NULL;
+
+	if (pam_get_item(pamh, item, &v) != PAM_SUCCESS || !v)
+		return NULL;
+	return v;
+}
+
+/*
+ * Will the shell be able to meet the floor on this host? Predict only what
+ * is certain (the shell computes the real verdict): a sandboxed profile
+ * whose floor is "full" needs Landlock and seccomp; a required
+ * SyscallFilter needs seccomp. Returns NULL or what is missing.
+ */
+static const char *floor_unmeetable(const struct sbx_profile *p, const struct sbx_probe *pr)
+{
+	if (p->isolation != SBX_ISOLATION_SANDBOXED)
+		return NULL;
+	if (p->min_level == SBX_LEVEL_FULL && pr->landlock_abi == 0)
+		return "Landlock (min_level full)";
+	if (p->min_level == SBX_LEVEL_FULL && !pr->seccomp)
+		return "seccomp (min_level full)";
+	if ((p->require & SBX_G_SYSCALL_FILTER) && !pr->seccomp)
+		return "seccomp (require SyscallFilter)";
+	return NULL;
+}
+
+/* The account rules shared by acct_mgmt and open_session (the account
+ * phase does not always run: su as root skips it in some stacks). */
+static int agent_policy(pam_handle_t *pamh, const struct args *a,
+			const struct account *acc, const struct sbx_config *cfg,
+			const struct sbx_profile *p)
+{
+	struct sbx_error err = { 0 };
+	const struct sbx_probe *probe = NULL;
+	const char *service = pam_str_item(pamh, PAM_SERVICE);
+	const char *missing;
+	unsigned n = 0;
+
+	if (strcmp(acc->shell, cfg->agent_shell) != 0) {
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+			   "user %s: refused: login shell %s is not the agent shell %s",
+			   acc->user, acc->shell, cfg->agent_shell);
+		return PAM_PERM_DENIED;
+	}
+	if (!service || !service_allowed(p, service)) {
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+			   "user %s: refused: PAM service %s is not allowed for profile %s",
+			   acc->user, service ? service : "(none)", p->name);
+		return PAM_PERM_DENIED;
+	}
+	if (p->limits.set_mask & (1u << SBX_LIMIT_MAX_SESSIONS)) {
+		if (sbx_record_count_user(a->runtime_dir, acc->uid, &n, &err) != 0) {
+			pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+				   "user %s: refused: cannot count sessions: %s",
+				   acc->user, err.msg);
+			return PAM_PERM_DENIED;
+		}
+		if (n >= p->limits.value[SBX_LIMIT_MAX_SESSIONS]) {
+			pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+				   "user %s: refused: %u sessions open, max_sessions is %llu",
+				   acc->user, n,
+				   (unsigned long long)p->limits.value[SBX_LIMIT_MAX_SESSIONS]);
+			return PAM_PERM_DENIED;
+		}
+	}
+	if (sbx_probe_get(&probe, &err) != 0) {
+		/* Not certain either way: the shell decides with its own probe. */
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_WARNING,
+			   "user %s: kernel probe failed (%s); the shell will decide the floor",
+			   acc->user, err.msg);
+	} else if ((missing = floor_unmeetable(p, probe)) != NULL) {
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+			   "user %s: refused: profile %s floor needs %s, which this kernel lacks",
+			   acc->user, p->name, missing);
+		return PAM_PERM_DENIED;
+	}
+	return PAM_SUCCESS;
+}
+
 int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
-	return PAM_IGNORE;
+	struct sbx_config *cfg = NULL;
+	struct sbx_profile prof;
+	struct account acc;
+	struct args a;
+	int r;
+
+	parse_args(pamh, argc, argv, &a);
+	r = account_load(pamh, &acc);
+	if (r)
+		return r;
+	r = agent_select(pamh, &a, &acc, &cfg, &prof);
+	if (r == 0) {
+		r = agent_policy(pamh, &a, &acc, cfg, &prof);
+		if (r == PAM_SUCCESS && a.debug)
+			pam_syslog(pamh, LOG_AUTHPRIV | LOG_DEBUG,
+				   "user %s: agent account, profile %s: allowed",
+				   acc.user, prof.name);
+		sbx_config_free(cfg);
+	}
+	account_free(&acc);
+	return r;
+}
+
+/* ---- open_session ------------------------------------------------------ */
+
+/* Everything open_session changed in this process, to undo on failure. */
+struct undo {
+	int old_mnt, old_net, old_cwd;
+	size_t n;
+	char targets[SBX_MAX_DENY + 4][SBX_PATH_MAX];
+};
+
+static void undo_init(struct undo *u)
+{
+	u->old_mnt = u->old_net = u->old_cwd = -1;
+	u->n = 0;
+}
+
+static void undo_close(struct undo *u)
+{
+	if (u->old_mnt >= 0)
+		close(u->old_mnt);
+	if (u->old_net >= 0)
+		close(u->old_net);
+	if (u->old_cwd >= 0)
+		close(u->old_cwd);
+	undo_init(u);
+}
+
+static void undo_note(struct undo *u, const char *target)
+{
+	if (u->n < ARRAY_SIZE(u->targets))
+		sbx_strlcpy(u->targets[u->n++], SBX_PATH_MAX, target);
+}
+
+/*
+ * Back out: detach what we mounted (newest first), then return to the
+ * namespaces we came from (root may setns back; this process is
+ * single-threaded, as setns(CLONE_NEWNS) needs) and to the old cwd.
+ */
+static void undo_run(pam_handle_t *pamh, const char *user, struct undo *u)
+{
+	while (u->n > 0)
+		umount2(u->targets[--u->n], MNT_DETACH | UMOUNT_NOFOLLOW);
+	if (u->old_net >= 0 && setns(u->old_net, CLONE_NEWNET) != 0)
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+			   "user %s: setns(old net namespace): %m", user);
+	if (u->old_mnt >= 0 && setns(u->old_mnt, CLONE_NEWNS) != 0)
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+			   "user %s: setns(old mount namespace): %m", user);
+	if (u->old_cwd >= 0 && fchdir(u->old_cwd) != 0)
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: fchdir(old cwd): %m", user);
+	undo_close(u);
+}
+
+/* Bind the isolated home (by fd) onto the passwd home (by fd). */
+static int bind_home(const char *source, const char *target, struct sbx_error *err)
+{
+	int sfd, r;
+
+	r = sbx_dir_open_walk(source, false, 0, &sfd, err);
+	if (r)
+		return r;
+	r = sbx_root_mount(target, sfd, NULL, NULL, MS_BIND, NULL, err);
+	close(sfd);
+	if (r == -ENOENT)
+		return sbx_error_set(err, ENOENT,
+				     "home mountpoint %s does not exist (create it; the module never does)",
+				     target);
+	if (r)
+		return r;
+	return sbx_root_mount(target, -1, NULL, NULL,
+			      MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL, err);
+}
+
+/* Hide a deny_read secret: an empty read-only tmpfs on a directory,
+ * /dev/null on anything else. A missing path needs no mask. */
+static int mask_path(const char *path, bool *masked, struct sbx_error *err)
+{
+	struct stat st;
+	int fd, nfd, r;
+
+	*masked = false;
+	r = sbx_path_open_nofollow(path, O_PATH, &fd, err);
+	if (r == -ENOENT) {
+		sbx_error_clear(err);
+		return 0;
+	}
+	if (r)
+		return r;
+	if (fstat(fd, &st) != 0) {
+		r = sbx_error_set(err, errno, "fstat(%s): %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	close(fd);
+	if (S_ISDIR(st.st_mode)) {
+		r = sbx_root_mount(path, -1, "tmpfs", "tmpfs",
+				   MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				   "mode=0000,size=4k,nr_inodes=1", err);
+	} else {
+		nfd = open("/dev/null", O_PATH | O_CLOEXEC);
+		if (nfd < 0)
+			return sbx_error_set(err, errno, "open(/dev/null): %s", strerror(errno));
+		r = sbx_root_mount(path, nfd, NULL, NULL, MS_BIND, NULL, err);
+		close(nfd);
+		if (r == 0) {
+			*masked = true;
+			r = sbx_root_mount(path, -1, NULL, NULL,
+					   MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID |
+					   MS_NODEV | MS_NOEXEC, NULL, err);
+		}
+	}
+	if (r == 0)
+		*masked = true;
+	return r;
+}
+
+static void sanitize(char *dst, size_t size, const char *src)
+{
+	size_t i;
+
+	sbx_strlcpy(dst, size, "");
+	if (!src)
+		return;
+	for (i = 0; src[i] && i + 1 < size; i++)
+		dst[i] = ((unsigned char)src[i] < 0x20 || src[i] == 0x7f) ? '?' : src[i];
+	dst[i] = '\0';
+}
+
+static void state_cleanup(pam_handle_t *pamh, void *data, int error_status)
+{
+	free(data);
+}
+
+/* Steps in the order they run; the names go into the log line. */
+static int open_agent_session(pam_handle_t *pamh, const struct args *a,
+			      const struct account *acc, const struct sbx_config *cfg,
+			      const struct sbx_profile *p)
+{
+	struct sbx_error err = { 0 };
+	struct session_state *ss = NULL;
+	struct sbx_record rec;
+	struct undo u;
+	char home_source[SBX_PATH_MAX] = "", env[64], done[256] = "";
+	char hash[65], client[128];
+	const char *service = pam_str_item(pamh, PAM_SERVICE);
+	const char *rhost = pam_str_item(pamh, PAM_RHOST);
+	bool record_written = false;
+	uint64_t tmp_size = 256ull << 20;
+	size_t i;
+	int r;
+
+	undo_init(&u);
+	ss = calloc(1, sizeof(*ss));
+	if (!ss)
+		return PAM_BUF_ERR;
+	if (p->limits.set_mask & (1u << SBX_LIMIT_TMP_SIZE))
+		tmp_size = p->limits.value[SBX_LIMIT_TMP_SIZE];
+	r = sbx_session_id_new(ss->id, &err);
+	if (r)
+		goto fail;
+
+	/* 1. The persistent home lives on the host: prepare it before unshare. */
+	if (p->home == SBX_HOME_ISOLATED) {
+		r = sbx_home_prepare_isolated(cfg->state_dir, acc->user, acc->uid, acc->gid,
+					      a->skel, home_source, sizeof(home_source),
+					      &err);
+		if (r)
+			goto fail;
+	}
+
+	/* 2. The session's mount namespace: host mounts still propagate in
+	 * (slave), nothing we do here propagates out (as pam_namespace). */
+	u.old_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	u.old_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (u.old_mnt < 0) {
+		r = sbx_error_set(&err, errno, "open(/proc/self/ns/mnt): %s", strerror(errno));
+		goto fail;
+	}
+	r = sbx_ns_unshare(CLONE_NEWNS, &err);
+	if (r) {
+		undo_close(&u);	/* nothing changed */
+		goto fail;
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0) {
+		r = sbx_error_set(&err, errno, "mount(/, MS_REC|MS_SLAVE): %s", strerror(errno));
+		goto fail_undo;
+	}
+	strncat(done, "mntns", sizeof(done) - strlen(done) - 1);
+
+	/* 3. The home at the passwd home path. */
+	if (p->home == SBX_HOME_ISOLATED && strcmp(home_source, acc->home) != 0) {
+		r = bind_home(home_source, acc->home, &err);
+		if (r)
+			goto fail_undo;
+		undo_note(&u, acc->home);
+		ss->did |= DID_HOME_BIND;
+		strncat(done, ",home-bind", sizeof(done) - strlen(done) - 1);
+	} else if (p->home == SBX_HOME_EPHEMERAL) {
+		r = sbx_home_prepare_ephemeral(acc->home, acc->uid, acc->gid, tmp_size,
+					       a->skel, &err);
+		if (r)
+			goto fail_undo;
+		undo_note(&u, acc->home);
+		ss->did |= DID_EPHEMERAL_HOME;
+		strncat(done, ",home-tmpfs", sizeof(done) - strlen(done) - 1);
+	}
+
+	/* 4. A private /tmp. */
+	{
+		char data[64];
+
+		snprintf(data, sizeof(data), "mode=1777,size=%llu",
+			 (unsigned long long)tmp_size);
+		r = sbx_root_mount("/tmp", -1, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV,
+				   data, &err);
+		if (r)
+			goto fail_undo;
+		undo_note(&u, "/tmp");
+		ss->did |= DID_TMP;
+		strncat(done, ",tmp", sizeof(done) - strlen(done) - 1);
+	}
+
+	/* 5. Secrets. */
+	for (i = 0; i < p->n_deny_read; i++) {
+		bool masked = false;
+
+		r = mask_path(p->deny_read[i], &masked, &err);
+		if (masked)
+			undo_note(&u, p->deny_read[i]);
+		if (r)
+			goto fail_undo;
+	}
+	if (p->n_deny_read)
+		strncat(done, ",deny_read", sizeof(done) - strlen(done) - 1);
+
+	/* 6. Optionally no network but lo. */
+	if (a->netns && p->network != SBX_ACCESS_ALLOW) {
+		u.old_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+		if (u.old_net < 0) {
+			r = sbx_error_set(&err, errno, "open(/proc/self/ns/net): %s",
+					  strerror(errno));
+			goto fail_undo;
+		}
+		r = sbx_ns_unshare(CLONE_NEWNET, &err);
+		if (r) {
+			close(u.old_net);
+			u.old_net = -1;
+			goto fail_undo;
+		}
+		r = sbx_net_lo_up(&err);
+		if (r)
+			goto fail_undo;
+		ss->did |= DID_NETNS;
+		strncat(done, ",netns", sizeof(done) - strlen(done) - 1);
+	}
+
+	/* 7. The record the shell verifies. */
+	memset(&rec, 0, sizeof(rec));
+	memcpy(rec.session, ss->id, sizeof(rec.session));
+	sbx_strlcpy(rec.user, sizeof(rec.user), acc->user);
+	rec.uid = acc->uid;
+	rec.mntns = sbx_ns_inode("mnt");
+	rec.netns = (ss->did & DID_NETNS) ? sbx_ns_inode("net") : 0;
+	sbx_strlcpy(rec.profile, sizeof(rec.profile), p->name);
+	sbx_profile_hash(p, hash);
+	sbx_strlcpy(rec.hash, sizeof(rec.hash), hash);
+	sanitize(client, sizeof(client), rhost && rhost[0] ? rhost : "local");
+	sbx_strlcpy(rec.client, sizeof(rec.client), client);
+	sanitize(rec.service, sizeof(rec.service), service);
+	rec.started = (int64_t)time(NULL);
+	sbx_strlcpy(rec.home, sizeof(rec.home), acc->home);
+	sbx_strlcpy(rec.home_source, sizeof(rec.home_source), home_source);
+	rec.home_kind = p->home;
+	r = sbx_record_write(a->runtime_dir, &rec, &err);
+	if (r)
+		goto fail_undo;
+	record_written = true;
+
+	sbx_strlcpy(ss->user, sizeof(ss->user), acc->user);
+	sbx_strlcpy(ss->runtime_dir, sizeof(ss->runtime_dir), a->runtime_dir);
+	sbx_strlcpy(ss->home, sizeof(ss->home), acc->home);
+	ss->mntns = rec.mntns;
+	ss->started = (time_t)rec.started;
+	snprintf(env, sizeof(env), "AGENT_SANDBOX_SESSION=%s", ss->id);
+	if (pam_putenv(pamh, env) != PAM_SUCCESS) {
+		r = sbx_error_set(&err, ENOMEM, "pam_putenv(AGENT_SANDBOX_SESSION) failed");
+		goto fail_undo;
+	}
+	if (pam_set_data(pamh, DATA_NAME, ss, state_cleanup) != PAM_SUCCESS) {
+		pam_putenv(pamh, "AGENT_SANDBOX_SESSION");
+		r = sbx_error_set(&err, ENOMEM, "pam_set_data failed");
+		goto fail_undo;
+	}
+	pam_syslog(pamh, LOG_AUTHPRIV | LOG_INFO,
+		   "session=%s user=%s uid=%u service=%s client=%s profile=%s hash=%s home=%s home_kind=%s mntns=%lu pam_stage=%s",
+		   rec.session, rec.user, (unsigned)rec.uid, rec.service, rec.client,
+		   rec.profile, rec.hash, rec.home, sbx_home_name(p->home), rec.mntns, done);
+	undo_close(&u);
+	return PAM_SUCCESS;
+
+fail_undo:
+	if (record_written)
+		sbx_record_remove(a->runtime_dir, ss->id, NULL);
+	undo_run(pamh, acc->user, &u);
+fail:
+	undo_close(&u);
+	pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+		   "user %s: session refused: %s (pam stage had done: %s)", acc->user,
+		   err.msg, done[0] ? done : "nothing");
+	free(ss);
+	return PAM_SESSION_ERR;
 }
 
 int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
-	return PAM_IGNORE;
+	struct sbx_config *cfg = NULL;
+	struct sbx_profile prof;
+	struct account acc;
+	struct args a;
+	int r;
+
+	parse_args(pamh, argc, argv, &a);
+	r = account_load(pamh, &acc);
+	if (r)
+		return r == PAM_USER_UNKNOWN ? PAM_SESSION_ERR : r;
+	r = agent_select(pamh, &a, &acc, &cfg, &prof);
+	if (r == 0) {
+		r = agent_policy(pamh, &a, &acc, cfg, &prof);
+		if (r == PAM_SUCCESS)
+			r = open_agent_session(pamh, &a, &acc, cfg, &prof);
+		else
+			r = PAM_SESSION_ERR;
+		sbx_config_free(cfg);
+	} else if (r != PAM_IGNORE) {
+		r = PAM_SESSION_ERR;
+	}
+	account_free(&acc);
+	return r;
 }
 
 int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
-	return PAM_IGNORE;
+	struct sbx_error err = { 0 };
+	struct session_state *ss = NULL;
+	const void *data = NULL;
+	const char *outcome = "record removed";
+	bool same_ns;
+	int r;
+
+	if (pam_get_data(pamh, DATA_NAME, &data) != PAM_SUCCESS || !data)
+		return PAM_IGNORE;	/* not an agent session, or open failed */
+	ss = (struct session_state *)data;
+	if (ss->did & DID_CLOSED)
+		return PAM_SUCCESS;	/* closing twice is fine */
+	ss->did |= DID_CLOSED;
+
+	r = sbx_record_remove(ss->runtime_dir, ss->id, &err);
+	if (r == -ENOENT)
+		outcome = "record already gone";
+	else if (r)
+		outcome = err.msg;
+	/* Unmount by path only inside the session's own namespace. */
+	same_ns = sbx_ns_inode("mnt") == ss->mntns;
+	if (same_ns && (ss->did & DID_EPHEMERAL_HOME))
+		umount2(ss->home, MNT_DETACH | UMOUNT_NOFOLLOW);
+	if (same_ns && (ss->did & DID_TMP))
+		umount2("/tmp", MNT_DETACH | UMOUNT_NOFOLLOW);
+	pam_syslog(pamh, LOG_AUTHPRIV | (r && r != -ENOENT ? LOG_ERR : LOG_INFO),
+		   "session=%s user=%s closed after %llds: %s%s", ss->id, ss->user,
+		   (long long)(time(NULL) - ss->started), outcome,
+		   same_ns ? "" : " (other mount namespace: mounts left to it)");
+	return r && r != -ENOENT ? PAM_SESSION_ERR : PAM_SUCCESS;
 }

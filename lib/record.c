@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The session record: the contract the PAM stage (root) leaves for agent-shell. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/*
+ * <runtime_dir>/sessions/<id>: "key=value\n" lines, root-owned 0644, one
+ * link. The shell trusts it only after checking, on the opened fd, that
+ * nobody but root could have written it, and that it describes the mount
+ * namespace the shell is actually in (so a record cannot be replayed into
+ * another session).
+ */
+
+#define RECORD_VERSION 1
+
+static const char *const home_kind_names[] = {
+	[SBX_HOME_EPHEMERAL] = "ephemeral",
+	[SBX_HOME_ISOLATED] = "isolated",
+	[SBX_HOME_REAL] = "real",
+};
+
+bool sbx_session_id_is_valid(const char *id)
+{
+	size_t i;
+
+	if (!id)
+		return false;
+	for (i = 0; i < SBX_SESSION_ID_HEX; i++) {
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return false;
+	}
+	return id[i] == '\0';
+}
+
+int sbx_session_id_new(char out[SBX_SESSION_ID_HEX + 1], struct sbx_error *err)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[SBX_SESSION_ID_HEX / 2];
+	size_t got = 0, i;
+
+	while (got < sizeof(raw)) {
+		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return sbx_error_set(err, errno, "getrandom(session id): %s",
+					     strerror(errno));
+		}
+		got += (size_t)n;
+	}
+	for (i = 0; i < sizeof(raw); i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[SBX_SESSION_ID_HEX] = '\0';
+	return 0;
+}
+
+/* A value is one line of printable bytes (PAM_RHOST and the like come from
+ * the network: a newline there must not become a second key). */
+static bool value_is_clean(const char *v)
+{
+	for (; *v; v++) {
+		if ((unsigned char)*v < 0x20 || *v == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+static int sessions_path(const char *runtime_dir, char *out, size_t size,
+			 struct sbx_error *err)
+{
+	if (!runtime_dir || sbx_snprintf(out, size, "%s/sessions",
+					 strcmp(runtime_dir, "/") ? runtime_dir : "") != 0)
+		return sbx_error_set(err, ENAMETOOLONG, "record: runtime dir path too long");
+	return 0;
+}
+
+static int record_format(const struct sbx_record *rec, char *buf, size_t size,
+			 size_t *len, struct sbx_error *err)
+{
+	const char *strs[] = { rec->user, rec->profile, rec->hash, rec->client,
+			       rec->service, rec->home, rec->home_source };
+	int n;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(strs); i++) {
+		if (!value_is_clean(strs[i]))
+			return sbx_error_set(err, EINVAL,
+					     "record %s: a value holds a control character",
+					     rec->session);
+	}
+	if ((unsigned)rec->home_kind >= ARRAY_SIZE(home_kind_names))
+		return sbx_error_set(err, EINVAL, "record %s: bad home kind %d",
+				     rec->session, (int)rec->home_kind);
+	n = snprintf(buf, size,
+		     "version=%d\nsession=%s\nuser=%s\nuid=%u\nmntns=%lu\nnetns=%lu\n"
+		     "profile=%s\nhash=%s\nclient=%s\nservice=%s\nstarted=%" PRId64 "\n"
+		     "home=%s\nhome_source=%s\nhome_kind=%s\n",
+		     RECORD_VERSION, rec->session, rec->user, (unsigned)rec->uid,
+		     rec->mntns, rec->netns, rec->profile, rec->hash, rec->client,
+		     rec->service, rec->started, rec->home, rec->home_source,
+		     home_kind_names[rec->home_kind]);
+	if (n < 0 || (size_t)n >= size)
+		return sbx_error_set(err, EFBIG, "record %s: larger than %zu bytes",
+				     rec->session, size);
+	*len = (size_t)n;
+	return 0;
+}
+
+int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
+		     struct sbx_error *err)
+{
+	char sessions[SBX_PATH_MAX], tmp[SBX_SESSION_ID_HEX + 8];
+	char *buf = NULL;
+	size_t len = 0, off = 0;
+	int rt_fd = -1, dir_fd = -1, fd = -1, r;
+	bool made_tmp = false;
+
+	if (!sbx_session_id_is_valid(rec->session))
+		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
+				     rec->session);
+	r = sessions_path(runtime_dir, sessions, sizeof(sessions), err);
+	if (r)
+		return r;
+	buf = malloc(SBX_RECORD_MAX_BYTES);
+	if (!buf)
+		return sbx_error_set(err, ENOMEM, "record %s: out of memory", rec->session);
+	r = record_format(rec, buf, SBX_RECORD_MAX_BYTES, &len, err);
+	if (r)
+		goto out;
+	r = sbx_dir_open_walk(runtime_dir, true, 0755, &rt_fd, err);
+	if (r)
+		goto out;
+	r = sbx_dir_open_walk(sessions, true, 0755, &dir_fd, err);
+	if (r)
+		goto out;
+
+	snprintf(tmp, sizeof(tmp), ".tmp-%s", rec->session);
+	fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		r = sbx_error_set(err, errno, "create(%s/%s): %s", sessions, tmp,
+				  strerror(errno));
+		goto out;
+	}
+	made_tmp = true;
+	/* Exact owner and mode whatever the caller's fsgid and umask. */
+	if (fchown(fd, 0, 0) != 0 || fchmod(fd, 0644) != 0) {
+		r = sbx_error_set(err, errno, "fchown/fchmod(%s/%s): %s", sessions, tmp,
+				  strerror(errno));
+		goto out;
+	}
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = sbx_error_set(err, errno, "write(%s/%s): %s", sessions, tmp,
+					  strerror(errno));
+			goto out;
+		}
+		off += (size_t)n;
+	}
+	if (renameat2(dir_fd, tmp, dir_fd, rec->session, RENAME_NOREPLACE) != 0) {
+		r = sbx_error_set(err, errno, "renameat2(%s/%s): %s", sessions,
+				  rec->session, strerror(errno));
+		goto out;
+	}
+	made_tmp = false;
+out:
+	if (made_tmp)
+		unlinkat(dir_fd, tmp, 0);
+	if (fd >= 0)
+		close(fd);
+	if (dir_fd >= 0)
+		close(dir_fd);
+	if (rt_fd >= 0)
+		close(rt_fd);
+	free(buf);
+	return r;
+}
+
+static int parse_str(char *dst, size_t size, const char *v, const char *key,
+		     const char *name, struct sbx_error *err)
+{
+	if (sbx_strlcpy(dst, size, v) != 0)
+		return sbx_error_set(err, EINVAL, "record %s: %s too long", name, key);
+	return 0;
+}
+
+static int parse_num(const char *v, uint64_t max, uint64_t *out, const char *key,
+		     const char *name, struct sbx_error *err)
+{
+	if (sbx_parse_u64(v, false, 0, max, out) != 0)
+		return sbx_error_set(err, EINVAL, "record %s: %s='%.32s' is not a number",
+				     name, key, v);
+	return 0;
+}
+
+int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
+		     struct sbx_error *err)
+{
+	enum { K_VERSION, K_SESSION, K_USER, K_UID, K_MNTNS, K_NETNS, K_PROFILE,
+	       K_HASH, K_CLIENT, K_SERVICE, K_STARTED, K_HOME, K_HOME_SOURCE,
+	       K_HOME_KIND, K_COUNT };
+	static const char *const keys[K_COUNT] = {
+		"version", "session", "user", "uid", "mntns", "netns", "profile",
+		"hash", "client", "service", "started", "home", "home_source",
+		"home_kind",
+	};
+	const uint32_t required = 1u << K_VERSION | 1u << K_SESSION | 1u << K_USER |
+				  1u << K_UID | 1u << K_MNTNS | 1u << K_STARTED |
+				  1u << K_HOME | 1u << K_HOME_KIND;
+	struct sbx_record rec;
+	char line[SBX_PATH_MAX + 32];
+	const char *p = buf, *end = buf + len, *name = "(record)";
+	uint32_t seen = 0;
+	uint64_t v = 0;
+	int r = 0;
+
+	memset(&rec, 0, sizeof(rec));
+	if (memchr(buf, '\0', len))
+		return sbx_error_set(err, EINVAL, "record: holds a NUL byte");
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		char *eq;
+		size_t n, k;
+
+		if (!nl)
+			return sbx_error_set(err, EINVAL, "record %s: last line has no newline",
+					     name);
+		n = (size_t)(nl - p);
+		if (n >= sizeof(line))
+			return sbx_error_set(err, EINVAL, "record %s: line too long", name);
+		memcpy(line, p, n);
+		line[n] = '\0';
+		p = nl + 1;
+		eq = strchr(line, '=');
+		if (!eq)
+			return sbx_error_set(err, EINVAL, "record %s: line without '='", name);
+		*eq++ = '\0';
+		for (k = 0; k < K_COUNT; k++) {
+			if (!strcmp(line, keys[k]))
+				break;
+		}
+		if (k == K_COUNT)
+			return sbx_error_set(err, EINVAL, "record %s: unknown key '%.32s'",
+					     name, line);
+		if (seen & (1u << k))
+			return sbx_error_set(err, EINVAL, "record %s: duplicate key '%s'",
+					     name, keys[k]);
+		seen |= 1u << k;
+		switch (k) {
+		case K_VERSION:
+			r = parse_num(eq, UINT32_MAX, &v, line, name, err);
+			if (!r && v != RECORD_VERSION)
+				r = sbx_error_set(err, EINVAL, "record %s: version %" PRIu64
+						  " is not %d", name, v, RECORD_VERSION);
+			rec.version = (unsigned)v;
+			break;
+		case K_SESSION:
+			if (!sbx_session_id_is_valid(eq))
+				return sbx_error_set(err, EINVAL, "record: bad session id");
+			memcpy(rec.session, eq, SBX_SESSION_ID_HEX + 1);
+			name = rec.session;
+			break;
+		case K_USER:
+			r = parse_str(rec.user, sizeof(rec.user), eq, line, name, err);
+			break;
+		case K_UID:
+			r = parse_num(eq, (uid_t)-2, &v, line, name, err);
+			rec.uid = (uid_t)v;
+			break;
+		case K_MNTNS:
+			r = parse_num(eq, UINT64_MAX, &v, line, name, err);
+			rec.mntns = (unsigned long)v;
+			break;
+		case K_NETNS:
+			r = parse_num(eq, UINT64_MAX, &v, line, name, err);
+			rec.netns = (unsigned long)v;
+			break;
+		case K_PROFILE:
+			r = parse_str(rec.profile, sizeof(rec.profile), eq, line, name, err);
+			break;
+		case K_HASH:
+			r = parse_str(rec.hash, sizeof(rec.hash), eq, line, name, err);
+			break;
+		case K_CLIENT:
+			r = parse_str(rec.client, sizeof(rec.client), eq, line, name, err);
+			break;
+		case K_SERVICE:
+			r = parse_str(rec.service, sizeof(rec.service), eq, line, name, err);
+			break;
+		case K_STARTED:
+			r = parse_num(eq, INT64_MAX, &v, line, name, err);
+			rec.started = (int64_t)v;
+			break;
+		case K_HOME:
+			r = parse_str(rec.home, sizeof(rec.home), eq, line, name, err);
+			break;
+		case K_HOME_SOURCE:
+			r = parse_str(rec.home_source, sizeof(rec.home_source), eq, line,
+				      name, err);
+			break;
+		case K_HOME_KIND:
+			for (k = 0; k < ARRAY_SIZE(home_kind_names); k++) {
+				if (!strcmp(eq, home_kind_names[k]))
+					break;
+			}
+			if (k == ARRAY_SIZE(home_kind_names))
+				return sbx_error_set(err, EINVAL,
+						     "record %s: bad home_kind '%.16s'",
+						     name, eq);
+			rec.home_kind = (enum sbx_home)k;
+			break;
+		}
+		if (r)
+			return r;
+	}
+	if ((seen & required) != required)
+		return sbx_error_set(err, EINVAL, "record %s: a required key is missing",
+				     name);
+	*out = rec;
+	return 0;
+}
+
+int sbx_record_read_verified(const char *runtime_dir, const char *session_id,
+			     uid_t expect_uid, unsigned long expect_mntns,
+			     struct sbx_record *out, struct sbx_error *err)
+{
+	char sessions[SBX_PATH_MAX], path[SBX_PATH_MAX + SBX_SESSION_ID_HEX + 2];
+	struct sbx_record rec;
+	struct stat st;
+	char *buf = NULL;
+	size_t used = 0;
+	int dir_fd = -1, fd = -1, r;
+
+	if (!sbx_session_id_is_valid(session_id))
+		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
+				     session_id ? session_id : "(null)");
+	r = sessions_path(runtime_dir, sessions, sizeof(sessions), err);
+	if (r)
+		return r;
+	snprintf(path, sizeof(path), "%s/%s", sessions, session_id);
+	r = sbx_dir_open_walk(sessions, true, 0, &dir_fd, err);
+	if (r)
+		return r;
+	fd = openat(dir_fd, session_id, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+		    O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			r = sbx_error_set(err, ELOOP,
+					  "record %s: is a symlink; refusing to follow it", path);
+		else
+			r = sbx_error_set(err, errno, "open(%s): %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st) != 0) {
+		r = sbx_error_set(err, errno, "fstat(%s): %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = sbx_error_set(err, EPERM, "record %s: not a regular file", path);
+		goto out;
+	}
+	if (st.st_uid != 0) {
+		r = sbx_error_set(err, EPERM, "record %s: owned by uid %u, not root",
+				  path, (unsigned)st.st_uid);
+		goto out;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		r = sbx_error_set(err, EPERM, "record %s: mode %04o is group/world writable",
+				  path, (unsigned)(st.st_mode & 07777));
+		goto out;
+	}
+	if (st.st_nlink != 1) {
+		r = sbx_error_set(err, EMLINK,
+				  "record %s: has %lu links; refusing a hard-linked record",
+				  path, (unsigned long)st.st_nlink);
+		goto out;
+	}
+	buf = malloc(SBX_RECORD_MAX_BYTES + 1);
+	if (!buf) {
+		r = sbx_error_set(err, ENOMEM, "record %s: out of memory", path);
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf + used, SBX_RECORD_MAX_BYTES + 1 - used);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = sbx_error_set(err, errno, "read(%s): %s", path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+		if (used > SBX_RECORD_MAX_BYTES) {
+			r = sbx_error_set(err, EFBIG, "record %s: larger than %u bytes",
+					  path, SBX_RECORD_MAX_BYTES);
+			goto out;
+		}
+	}
+	r = sbx_record_parse(buf, used, &rec, err);
+	if (r)
+		goto out;
+	if (strcmp(rec.session, session_id) != 0) {
+		r = sbx_error_set(err, EINVAL, "record %s: names session %s", path,
+				  rec.session);
+		goto out;
+	}
+	if (rec.uid != expect_uid) {
+		r = sbx_error_set(err, EPERM, "record %s: names uid %u, caller is uid %u",
+				  path, (unsigned)rec.uid, (unsigned)expect_uid);
+		goto out;
+	}
+	if (rec.mntns != expect_mntns) {
+		r = sbx_error_set(err, ESTALE,
+				  "record %s: mount namespace %lu is not the caller's %lu",
+				  path, rec.mntns, expect_mntns);
+		goto out;
+	}
+	*out = rec;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (dir_fd >= 0)
+		close(dir_fd);
+	free(buf);
+	return r;
+}
+
+int sbx_record_remove(const char *runtime_dir, const char *session_id,
+		      struct sbx_error *err)
+{
+	char sessions[SBX_PATH_MAX];
+	int dir_fd, r;
+
+	if (!sbx_session_id_is_valid(session_id))
+		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
+				     session_id ? session_id : "(null)");
+	r = sessions_path(runtime_dir, sessions, sizeof(sessions), err);
+	if (r)
+		return r;
+	r = sbx_dir_open_walk(sessions, true, 0, &dir_fd, err);
+	if (r)
+		return r;
+	if (unlinkat(dir_fd, session_id, 0) != 0)
+		r = sbx_error_set(err, errno, "unlink(%s/%s): %s", sessions, session_id,
+				  strerror(errno));
+	close(dir_fd);
+	return r;
+}
+
+/* Read one record for counting; 0 only for a trusted, well-formed one. */
+static int record_read_for_count(int dir_fd, const char *name, char *buf,
+				 struct sbx_record *rec)
+{
+	struct stat st;
+	size_t used = 0;
+	int fd, r = -EINVAL;
+
+	fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_nlink != 1)
+		goto out;
+	for (;;) {
+		ssize_t n = read(fd, buf + used, SBX_RECORD_MAX_BYTES + 1 - used);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto out;
+		if (n == 0)
+			break;
+		used += (size_t)n;
+		if (used > SBX_RECORD_MAX_BYTES)
+			goto out;
+	}
+	r = sbx_record_parse(buf, used, rec, NULL);
+out:
+	close(fd);
+	return r;
+}
+
+int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *out,
+			  struct sbx_error *err)
+{
+	char sessions[SBX_PATH_MAX];
+	struct sbx_record rec;
+	struct dirent *de;
+	unsigned n = 0;
+	char *buf = NULL;
+	DIR *dir = NULL;
+	int path_fd = -1, fd, r;
+
+	r = sessions_path(runtime_dir, sessions, sizeof(sessions), err);
+	if (r)
+		return r;
+	r = sbx_dir_open_walk(sessions, true, 0, &path_fd, err);
+	if (r == -ENOENT) {
+		sbx_error_clear(err);
+		*out = 0;
+		return 0;
+	}
+	if (r)
+		return r;
+	buf = malloc(SBX_RECORD_MAX_BYTES + 1);
+	if (!buf) {
+		r = sbx_error_set(err, ENOMEM, "count(%s): out of memory", sessions);
+		goto out;
+	}
+	fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		r = sbx_error_set(err, errno, "opendir(%s): %s", sessions, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	while ((errno = 0, de = readdir(dir)) != NULL) {
+		if (!sbx_session_id_is_valid(de->d_name))
+			continue;	/* ".", "..", temp files */
+		if (record_read_for_count(dirfd(dir), de->d_name, buf, &rec) == 0 &&
+		    rec.uid == uid && !strcmp(rec.session, de->d_name))
+			n++;
+	}
+	if (errno) {
+		r = sbx_error_set(err, errno, "readdir(%s): %s", sessions, strerror(errno));
+		goto out;
+	}
+	*out = n;
+out:
+	if (dir)
+		closedir(dir);
+	if (path_fd >= 0)
+		close(path_fd);
+	free(buf);
+	return r;
+}

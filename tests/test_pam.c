@@ -1,0 +1,879 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* PAM tests: pam_agent_sandbox.so driven through pam_start_confdir with private stacks. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pwd.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <linux/magic.h>
+#include <unistd.h>
+
+#include <security/pam_appl.h>
+
+#include "testlib.h"
+
+/*
+ * Everything this file creates: two accounts (useradd --system, so no
+ * /etc/subuid lines; removed in the group teardown even after a failure),
+ * and one root-owned 0755 directory under /run holding the configs, the
+ * PAM service dir, the state dir, the runtime dir and the accounts' homes.
+ * Every PAM call runs in a forked child: open_session unshares the mount
+ * namespace of the process that calls it.
+ */
+struct world {
+	char base[64];
+	char build[PATH_MAX];
+	char so[PATH_MAX + 32];
+	char shell[PATH_MAX + 32];
+	char confdir[128];
+	char rt[128];
+	char state[128];
+	char agent[32], user[32];	/* account names */
+	char agent_home[128], user_home[128];
+	uid_t agent_uid;
+	bool agent_made, user_made;
+	char subuid_before[4096];
+};
+
+static struct world W;
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	if (remove(p) != 0 && errno != ENOENT)
+		fprintf(stderr, "rmtree: %s: %s\n", p, strerror(errno));
+	return 0;
+}
+
+static int run_cmd(const char *const argv[])
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			close(fd);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int write_text(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	size_t len = strlen(text);
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, text, len) != (ssize_t)len || fchmod(fd, mode) != 0) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+static int mkdir_mode(const char *path, mode_t mode)
+{
+	return (mkdir(path, mode) == 0 && chmod(path, mode) == 0) ? 0 : -1;
+}
+
+static void read_small(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = -1;
+
+	buf[0] = '\0';
+	if (fd >= 0) {
+		n = read(fd, buf, size - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/* Remove lines "name:..." that useradd may have added to /etc/subuid|subgid. */
+static void subid_scrub(const char *file, const char *name)
+{
+	char buf[65536], out[65536], *line, *save = NULL;
+	size_t nl = strlen(name), used = 0;
+	bool changed = false;
+
+	read_small(file, buf, sizeof(buf));
+	out[0] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(line, name, nl) && line[nl] == ':') {
+			changed = true;
+			continue;
+		}
+		used += (size_t)snprintf(out + used, sizeof(out) - used, "%s\n", line);
+	}
+	if (changed)
+		write_text(file, out, 0644);
+}
+
+static const char *profile_text =
+	"[profile coder]\n"
+	"workspace_root = %h/work\n"
+	"home = isolated\n"
+	"services = sbxtest sbxtest-only sshd\n"
+	"max_sessions = 64\n";
+
+static const char *scratch_text =
+	"[profile scratch]\n"
+	"workspace_root = %h/work\n"
+	"home = ephemeral\n"
+	"network = deny\n"
+	"services = sbxtest-eph\n"
+	"max_sessions = 4\n";
+
+static int write_config(const char *path, const char *agent_shell, mode_t mode)
+{
+	bool eph = strstr(path, "eph.conf") != NULL;
+	char text[4096];
+
+	snprintf(text, sizeof(text),
+		 "[global]\nstate_dir = %s\nagent_shell = %s\n\n", W.state, agent_shell);
+	snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s",
+		 eph ? scratch_text : profile_text);
+	snprintf(text + strlen(text), sizeof(text) - strlen(text),
+		 "\n[match]\nuser %s = %s\n", W.agent, eph ? "scratch" : "coder");
+	return write_text(path, text, mode);
+}
+
+/* A PAM service file in the private confdir: our module, then pam_permit
+ * (an all-IGNORE stack fails in Linux-PAM, tested separately). */
+static int write_service(const char *service, const char *conf, bool with_permit)
+{
+	char path[256], text[4 * PATH_MAX + 2048], args[PATH_MAX + 512];
+
+	snprintf(args, sizeof(args), "conf=%s/%s runtime_dir=%s skel=%s/skel%s", W.base,
+		 conf, W.rt, W.base, strstr(conf, "eph") ? " netns" : "");
+	snprintf(text, sizeof(text),
+		 "account required %s %s\n%s"
+		 "session required %s %s\n%s",
+		 W.so, args, with_permit ? "account required pam_permit.so\n" : "",
+		 W.so, args, with_permit ? "session required pam_permit.so\n" : "");
+	snprintf(path, sizeof(path), "%s/%s", W.confdir, service);
+	return write_text(path, text, 0644);
+}
+
+static int group_teardown(void **state);
+
+static int group_setup_inner(void)
+{
+	char exe[PATH_MAX], path[256], hex[8];
+	unsigned char rnd[3];
+	const char *env;
+	struct stat st;
+
+	env = getenv("SBX_TEST_BUILD_DIR");
+	if (env) {
+		if (!realpath(env, W.build))
+			return -1;
+	} else {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+		if (n <= 0)
+			return -1;
+		exe[n] = '\0';
+		/* <build>/tests/test_pam */
+		snprintf(W.build, sizeof(W.build), "%s", dirname(dirname(exe)));
+	}
+	snprintf(W.so, sizeof(W.so), "%s/pam_agent_sandbox.so", W.build);
+	snprintf(W.shell, sizeof(W.shell), "%s/agent-shell", W.build);
+	if (stat(W.so, &st) != 0 || stat(W.shell, &st) != 0) {
+		fprintf(stderr, "test_pam: %s or %s missing (make all)\n", W.so, W.shell);
+		return -1;
+	}
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return -1;
+	snprintf(hex, sizeof(hex), "%02x%02x%02x", rnd[0], rnd[1], rnd[2]);
+	snprintf(W.agent, sizeof(W.agent), "sbxt-%s", hex);
+	snprintf(W.user, sizeof(W.user), "sbxu-%s", hex);
+	snprintf(W.base, sizeof(W.base), "/run/sbx-test-pam-XXXXXX");
+	if (!mkdtemp(W.base) || chmod(W.base, 0755) != 0)
+		return -1;
+	snprintf(W.confdir, sizeof(W.confdir), "%s/pam.d", W.base);
+	snprintf(W.rt, sizeof(W.rt), "%s/rt", W.base);
+	snprintf(W.state, sizeof(W.state), "%s/state", W.base);
+	snprintf(W.agent_home, sizeof(W.agent_home), "%s/home-%s", W.base, W.agent);
+	snprintf(W.user_home, sizeof(W.user_home), "%s/home-%s", W.base, W.user);
+	snprintf(path, sizeof(path), "%s/skel", W.base);
+	if (mkdir_mode(W.confdir, 0755) || mkdir_mode(W.agent_home, 0755) ||
+	    mkdir_mode(W.user_home, 0755) || mkdir_mode(path, 0755))
+		return -1;
+	snprintf(path, sizeof(path), "%s/skel/.bashrc", W.base);
+	if (write_text(path, "PS1='[sandbox] \\u:\\w\\$ '\n", 0644))
+		return -1;
+	snprintf(path, sizeof(path), "%s/conf", W.base);
+	if (mkdir_mode(path, 0755))
+		return -1;
+	snprintf(path, sizeof(path), "%s/conf/good.conf", W.base);
+	if (write_config(path, W.shell, 0644))
+		return -1;
+	snprintf(path, sizeof(path), "%s/conf/wrongshell.conf", W.base);
+	if (write_config(path, "/usr/local/bin/not-the-agent-shell", 0644))
+		return -1;
+	snprintf(path, sizeof(path), "%s/conf/untrusted.conf", W.base);
+	if (write_config(path, W.shell, 0664))
+		return -1;
+	snprintf(path, sizeof(path), "%s/conf/eph.conf", W.base);
+	if (write_config(path, W.shell, 0644))
+		return -1;
+	if (write_service("sbxtest-eph", "conf/eph.conf", true) ||
+	    write_service("sbxtest", "conf/good.conf", true) ||
+	    write_service("cron", "conf/good.conf", true) ||
+	    write_service("sbxtest-wrongshell", "conf/wrongshell.conf", true) ||
+	    write_service("sbxtest-untrusted", "conf/untrusted.conf", true) ||
+	    write_service("sbxtest-only", "conf/good.conf", false))
+		return -1;
+	/* "other" denies: a service file that failed to load cannot pass. */
+	snprintf(path, sizeof(path), "%s/other", W.confdir);
+	if (write_text(path, "account required pam_deny.so\nsession required pam_deny.so\n",
+		       0644))
+		return -1;
+
+	read_small("/etc/subuid", W.subuid_before, sizeof(W.subuid_before));
+	{
+		const char *a[] = { "/usr/sbin/useradd", "--system", "-M", "-N", "-s", W.shell,
+				    "-d", W.agent_home, W.agent, NULL };
+		const char *b[] = { "/usr/sbin/useradd", "--system", "-M", "-N", "-s",
+				    "/bin/sh", "-d", W.user_home, W.user, NULL };
+
+		W.agent_made = run_cmd(a) == 0;
+		W.user_made = run_cmd(b) == 0;
+	}
+	if (!W.agent_made || !W.user_made) {
+		fprintf(stderr, "test_pam: useradd failed\n");
+		return -1;
+	}
+	{
+		struct passwd *pw = getpwnam(W.agent);
+
+		if (!pw)
+			return -1;
+		W.agent_uid = pw->pw_uid;
+	}
+	return 0;
+}
+
+/* On a failed set-up, undo what was made: cmocka skips the group teardown. */
+static int group_setup(void **state)
+{
+	if (geteuid() != 0)
+		return 0;
+	if (group_setup_inner() != 0) {
+		group_teardown(state);
+		return -1;
+	}
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		return 0;
+	if (W.agent_made) {
+		const char *a[] = { "/usr/sbin/userdel", W.agent, NULL };
+
+		run_cmd(a);
+		subid_scrub("/etc/subuid", W.agent);
+		subid_scrub("/etc/subgid", W.agent);
+	}
+	if (W.user_made) {
+		const char *b[] = { "/usr/sbin/userdel", W.user, NULL };
+
+		run_cmd(b);
+		subid_scrub("/etc/subuid", W.user);
+		subid_scrub("/etc/subgid", W.user);
+	}
+	if (strncmp(W.base, "/run/sbx-test-", 14) == 0)
+		nftw(W.base, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	return 0;
+}
+
+/* ---- helpers for children ---------------------------------------------- */
+
+static int conv_none(int n, const struct pam_message **msg, struct pam_response **resp,
+		     void *data)
+{
+	(void)n;
+	(void)msg;
+	(void)resp;
+	(void)data;
+	return PAM_CONV_ERR;
+}
+
+static const struct pam_conv conv = { conv_none, NULL };
+
+#define CHECK(cond, code)                                                        \
+	do {                                                                     \
+		if (!(cond)) {                                                   \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,   \
+				__LINE__, #cond);                                \
+			return (code);                                           \
+		}                                                                \
+	} while (0)
+
+static unsigned long ns_ino(const char *name)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
+	return stat(path, &st) == 0 ? (unsigned long)st.st_ino : 0;
+}
+
+/*
+ * Capture this child's syslog: a private mount namespace (the test's own)
+ * with a tmpfs /dev holding the usual nodes (bound from the real ones) and
+ * a datagram socket at /dev/log. Returns the socket, or -1.
+ */
+static int log_capture(void)
+{
+	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom" };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fds[ARRAY_SIZE(nodes)], s;
+	size_t i;
+
+	/* Opened after unshare: a bind source must be a mount of this namespace. */
+	if (unshare(CLONE_NEWNS) != 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+		perror("log_capture: unshare");
+		return -1;
+	}
+	for (i = 0; i < ARRAY_SIZE(nodes); i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/dev/%s", nodes[i]);
+		fds[i] = open(p, O_PATH | O_CLOEXEC);
+		if (fds[i] < 0)
+			return -1;
+	}
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755,size=64k") != 0) {
+		perror("log_capture: private /dev");
+		return -1;
+	}
+	for (i = 0; i < ARRAY_SIZE(nodes); i++) {
+		char p[32], src[32];
+		int fd;
+
+		snprintf(p, sizeof(p), "/dev/%s", nodes[i]);
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", fds[i]);
+		fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+		if (fd < 0)
+			return -1;
+		close(fd);
+		if (mount(src, p, NULL, MS_BIND, NULL) != 0) {
+			perror("log_capture: bind");
+			return -1;
+		}
+		close(fds[i]);
+	}
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/dev/log");
+	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		perror("log_capture: /dev/log");
+		return -1;
+	}
+	return s;
+}
+
+/* Drain the captured syslog; true when a message contains all of a, b. */
+static bool log_has(int s, const char *a, const char *b, char *keep, size_t keep_size)
+{
+	char msg[2048];
+	bool found = false;
+	ssize_t n;
+
+	while ((n = recv(s, msg, sizeof(msg) - 1, 0)) > 0) {
+		msg[n] = '\0';
+		fprintf(stderr, "  syslog: %s\n", msg);
+		if (strstr(msg, a) && (!b || strstr(msg, b))) {
+			found = true;
+			if (keep)
+				snprintf(keep, keep_size, "%s", msg);
+		}
+	}
+	return found;
+}
+
+/* ---- scenarios (each runs in a forked child as root) ------------------- */
+
+struct acct_case {
+	const char *service;
+	const char *user;
+	int want;
+	const char *log_a, *log_b;	/* expected syslog text, or NULL */
+};
+
+static int child_acct(void *arg)
+{
+	const struct acct_case *c = arg;
+	pam_handle_t *h = NULL;
+	int s = -1, r;
+
+	if (c->log_a) {
+		s = log_capture();
+		CHECK(s >= 0, 10);
+	}
+	CHECK(pam_start_confdir(c->service, c->user, &conv, W.confdir, &h) == PAM_SUCCESS, 11);
+	r = pam_acct_mgmt(h, 0);
+	if (r != c->want) {
+		fprintf(stderr, "pam_acct_mgmt(%s, %s) = %d (%s), want %d\n", c->service,
+			c->user, r, pam_strerror(h, r), c->want);
+		pam_end(h, r);
+		return 12;
+	}
+	pam_end(h, r);
+	if (c->log_a)
+		CHECK(log_has(s, c->log_a, c->log_b, NULL, 0), 13);
+	return 0;
+}
+
+static void run_acct(const char *service, const char *user, int want, const char *log_a,
+		     const char *log_b)
+{
+	struct acct_case c = { service, user, want, log_a, log_b };
+
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_acct, &c)), 0);
+}
+
+static void test_account_phase(void **state)
+{
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	/* Agent with the right shell through an allowed service. */
+	run_acct("sbxtest", W.agent, PAM_SUCCESS, NULL, NULL);
+	/* A non-agent: our module says PAM_IGNORE, pam_permit decides. */
+	run_acct("sbxtest", W.user, PAM_SUCCESS, NULL, NULL);
+	/* Linux-PAM: a stack where every module ignores fails with
+	 * PAM_PERM_DENIED (_pam_dispatch_aux's "impression" sanity check),
+	 * which is why the snippets put the module before other modules. */
+	run_acct("sbxtest-only", W.user, PAM_PERM_DENIED, NULL, NULL);
+	run_acct("sbxtest-only", W.agent, PAM_SUCCESS, NULL, NULL);
+	/* Service not in the profile's list (cron is in no default list). */
+	run_acct("cron", W.agent, PAM_PERM_DENIED, "PAM service cron is not allowed", W.agent);
+	run_acct("cron", W.user, PAM_SUCCESS, NULL, NULL);
+	/* Our stacks are the ones in effect: an unknown service gets "other". */
+	run_acct("sbxtest-nosuch", W.user, PAM_AUTH_ERR, NULL, NULL);	/* pam_deny */
+	/* The account's login shell is not the config's agent_shell. */
+	run_acct("sbxtest-wrongshell", W.agent, PAM_PERM_DENIED,
+		 "is not the agent shell /usr/local/bin/not-the-agent-shell", W.agent);
+}
+
+static void test_untrusted_config(void **state)
+{
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	/* Group-writable config: the agent (shell agent-shell) is refused
+	 * with the reason logged; others are left to the rest of the stack. */
+	run_acct("sbxtest-untrusted", W.agent, PAM_PERM_DENIED, "untrusted.conf unusable",
+		 "group-writable");
+	run_acct("sbxtest-untrusted", W.user, PAM_SUCCESS, "not treated as an agent", W.user);
+	/* Control: the same config with mode 0644 admits the agent. */
+	run_acct("sbxtest", W.agent, PAM_SUCCESS, NULL, NULL);
+}
+
+static int count_fds(void)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* The full session: returns 0 when every observable effect is right. */
+static int child_session(void *arg)
+{
+	int fds_before = count_fds();
+	mode_t mask_before = umask(022);
+	char rec_path[256], home_src[256], id[64] = "", logline[2048], marker[64];
+	unsigned long mnt_before = ns_ino("mnt");
+	struct stat st, st2, host_tmp;
+	struct statfs sfs;
+	pam_handle_t *h = NULL;
+	bool capture = arg != NULL;
+	char **env;
+	int s = -1, i;
+
+	if (capture) {
+		s = log_capture();
+		CHECK(s >= 0, 20);
+		mnt_before = ns_ino("mnt");
+	}
+	CHECK(stat("/tmp", &host_tmp) == 0, 21);
+	CHECK(pam_start_confdir("sbxtest", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS, 22);
+	CHECK(pam_set_item(h, PAM_RHOST, "192.0.2.9") == PAM_SUCCESS, 23);
+	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 24);
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, 25);
+
+	env = pam_getenvlist(h);
+	CHECK(env != NULL, 26);
+	for (i = 0; env[i]; i++) {
+		if (!strncmp(env[i], "AGENT_SANDBOX_SESSION=", 22))
+			snprintf(id, sizeof(id), "%s", env[i] + 22);
+		free(env[i]);
+	}
+	free(env);
+	CHECK(sbx_session_id_is_valid(id), 27);
+
+	/* The record: root-owned 0644, naming this mount namespace. */
+	snprintf(rec_path, sizeof(rec_path), "%s/sessions/%s", W.rt, id);
+	CHECK(lstat(rec_path, &st) == 0 && S_ISREG(st.st_mode), 28);
+	CHECK(st.st_uid == 0 && (st.st_mode & 07777) == 0644, 29);
+	{
+		struct sbx_record rec;
+		struct sbx_error err = { 0 };
+
+		CHECK(sbx_record_read_verified(W.rt, id, W.agent_uid, ns_ino("mnt"), &rec,
+					       &err) == 0, 30);
+		CHECK(rec.home_kind == SBX_HOME_ISOLATED, 31);
+		CHECK(!strcmp(rec.client, "192.0.2.9") && !strcmp(rec.service, "sbxtest"), 32);
+		CHECK(!strcmp(rec.profile, "coder") && strlen(rec.hash) == 64, 33);
+	}
+	/* A new mount namespace for this process. */
+	CHECK(ns_ino("mnt") != mnt_before, 34);
+	/* The isolated home, and it is what the passwd home shows. */
+	snprintf(home_src, sizeof(home_src), "%s/homes/%s", W.state, W.agent);
+	CHECK(lstat(home_src, &st) == 0 && S_ISDIR(st.st_mode), 35);
+	CHECK(st.st_uid == W.agent_uid && (st.st_mode & 07777) == 0700, 36);
+	CHECK(stat(W.agent_home, &st2) == 0, 37);
+	CHECK(st2.st_ino == st.st_ino && st2.st_dev == st.st_dev, 38);
+	/* A private /tmp: a tmpfs that is not the host's. */
+	CHECK(statfs("/tmp", &sfs) == 0 && sfs.f_type == TMPFS_MAGIC, 39);
+	CHECK(stat("/tmp", &st) == 0 && st.st_dev != host_tmp.st_dev, 40);
+	CHECK((st.st_mode & 07777) == 01777, 41);
+	snprintf(marker, sizeof(marker), "/tmp/sbx-pam-marker-%d", (int)getpid());
+	CHECK(write_text(marker, "x", 0600) == 0, 42);
+	/* A deny_read secret is masked. */
+	CHECK(stat("/etc/shadow", &st) == 0 && S_ISCHR(st.st_mode), 43);
+
+	if (capture) {
+		CHECK(log_has(s, "session=", id, logline, sizeof(logline)), 44);
+		CHECK(strstr(logline, "client=192.0.2.9") && strstr(logline, "profile=coder") &&
+		      strstr(logline, "pam_stage=mntns,home-bind,tmp,deny_read"), 45);
+	}
+
+	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 46);
+	CHECK(lstat(rec_path, &st) != 0 && errno == ENOENT, 47);
+	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 48);	/* twice is fine */
+	if (capture)
+		CHECK(log_has(s, "closed after", id, NULL, 0), 49);
+	CHECK(pam_end(h, PAM_SUCCESS) == PAM_SUCCESS, 50);
+	/* The module leaves no fd open and the umask as it was. */
+	CHECK(capture || count_fds() == fds_before, 51);
+	CHECK(umask(mask_before) == 022, 52);
+	return 0;
+}
+
+static void read_mountinfo(char *buf, size_t size)
+{
+	read_small("/proc/self/mountinfo", buf, size);
+}
+
+static void assert_no_records(void)
+{
+	char path[256];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/sessions", W.rt);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			fail_msg("leftover record %s", de->d_name);
+	}
+	closedir(d);
+}
+
+static void test_session_open_close(void **state)
+{
+	static char before[65536], after[65536];
+	char marker_glob[64];
+	int status;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	read_mountinfo(before, sizeof(before));
+	status = sbx_test_fork(false, child_session, NULL);
+	assert_int_equal(sbx_test_status_code(status), 0);
+	/* Again with syslog captured, checking the one-line summary. */
+	status = sbx_test_fork(false, child_session, (void *)1);
+	assert_int_equal(sbx_test_status_code(status), 0);
+	read_mountinfo(after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_no_records();
+	snprintf(marker_glob, sizeof(marker_glob), "/tmp/sbx-pam-marker-");
+	{
+		struct dirent *de;
+		DIR *d = opendir("/tmp");
+
+		assert_non_null(d);
+		while ((de = readdir(d)) != NULL)
+			assert_null(strstr(de->d_name, marker_glob + 5));
+		closedir(d);
+	}
+}
+
+/* Ephemeral home (tmpfs at the passwd home, seeded) and the netns option. */
+static int child_ephemeral(void *arg)
+{
+	unsigned long net_before = ns_ino("net");
+	char rcfile[256], id[64] = "";
+	struct sbx_record rec;
+	struct sbx_error err = { 0 };
+	struct statfs sfs;
+	struct stat st;
+	pam_handle_t *h = NULL;
+	const char *v;
+
+	(void)arg;
+	CHECK(pam_start_confdir("sbxtest-eph", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS,
+	      80);
+	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 81);
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, 82);
+	v = pam_getenv(h, "AGENT_SANDBOX_SESSION");
+	CHECK(v && sbx_session_id_is_valid(v), 83);
+	snprintf(id, sizeof(id), "%s", v);
+	CHECK(statfs(W.agent_home, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC, 84);
+	CHECK(stat(W.agent_home, &st) == 0 && st.st_uid == W.agent_uid &&
+	      (st.st_mode & 07777) == 0700, 85);
+	snprintf(rcfile, sizeof(rcfile), "%s/.bashrc", W.agent_home);
+	CHECK(stat(rcfile, &st) == 0 && st.st_uid == W.agent_uid, 86);
+	CHECK(ns_ino("net") != net_before, 87);
+	CHECK(sbx_record_read_verified(W.rt, id, W.agent_uid, ns_ino("mnt"), &rec, &err) == 0,
+	      88);
+	CHECK(rec.home_kind == SBX_HOME_EPHEMERAL && rec.netns == ns_ino("net") &&
+	      rec.home_source[0] == '\0', 89);
+	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 90);
+	/* close detached the tmpfs home in the session's namespace. */
+	CHECK(statfs(W.agent_home, &sfs) == 0 && sfs.f_type != TMPFS_MAGIC, 91);
+	CHECK(stat(rcfile, &st) != 0, 92);
+	pam_end(h, PAM_SUCCESS);
+	return 0;
+}
+
+static void test_ephemeral_netns(void **state)
+{
+	static char before[65536], after[65536];
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	read_mountinfo(before, sizeof(before));
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_ephemeral, NULL)), 0);
+	read_mountinfo(after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_no_records();
+}
+
+/* A failure after unshare is undone: same namespace, no record, no mounts. */
+static int child_open_fails(void *arg)
+{
+	unsigned long mnt_before = ns_ino("mnt");
+	char away[192];
+	struct stat host_tmp, st;
+	pam_handle_t *h = NULL;
+	int r;
+
+	(void)arg;
+	snprintf(away, sizeof(away), "%s.away", W.agent_home);
+	CHECK(stat("/tmp", &host_tmp) == 0, 100);
+	CHECK(rename(W.agent_home, away) == 0, 101);
+	CHECK(pam_start_confdir("sbxtest", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS, 102);
+	r = pam_open_session(h, 0);
+	rename(away, W.agent_home);
+	CHECK(r == PAM_SESSION_ERR, 103);
+	CHECK(pam_getenv(h, "AGENT_SANDBOX_SESSION") == NULL, 104);
+	CHECK(ns_ino("mnt") == mnt_before, 105);	/* setns back */
+	CHECK(stat("/tmp", &st) == 0 && st.st_dev == host_tmp.st_dev, 106);
+	/* Our close after a failed open: nothing to do, PAM_IGNORE. (What the
+	 * whole stack returns is Linux-PAM's business: 1.5.2 reports the
+	 * failed open's verdict again, PAM_PERM_DENIED, seen here.) */
+	{
+		int (*close_s)(pam_handle_t *, int, int, const char **);
+		void *so = dlopen(W.so, RTLD_NOW | RTLD_LOCAL);
+
+		CHECK(so, 107);
+		*(void **)&close_s = dlsym(so, "pam_sm_close_session");
+		CHECK(close_s && close_s(h, 0, 0, NULL) == PAM_IGNORE, 108);
+		CHECK(close_s(h, 0, 0, NULL) == PAM_IGNORE, 109);
+	}
+	pam_end(h, r);
+	return 0;
+}
+
+static void test_open_failure_undone(void **state)
+{
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_open_fails, NULL)), 0);
+	assert_no_records();
+}
+
+static int child_one_session(void *arg)
+{
+	pam_handle_t *h = NULL;
+
+	(void)arg;
+	CHECK(pam_start_confdir("sbxtest", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS, 60);
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, 61);
+	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 62);
+	CHECK(pam_end(h, PAM_SUCCESS) == PAM_SUCCESS, 63);
+	return 0;
+}
+
+static void test_concurrent_sessions(void **state)
+{
+	static char before[65536], after[65536];
+	pid_t pids[50];
+	char homes[256];
+	struct dirent *de;
+	unsigned n_homes = 0;
+	size_t i;
+	DIR *d;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	read_mountinfo(before, sizeof(before));
+	/* Start from no home at all, so the 50 also race to create it. */
+	snprintf(homes, sizeof(homes), "%s/homes/%s", W.state, W.agent);
+	assert_true(strncmp(homes, "/run/sbx-test-", 14) == 0);
+	nftw(homes, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	assert_int_equal(access(homes, F_OK), -1);
+	fflush(NULL);
+	for (i = 0; i < ARRAY_SIZE(pids); i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0)
+			_exit(child_one_session(NULL));
+	}
+	for (i = 0; i < ARRAY_SIZE(pids); i++) {
+		int status = 0;
+
+		while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR)
+			;
+		assert_int_equal(sbx_test_status_code(status), 0);
+	}
+	read_mountinfo(after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_no_records();
+	snprintf(homes, sizeof(homes), "%s/homes", W.state);
+	d = opendir(homes);
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		assert_string_equal(de->d_name, W.agent);	/* no .new-* leftovers */
+		n_homes++;
+	}
+	closedir(d);
+	assert_int_equal(n_homes, 1);
+}
+
+static void test_dlopen_exports(void **state)
+{
+	void *so;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();	/* W is filled only for root */
+	so = dlopen(W.so, RTLD_NOW | RTLD_LOCAL);
+	if (!so)
+		fail_msg("dlopen(%s): %s", W.so, dlerror());
+	assert_non_null(dlsym(so, "pam_sm_open_session"));
+	assert_non_null(dlsym(so, "pam_sm_close_session"));
+	assert_non_null(dlsym(so, "pam_sm_acct_mgmt"));
+	assert_null(dlsym(so, "pam_sm_authenticate"));
+	assert_null(dlsym(so, "sbx_config_load"));
+	assert_null(dlsym(so, "sbx_record_write"));
+	assert_null(dlsym(so, "sbx_home_prepare_isolated"));
+	dlclose(so);
+}
+
+/* The module's own verdict for a non-agent, without the stack around it. */
+static int child_direct_ignore(void *arg)
+{
+	int (*acct)(pam_handle_t *, int, int, const char **);
+	int (*open_s)(pam_handle_t *, int, int, const char **);
+	int (*close_s)(pam_handle_t *, int, int, const char **);
+	char conf[192], rt[192];
+	const char *argv[2];
+	pam_handle_t *h = NULL;
+	unsigned long mnt = ns_ino("mnt");
+	void *so;
+
+	(void)arg;
+	snprintf(conf, sizeof(conf), "conf=%s/conf/good.conf", W.base);
+	snprintf(rt, sizeof(rt), "runtime_dir=%s", W.rt);
+	argv[0] = conf;
+	argv[1] = rt;
+	so = dlopen(W.so, RTLD_NOW | RTLD_LOCAL);
+	CHECK(so, 70);
+	*(void **)&acct = dlsym(so, "pam_sm_acct_mgmt");
+	*(void **)&open_s = dlsym(so, "pam_sm_open_session");
+	*(void **)&close_s = dlsym(so, "pam_sm_close_session");
+	CHECK(acct && open_s && close_s, 71);
+	CHECK(pam_start_confdir("sbxtest", W.user, &conv, W.confdir, &h) == PAM_SUCCESS, 72);
+	CHECK(acct(h, 0, 2, argv) == PAM_IGNORE, 73);
+	CHECK(open_s(h, 0, 2, argv) == PAM_IGNORE, 74);
+	CHECK(ns_ino("mnt") == mnt, 75);	/* nothing done for a non-agent */
+	CHECK(close_s(h, 0, 2, argv) == PAM_IGNORE, 76);
+	pam_end(h, PAM_SUCCESS);
+	return 0;
+}
+
+static void test_non_agent_ignored(void **state)
+{
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_direct_ignore, NULL)),
+			 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dlopen_exports),
+		cmocka_unit_test(test_account_phase),
+		cmocka_unit_test(test_untrusted_config),
+		cmocka_unit_test(test_non_agent_ignored),
+		cmocka_unit_test(test_session_open_close),
+		cmocka_unit_test(test_concurrent_sessions),
+		cmocka_unit_test(test_ephemeral_netns),
+		cmocka_unit_test(test_open_failure_undone),
+	};
+	return cmocka_run_group_tests_name("pam", tests, group_setup, group_teardown);
+}
