@@ -50,6 +50,8 @@ SHELL_BIN  := $(BUILD)/agent-shell
 SHELL_TEST_BIN := $(BUILD)/tests/agent-shell-testable
 PAM_SO     := $(BUILD)/pam_agent_sandbox.so
 
+HELPERS    := $(BUILD)/tests/tcp_listen
+
 .PHONY: all check check-asan fuzz deps demo install uninstall clean bench
 
 all: $(LIBSBX) $(SHELL_BIN) $(PAM_SO)
@@ -87,9 +89,13 @@ $(BUILD)/tests/test_%: tests/test_%.c $(TESTLIB) $(LIBSBX) tests/testlib.h
 	$(CC) $(ALL_CFLAGS) -Itests -pie -o $@ $< $(TESTLIB) $(LIBSBX) \
 		$(HARDEN_LD) $(LIBS) -lcmocka -lpam -lpam_misc
 
+$(BUILD)/tests/%: tests/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -pie -o $@ $< $(HARDEN_LD)
+
 # Every test tier from one command. Each tier does its own set-up and
 # removes what it created.
-check: all $(SHELL_TEST_BIN) $(TEST_BINS)
+check: all $(SHELL_TEST_BIN) $(HELPERS) $(TEST_BINS)
 	@BUILD=$(BUILD) ./tests/run-tests.sh $(TEST_BINS)
 
 check-asan:
@@ -117,7 +123,8 @@ DEB_PKGS := build-essential clang libpam0g-dev libseccomp-dev libcap-dev \
 deps:
 	@./tests/install-deps.sh $(DEB_PKGS)
 
-demo: deps all
+demo: deps
+	@$(MAKE) --no-print-directory all $(HELPERS) >/dev/null
 	@./shell/demo.sh $(BUILD)
 
 bench: all

@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * apply.c — the one place where a profile becomes enforcement, in the order
+ * DESIGN section 4 gives. Everything before the first fork only describes
+ * (plans) and may return an error; the fork is the point of no return.
+ *
+ * Processes (with user namespaces available):
+ *
+ *   outer   agent uid, host namespaces, never confined, never execs.
+ *           Keeps the read end of the report pipe, calls on_report, waits.
+ *     setup   userns (own uid mapped to itself) + mount/pid/ipc/uts/cgroup
+ *             [+net] namespaces; forks init, then only waits and forwards.
+ *       init  PID 1 of the new pid namespace: lo up, mount view, forks the
+ *             worker, drops its own capabilities, reaps and forwards.
+ *         worker  caps dropped and proven, no_new_privs, Landlock, rlimits,
+ *                 seccomp (last), canaries, report, floor, exec.
+ *
+ * Without user namespaces the outer forks the worker directly: no
+ * namespaces and no mount view, so the report says degraded and why.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define REPORT_MAX (256u * 1024u)
+#define EXIT_SETUP_FAILED 126
+
+/* After the point of no return: say why on stderr and end this process. */
+static void __attribute__((noreturn)) die(const char *stage, const struct sbx_error *err)
+{
+	dprintf(STDERR_FILENO, "agent-sandbox: %s: %s; nothing was run\n", stage,
+		err && err->msg[0] ? err->msg : "failed");
+	_exit(EXIT_SETUP_FAILED);
+}
+
+static void __attribute__((noreturn)) die_errno(const char *what)
+{
+	dprintf(STDERR_FILENO, "agent-sandbox: %s: %s; nothing was run\n", what,
+		strerror(errno));
+	_exit(EXIT_SETUP_FAILED);
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Serialise the report to the pipe: the outer process logs it. */
+static void send_report(int fd, const struct sbx_report *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		die_errno("report: open_memstream");
+	if (sbx_report_to_json(r, f) != 0 || fclose(f) != 0)
+		die_errno("report: serialise");
+	if (write_all(fd, buf, len) != 0)
+		die_errno("report: write to supervisor");
+	free(buf);
+	close(fd);
+}
+
+static void write_report_file(const char *path, const struct sbx_report *r)
+{
+	char dir[SBX_PATH_MAX];
+	char *slash;
+	FILE *f;
+	int fd;
+
+	if (!path || !path[0] || sbx_strlcpy(dir, sizeof(dir), path) != 0)
+		return;
+	/* Best effort, inside the sandbox's own home: the authoritative copy
+	 * is the one the outer process logs. */
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		char *p = dir + 1;
+
+		for (;;) {
+			char *s = strchr(p, '/');
+
+			if (s)
+				*s = '\0';
+			(void)mkdir(dir, 0700);
+			if (!s)
+				break;
+			*s = '/';
+			p = s + 1;
+		}
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	(void)sbx_report_to_json(r, f);
+	fclose(f);
+}
+
+static int read_report(int fd, struct sbx_report *r, struct sbx_error *err)
+{
+	char *buf = malloc(REPORT_MAX + 1);
+	size_t used = 0;
+	int ret;
+
+	if (!buf)
+		return sbx_error_set(err, ENOMEM, "report: out of memory");
+	for (;;) {
+		ssize_t n = read(fd, buf + used, REPORT_MAX - used);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = sbx_error_set(err, errno, "report: read: %s", strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+		if (used == REPORT_MAX) {
+			ret = sbx_error_set(err, EFBIG, "report: larger than %u bytes", REPORT_MAX);
+			goto out;
+		}
+	}
+	if (used == 0) {
+		ret = sbx_error_set(err, EIO, "the sandbox ended before it reported (see the message above)");
+		goto out;
+	}
+	buf[used] = '\0';
+	ret = sbx_report_from_json(buf, used, r, err);
+out:
+	free(buf);
+	return ret;
+}
+
+/* Capabilities: in our own user namespace we hold the full set and can
+ * drop it all. Without one (degraded), an unprivileged process has an
+ * empty permitted set but cannot clear the bounding set (CAP_SETPCAP);
+ * no_new_privs makes the bounding set unusable, and the report says so. */
+static void worker_caps(struct sbx_report *r, bool in_userns)
+{
+	struct sbx_error err = { 0 };
+	int ret = sbx_caps_drop_all(&err);
+
+	if (ret == 0 && (ret = sbx_caps_verify_none(&err)) == 0) {
+		sbx_report_set(r, SBX_F_CAPS, true, false,
+			       "all five sets empty, securebits locked");
+		return;
+	}
+	if (in_userns)
+		die("capabilities", &err);
+	sbx_report_set(r, SBX_F_CAPS, false, false,
+		       "no user namespace: bounding set kept (%s); no_new_privs stops it being used",
+		       err.msg);
+}
+
+static void worker_landlock(const struct sbx_run *run, const struct sbx_landlock_plan *plan,
+			    struct sbx_report *r)
+{
+	struct sbx_landlock_result res;
+	struct sbx_error err = { 0 };
+	int ret;
+
+	memset(&res, 0, sizeof(res));
+	ret = sbx_landlock_apply(plan, run->landlock_abi_limit, &res, &err);
+	if (ret == -EOPNOTSUPP || ret == -ENOSYS) {
+		sbx_report_set(r, SBX_F_LANDLOCK_FS, false, false, "%s", err.msg);
+		sbx_report_set(r, SBX_F_LANDLOCK_NET, false, false, "%s", err.msg);
+		sbx_report_set(r, SBX_F_LANDLOCK_IOCTL, false, false, "%s", err.msg);
+		sbx_report_set(r, SBX_F_LANDLOCK_SCOPE, false, false, "%s", err.msg);
+		return;
+	}
+	if (ret != 0)
+		die("landlock", &err);
+	r->landlock_abi = res.abi;
+	sbx_report_set(r, SBX_F_LANDLOCK_FS, true, false, "ABI %d, %zu rules%s%s",
+		       res.abi, res.n_rules_added, res.dropped[0] ? "; dropped: " : "",
+		       res.dropped);
+	if (plan->net_deny_tcp) {
+		if (res.handled_net)
+			sbx_report_set(r, SBX_F_LANDLOCK_NET, true, false,
+				       "TCP bind and connect denied");
+		else
+			sbx_report_set(r, SBX_F_LANDLOCK_NET, false, false,
+				       "kernel Landlock ABI %d < 4: no TCP rules", res.abi);
+	}
+	if (res.abi >= 5)
+		sbx_report_set(r, SBX_F_LANDLOCK_IOCTL, true, false,
+			       "device ioctls only on terminals");
+	else
+		sbx_report_set(r, SBX_F_LANDLOCK_IOCTL, false, false,
+			       "kernel Landlock ABI %d < 5: IOCTL_DEV unavailable", res.abi);
+	if (res.scoped)
+		sbx_report_set(r, SBX_F_LANDLOCK_SCOPE, true, false,
+			       "signals and abstract unix sockets scoped to the sandbox");
+	else
+		sbx_report_set(r, SBX_F_LANDLOCK_SCOPE, false, false,
+			       "kernel Landlock ABI %d < 6: no scopes", res.abi);
+}
+
+struct plans {
+	struct sbx_mount_plan mounts;
+	struct sbx_landlock_plan landlock;
+	struct sbx_seccomp_opts seccomp;
+	struct sbx_canary_ctx canary;
+	char **env;
+	bool userns;
+	int ns_flags;
+};
+
+/* The confined worker: never returns. */
+static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct plans *pl,
+					     struct sbx_report *r, int report_fd)
+{
+	const struct sbx_profile *p = run->profile;
+	const struct sbx_session *s = run->session;
+	struct sbx_error err = { 0 };
+	const char *dir;
+
+	/* Signals were blocked across the forks so none is lost before the
+	 * supervisors run; the program gets default dispositions. */
+	sbx_signals_reset();
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		die_errno("prctl(PR_SET_PDEATHSIG)");
+
+	/* 5. capabilities, proven by re-reading. */
+	worker_caps(r, pl->userns);
+
+	/* 6. no_new_privs: also what makes Landlock and seccomp legal here. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		die_errno("prctl(PR_SET_NO_NEW_PRIVS)");
+	sbx_report_set(r, SBX_F_NO_NEW_PRIVS, true, false, "set before Landlock and seccomp");
+
+	/* 7. Landlock at the best ABI the kernel offers. */
+	worker_landlock(run, &pl->landlock, r);
+
+	/* 8. rlimits (core 0 always). */
+	if (sbx_rlimits_apply(&p->limits, &err) != 0)
+		die("rlimits", &err);
+	sbx_report_set(r, SBX_F_RLIMITS, true, false, "core 0%s",
+		       p->limits.set_mask ? " and the profile's limits" : "");
+
+	/* fd hygiene: only 0-2 and the report pipe (moved to 3,
+	 * close-on-exec, closed before exec) survive. */
+	if (report_fd != 3) {
+		if (dup2(report_fd, 3) < 0)
+			die_errno("dup2(report pipe)");
+		close(report_fd);
+		report_fd = 3;
+	}
+	if (fcntl(report_fd, F_SETFD, FD_CLOEXEC) != 0)
+		die_errno("fcntl(report pipe)");
+	if (sbx_fd_close_above(3, &err) != 0)
+		die("fd hygiene", &err);
+	sbx_report_set(r, SBX_F_FD_HYGIENE, true, false, "only fds 0-2 reach the program");
+
+	/* 9. seccomp, last. */
+	if (sbx_seccomp_apply(&pl->seccomp, &err) != 0)
+		die("seccomp", &err);
+	sbx_report_set(r, SBX_F_SECCOMP, true, false, "native arch only; %s%s",
+		       pl->seccomp.network_denied ? "network syscalls narrowed; " : "",
+		       pl->seccomp.gated ? "memfd exec and fd exec refused" :
+		       "dangerous syscalls refused");
+	if (p->command != SBX_ACCESS_ALLOW)
+		sbx_report_set(r, SBX_F_COMMAND_GATE, true, false, "%s",
+			       p->command == SBX_ACCESS_DENY ? "every command refused" :
+			       "Landlock EXECUTE only on the allow-list and ld.so; writable mounts noexec");
+
+	/* 10. canaries: verified, not hoped. */
+	sbx_canary_run(p, s, &pl->canary, r);
+
+	/* 11. report and floor. */
+	sbx_report_finish(r);
+	write_report_file(run->report_file, r);
+	send_report(report_fd, r);
+	if (!r->floor_met) {
+		dprintf(STDERR_FILENO, "agent-sandbox: session refused: %s\n", r->refusal);
+		_exit(EXIT_SETUP_FAILED);
+	}
+
+	/* command = deny: the report is logged, nothing runs. */
+	if (p->command == SBX_ACCESS_DENY) {
+		dprintf(STDERR_FILENO, "agent-sandbox: profile %s denies every command\n", p->name);
+		_exit(EXIT_SETUP_FAILED);
+	}
+	dir = s->workspace[0] ? s->workspace : s->home;
+	if (chdir(dir) != 0 && chdir(s->home) != 0 && chdir("/") != 0)
+		die_errno("chdir");
+	execve(run->path, run->argv, pl->env);
+	dprintf(STDERR_FILENO, "agent-sandbox: %s: %s\n", run->path, strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+/* PID 1 of the new pid namespace: never returns. */
+static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struct plans *pl,
+						struct sbx_report *r, int report_fd)
+{
+	struct sbx_error err = { 0 };
+	char detail[256] = "";
+	pid_t child;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		die_errno("prctl(PR_SET_PDEATHSIG)");
+	if (pl->ns_flags & CLONE_NEWNET) {
+		if (sbx_net_lo_up(&err) != 0)
+			die("network namespace", &err);
+	}
+	if (sbx_mount_view_apply(&pl->mounts, detail, sizeof(detail), &err) != 0)
+		die("mount view", &err);
+	sbx_report_set(r, SBX_F_MOUNT_VIEW, true, false, "%s", detail);
+	if (run->profile->home != SBX_HOME_REAL)
+		sbx_report_set(r, SBX_F_HOME, true, false, "%s at %s",
+			       run->home_note && run->home_note[0] ? run->home_note :
+			       run->session->home_source[0] ? run->session->home_source :
+			       "fresh tmpfs", run->session->home);
+	if (run->profile->n_deny_read)
+		sbx_report_set(r, SBX_F_DENY_READ, true, false,
+			       "%zu secret(s) masked and left out of Landlock rules",
+			       run->profile->n_deny_read);
+
+	child = fork();
+	if (child < 0)
+		die_errno("fork(worker)");
+	if (child == 0)
+		worker(run, pl, r, report_fd);
+	close(report_fd);
+	/* init keeps nothing it does not need. */
+	if (sbx_caps_drop_all(&err) != 0)
+		die("init: capabilities", &err);
+	if (run->profile->limits.set_mask & (1u << SBX_LIMIT_SESSION_TIME))
+		alarm((unsigned)run->profile->limits.value[SBX_LIMIT_SESSION_TIME]);
+	_exit(sbx_init_supervise(child));
+}
+
+/* The setup process: enters the namespaces, forks init, waits. */
+static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, struct plans *pl,
+						 struct sbx_report *r, int report_fd)
+{
+	const struct sbx_session *s = run->session;
+	struct sbx_error err = { 0 };
+	pid_t init;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		die_errno("prctl(PR_SET_PDEATHSIG)");
+	if (sbx_userns_enter(s->uid, s->gid, &err) != 0)
+		die("user namespace", &err);
+	sbx_report_set(r, SBX_F_USERNS, true, false, "uid %u mapped to itself; setgroups denied",
+		       (unsigned)s->uid);
+	if (sbx_ns_unshare(pl->ns_flags, &err) != 0)
+		die("namespaces", &err);
+	sbx_report_set(r, SBX_F_MOUNTNS, true, false, "private, no propagation to the host");
+	sbx_report_set(r, SBX_F_PIDNS, true, false, "the program is never PID 1");
+	sbx_report_set(r, SBX_F_IPCNS, true, false, "private SysV IPC and POSIX queues");
+	sbx_report_set(r, SBX_F_UTSNS, true, false, "private hostname");
+	sbx_report_set(r, SBX_F_CGROUPNS, true, false, "private cgroup root");
+	if (pl->ns_flags & CLONE_NEWNET)
+		sbx_report_set(r, SBX_F_NETNS, true, false, "only a private loopback");
+
+	init = fork();
+	if (init < 0)
+		die_errno("fork(init)");
+	if (init == 0)
+		init_main(run, pl, r, report_fd);
+	close(report_fd);
+	_exit(sbx_wait_forward(init));
+}
+
+static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
+		       struct plans *pl, struct sbx_report *r, struct sbx_error *err)
+{
+	const struct sbx_profile *p = run->profile;
+	bool net_denied = p->network != SBX_ACCESS_ALLOW;
+	bool netns;
+	int ret;
+
+	pl->userns = probe->userns && probe->mountns && probe->pidns;
+	netns = pl->userns && net_denied && probe->netns;
+	pl->ns_flags = CLONE_NEWNS | CLONE_NEWPID;
+	if (probe->ipcns)
+		pl->ns_flags |= CLONE_NEWIPC;
+	if (probe->utsns)
+		pl->ns_flags |= CLONE_NEWUTS;
+	if (probe->cgroupns)
+		pl->ns_flags |= CLONE_NEWCGROUP;
+	if (netns)
+		pl->ns_flags |= CLONE_NEWNET;
+
+	ret = sbx_env_build(run->envp, run->session, p->shell, &pl->env, err);
+	if (ret)
+		return ret;
+	ret = sbx_mount_plan_build(p, run->session, &pl->mounts, err);
+	if (ret)
+		return ret;
+	ret = sbx_landlock_plan_build(p, run->session, netns, &pl->landlock, err);
+	if (ret)
+		return ret;
+	/* With a mount view, deny_read secrets are masked (a symlinked one
+	 * fails the session). Landlock cannot carve a hole in an allowed
+	 * tree except by granting each sibling (snapshot semantics, which
+	 * would also stop the agent creating files next to a secret), so
+	 * the holes are used only when there is no mount view. */
+	if (pl->userns)
+		pl->landlock.n_deny = 0;
+	pl->seccomp.network_denied = net_denied;
+	pl->seccomp.inet_denied = net_denied && !netns;
+	pl->seccomp.gated = p->command != SBX_ACCESS_ALLOW;
+
+	if (netns)
+		sbx_report_set_requested(r, SBX_F_LANDLOCK_NET, false,
+					 "not needed: the private network namespace is the boundary "
+					 "and keeps the sandbox's own loopback usable");
+
+	pl->canary.host_ns_user = sbx_ns_inode("user");
+	pl->canary.host_ns_mnt = sbx_ns_inode("mnt");
+	pl->canary.host_ns_pid = sbx_ns_inode("pid");
+	pl->canary.host_ns_net = sbx_ns_inode("net");
+	pl->canary.host_ns_ipc = sbx_ns_inode("ipc");
+	pl->canary.host_ns_uts = sbx_ns_inode("uts");
+	pl->canary.host_ns_cgroup = sbx_ns_inode("cgroup");
+	pl->canary.keep_fd = 3;
+	return 0;
+}
+
+/* Record, before anything runs, why layers that need user namespaces are
+ * missing: the report names the layer and the admin's fix. */
+static void report_missing_userns(struct sbx_report *r, const struct sbx_probe *probe)
+{
+	static const enum sbx_feature ns_features[] = {
+		SBX_F_USERNS, SBX_F_PIDNS, SBX_F_MOUNTNS, SBX_F_NETNS, SBX_F_IPCNS,
+		SBX_F_UTSNS, SBX_F_CGROUPNS, SBX_F_MOUNT_VIEW, SBX_F_HOME,
+	};
+	const char *why = probe->userns_why[0] ? probe->userns_why :
+			  "user namespaces unavailable to this uid";
+
+	for (size_t i = 0; i < ARRAY_SIZE(ns_features); i++)
+		sbx_report_set(r, ns_features[i], false, false, "%s", why);
+	if (r->entry[SBX_F_DENY_READ].requested)
+		sbx_report_set(r, SBX_F_DENY_READ, true, false,
+			       "no mount masks (%s); Landlock leaves the secrets out", why);
+}
+
+int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
+		     int *exit_code, struct sbx_error *err)
+{
+	const struct sbx_profile *p = run->profile;
+	const struct sbx_probe *probe;
+	struct sbx_report *r = NULL;
+	struct plans *pl = NULL;
+	int pipefd[2] = { -1, -1 };
+	int ret, status;
+	sigset_t old_mask;
+	bool mask_saved = false;
+	pid_t child;
+
+	if (!run->path || run->path[0] != '/' || !run->argv || !run->argv[0])
+		return sbx_error_set(err, EINVAL, "run: the program must be an absolute path");
+	if (p->isolation != SBX_ISOLATION_SANDBOXED)
+		return sbx_error_set(err, EPERM,
+				     "run: profile %s is unconfined; agent-sandbox only runs sandboxed sessions",
+				     p->name);
+	ret = sbx_probe_get(&probe, err);
+	if (ret)
+		return ret;
+
+	r = calloc(1, sizeof(*r));
+	pl = calloc(1, sizeof(*pl));
+	if (!r || !pl) {
+		ret = sbx_error_set(err, ENOMEM, "run: out of memory");
+		goto out;
+	}
+	sbx_report_init(r, p);
+	sbx_strlcpy(r->session_id, sizeof(r->session_id), run->session->session_id);
+	sbx_strlcpy(r->user, sizeof(r->user), run->session->user);
+	r->uid = run->session->uid;
+	sbx_strlcpy(r->client, sizeof(r->client), run->session->client);
+	sbx_strlcpy(r->service, sizeof(r->service), run->session->service);
+
+	ret = build_plans(run, probe, pl, r, err);
+	if (ret)
+		goto out;
+	/* 1. The environment is rebuilt from an allow-list before any
+	 * library code in the sandbox can read it. */
+	sbx_report_set(r, SBX_F_ENV_SCRUB, true, false, "allow-list; LD_*, BASH_ENV, ENV, GLIBC_TUNABLES dropped");
+	if (!pl->userns)
+		report_missing_userns(r, probe);
+	if (pl->userns && !(pl->ns_flags & CLONE_NEWNET) && p->network != SBX_ACCESS_ALLOW)
+		sbx_report_set(r, SBX_F_NETNS, false, false, "network namespaces unavailable");
+
+	if (pipe2(pipefd, O_CLOEXEC) != 0) {
+		ret = sbx_error_set(err, errno, "pipe2: %s", strerror(errno));
+		goto out;
+	}
+	fflush(NULL);
+	/* Block the forwarded signals until a supervisor (signalfd) reads
+	 * them: nothing sent during set-up is lost. */
+	sigprocmask(SIG_SETMASK, NULL, &old_mask);
+	mask_saved = true;
+	sbx_init_block_signals();
+	/* Point of no return: from here on children never return. */
+	child = fork();
+	if (child < 0) {
+		ret = sbx_error_set(err, errno, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (child == 0) {
+		close(pipefd[0]);
+		if (pl->userns)
+			setup_main(run, pl, r, pipefd[1]);
+		worker(run, pl, r, pipefd[1]);
+	}
+	close(pipefd[1]);
+	pipefd[1] = -1;
+
+	ret = read_report(pipefd[0], report, err);
+	if (ret == 0 && run->on_report)
+		run->on_report(report, run->ctx);
+	status = sbx_wait_forward(child);
+	if (ret == 0)
+		*exit_code = status;
+out:
+	if (mask_saved)
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	if (pl)
+		sbx_env_free(pl->env);
+	free(pl);
+	free(r);
+	return ret;
+}

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * admin.c — the read-only verbs: --probe, --check-config, --explain,
+ * --report, --selftest. None of them changes the host.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shell.h"
+
+int shell_cmd_probe(bool json)
+{
+	const struct sbx_probe *probe;
+	struct sbx_error err = { 0 };
+
+	if (sbx_probe_get(&probe, &err) != 0) {
+		fprintf(stderr, "agent-shell: probe: %s\n", err.msg);
+		return 1;
+	}
+	if (json)
+		sbx_probe_to_json(probe, stdout);
+	else
+		sbx_probe_to_text(probe, stdout);
+	return 0;
+}
+
+int shell_cmd_check_config(const char *file)
+{
+	const char *path = file ? file : shell_config_path();
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err = { 0 };
+	int ret, status = 0;
+
+	ret = sbx_config_load(path, 0, &cfg, &err);
+	if (ret == 0) {
+		printf("%s: OK (%zu profile(s), %zu match rule(s))\n", path, cfg->n_profiles,
+		       cfg->n_matches);
+		sbx_config_free(cfg);
+		return 0;
+	}
+	fprintf(stderr, "%s\n", err.msg);
+	status = 1;
+	/* Still report syntax errors in a draft the trust check refused. */
+	if (ret == -EPERM || ret == -ELOOP) {
+		ret = sbx_config_load(path, SBX_CONFIG_SKIP_TRUST, &cfg, &err);
+		if (ret == 0) {
+			printf("%s: syntax OK, but not trusted as the live config (see above)\n", path);
+			sbx_config_free(cfg);
+		} else {
+			fprintf(stderr, "%s\n", err.msg);
+		}
+	}
+	return status;
+}
+
+/* What a session would get on this host, from the probe alone. Canaries
+ * run only in a real session, so this says "predicted", never "verified". */
+static void predict(struct sbx_report *r, const struct sbx_profile *p,
+		    const struct sbx_probe *probe)
+{
+	bool ns = probe->userns && probe->mountns && probe->pidns;
+	bool netns = ns && probe->netns && p->network != SBX_ACCESS_ALLOW;
+	const char *why = probe->userns_why[0] ? probe->userns_why : "no user namespaces";
+
+	sbx_report_set(r, SBX_F_ENV_SCRUB, true, true, "predicted");
+	sbx_report_set(r, SBX_F_FD_HYGIENE, true, true, "predicted");
+	sbx_report_set(r, SBX_F_USERNS, ns, ns, "%s", ns ? "predicted" : why);
+	sbx_report_set(r, SBX_F_PIDNS, ns, ns, "%s", ns ? "predicted" : why);
+	sbx_report_set(r, SBX_F_MOUNTNS, ns, ns, "%s", ns ? "predicted" : why);
+	sbx_report_set(r, SBX_F_IPCNS, ns && probe->ipcns, ns && probe->ipcns, "predicted");
+	sbx_report_set(r, SBX_F_UTSNS, ns && probe->utsns, ns && probe->utsns, "predicted");
+	sbx_report_set(r, SBX_F_CGROUPNS, ns && probe->cgroupns, ns && probe->cgroupns, "predicted");
+	sbx_report_set(r, SBX_F_MOUNT_VIEW, ns, ns, "%s", ns ? "predicted" : why);
+	sbx_report_set(r, SBX_F_HOME, ns, ns, "%s", ns ? "predicted" : why);
+	sbx_report_set(r, SBX_F_DENY_READ, true, true, "predicted");
+	if (p->network != SBX_ACCESS_ALLOW) {
+		sbx_report_set(r, SBX_F_NETNS, netns, netns, "%s", netns ? "predicted" : why);
+		if (netns)
+			sbx_report_set_requested(r, SBX_F_LANDLOCK_NET, false,
+						 "not needed with a network namespace");
+		else
+			sbx_report_set(r, SBX_F_LANDLOCK_NET, probe->landlock_abi >= 4,
+				       probe->landlock_abi >= 4, "Landlock ABI %d", probe->landlock_abi);
+	}
+	sbx_report_set(r, SBX_F_CAPS, true, true, "predicted");
+	sbx_report_set(r, SBX_F_NO_NEW_PRIVS, true, true, "predicted");
+	sbx_report_set(r, SBX_F_LANDLOCK_FS, probe->landlock_abi >= 1, probe->landlock_abi >= 1,
+		       "Landlock ABI %d%s%s", probe->landlock_abi,
+		       probe->landlock_abi ? "" : ": ", probe->landlock_why);
+	sbx_report_set(r, SBX_F_LANDLOCK_IOCTL, probe->landlock_abi >= 5, probe->landlock_abi >= 5,
+		       "Landlock ABI %d", probe->landlock_abi);
+	sbx_report_set(r, SBX_F_LANDLOCK_SCOPE, probe->landlock_abi >= 6, probe->landlock_abi >= 6,
+		       "Landlock ABI %d", probe->landlock_abi);
+	sbx_report_set(r, SBX_F_RLIMITS, true, true, "predicted");
+	sbx_report_set(r, SBX_F_SECCOMP, probe->seccomp, probe->seccomp, "predicted");
+	sbx_report_set(r, SBX_F_COMMAND_GATE, probe->landlock_abi >= 1, probe->landlock_abi >= 1,
+		       "predicted");
+	r->landlock_abi = probe->landlock_abi;
+	sbx_report_finish(r);
+}
+
+int shell_cmd_explain(const char *user, bool json)
+{
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err = { 0 };
+	struct shell_identity id;
+	struct sbx_profile *p = calloc(1, sizeof(*p));
+	struct sbx_report *r = calloc(1, sizeof(*r));
+	const struct sbx_probe *probe;
+	struct passwd *pw;
+	gid_t groups[SHELL_MAX_GROUPS];
+	int n = SHELL_MAX_GROUPS, status = 1;
+	bool is_agent;
+
+	if (!p || !r)
+		goto out;
+	memset(&id, 0, sizeof(id));
+	pw = getpwnam(user);
+	if (!pw) {
+		fprintf(stderr, "agent-shell: --explain %s: no such user\n", user);
+		goto out;
+	}
+	id.uid = pw->pw_uid;
+	id.gid = pw->pw_gid;
+	sbx_strlcpy(id.user, sizeof(id.user), pw->pw_name);
+	sbx_strlcpy(id.home, sizeof(id.home), pw->pw_dir);
+	sbx_strlcpy(id.login_shell, sizeof(id.login_shell), pw->pw_shell);
+	if (getgrouplist(id.user, id.gid, groups, &n) < 0)
+		n = SHELL_MAX_GROUPS;
+	for (int i = 0; i < n; i++) {
+		struct group *gr = getgrgid(groups[i]);
+
+		if (gr && sbx_strlcpy(id.group_store[id.n_groups], SBX_NAME_MAX, gr->gr_name) == 0) {
+			id.groups[id.n_groups] = id.group_store[id.n_groups];
+			id.n_groups++;
+		}
+	}
+	if (shell_config_load(&cfg, &err) != 0) {
+		fprintf(stderr, "agent-shell: %s\n", err.msg);
+		goto out;
+	}
+	if (shell_resolve_profile(cfg, &id, NULL, NULL, true, p, &is_agent, &err) != 0) {
+		fprintf(stderr, "agent-shell: %s\n", err.msg);
+		goto out;
+	}
+	if (sbx_probe_get(&probe, &err) != 0) {
+		fprintf(stderr, "agent-shell: probe: %s\n", err.msg);
+		goto out;
+	}
+	sbx_report_init(r, p);
+	sbx_strlcpy(r->user, sizeof(r->user), id.user);
+	r->uid = id.uid;
+	sbx_strlcpy(r->session_id, sizeof(r->session_id), "predicted");
+	sbx_strlcpy(r->service, sizeof(r->service), "explain");
+	sbx_strlcpy(r->client, sizeof(r->client), "local");
+	predict(r, p, probe);
+	if (json) {
+		printf("{\"profile\":");
+		sbx_profile_to_json(p, stdout);
+		printf(",\"predicted_report\":");
+		sbx_report_to_json(r, stdout);
+		printf("}\n");
+	} else {
+		printf("Effective profile for %s (after the host ceiling):\n", id.user);
+		sbx_profile_to_text(p, stdout);
+		printf("\nPredicted report on this host (from the probe; a real session verifies each\n"
+		       "entry with canaries and may differ, e.g. when run as another uid):\n");
+		sbx_report_to_text(r, stdout);
+	}
+	if (geteuid() == 0 && id.uid != 0)
+		fprintf(stderr, "note: probed as root; agent-shell probes again as %s at login\n", id.user);
+	status = 0;
+out:
+	sbx_config_free(cfg);
+	free(p);
+	free(r);
+	return status;
+}
+
+static int newest_report(const char *dir, char *out, size_t size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	time_t best = 0;
+	int ret = -ENOENT;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) != NULL) {
+		char path[SBX_PATH_MAX + 300];
+		struct stat st;
+		size_t len = strlen(e->d_name);
+
+		if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
+			continue;
+		if (sbx_snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) != 0)
+			continue;
+		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (st.st_mtime >= best && sbx_strlcpy(out, size, path) == 0) {
+			best = st.st_mtime;
+			ret = 0;
+		}
+	}
+	closedir(d);
+	return ret;
+}
+
+int shell_cmd_report(const char *session, bool json)
+{
+	const char *sid = session ? session : getenv("AGENT_SANDBOX_SESSION");
+	const char *home = getenv("HOME");
+	char path[SBX_PATH_MAX + 128] = "", dir[SBX_PATH_MAX];
+	struct sbx_report *r = calloc(1, sizeof(*r));
+	struct sbx_error err = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+	int status = 1;
+
+	if (!r)
+		return 1;
+	if (sid && !sbx_session_id_is_valid(sid)) {
+		fprintf(stderr, "agent-shell: --report: %s is not a session id\n", sid);
+		goto out;
+	}
+	/* Inside a session the copy in $HOME; outside, the agent's own copies. */
+	if (sid && home && home[0] == '/') {
+		snprintf(path, sizeof(path), "%s/.agent-sandbox/reports/%s.json", home, sid);
+		if (access(path, R_OK) != 0)
+			path[0] = '\0';
+	}
+	if (!path[0] && shell_report_dir(dir, sizeof(dir)) == 0) {
+		if (sid)
+			snprintf(path, sizeof(path), "%s/%s.json", dir, sid);
+		else if (newest_report(dir, path, sizeof(path)) != 0)
+			path[0] = '\0';
+	}
+	if (!path[0]) {
+		fprintf(stderr, "agent-shell: --report: no report found%s%s\n", sid ? " for session " : "",
+			sid ? sid : "");
+		goto out;
+	}
+	if (sbx_read_file(path, 256 * 1024, &buf, &len, &err) != 0 ||
+	    sbx_report_from_json(buf, len, r, &err) != 0) {
+		fprintf(stderr, "agent-shell: --report: %s\n", err.msg);
+		goto out;
+	}
+	if (json)
+		sbx_report_to_json(r, stdout);
+	else
+		sbx_report_to_text(r, stdout);
+	status = 0;
+out:
+	free(buf);
+	free(r);
+	return status;
+}
+
+/*
+ * --selftest: run a real confined command in a scratch workspace with the
+ * built-in default profile, check its exit status and its write, and
+ * refuse level none. The seed's runnable checkpoint.
+ */
+int shell_cmd_selftest(void)
+{
+	char ws[] = "/var/tmp/agent-sandbox-selftest.XXXXXX";
+	char self[PATH_MAX], marker[sizeof(ws) + 16];
+	pid_t pid;
+	int status, code;
+	struct stat st;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0) {
+		perror("agent-shell: --selftest: /proc/self/exe");
+		return 1;
+	}
+	self[n] = '\0';
+	if (!mkdtemp(ws)) {
+		perror("agent-shell: --selftest: mkdtemp");
+		return 1;
+	}
+	snprintf(marker, sizeof(marker), "%s/written", ws);
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { self, (char *)"--run", (char *)"--workspace", ws, (char *)"--",
+				 (char *)"/bin/sh", (char *)"-c",
+				 (char *)"echo ok > written && ! touch /etc/agent-sandbox-selftest 2>/dev/null && exit 42",
+				 NULL };
+
+		execv(self, argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	if (code == 42 && stat(marker, &st) == 0) {
+		printf("selftest: PASS (confined command exited 42, wrote inside the workspace, "
+		       "was refused /etc)\n");
+		unlink(marker);
+		rmdir(ws);
+		return 0;
+	}
+	printf("selftest: FAIL (exit %d, workspace write %s)\n", code,
+	       stat(marker, &st) == 0 ? "present" : "missing");
+	unlink(marker);
+	rmdir(ws);
+	return 1;
+}

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * agent-shell — the agent account's login shell and the admin's tool.
+ *
+ * As a login shell (sshd, login, su run it), every way in — interactive,
+ * `ssh host cmd`, scp, rsync, the external sftp-server — becomes one
+ * confined run (lib/apply.c) with a logged guarantee report, or nothing.
+ * The admin verbs only read and report.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "shell.h"
+
+#define EXIT_USAGE 2
+#define EXIT_REFUSED 126
+#define EXIT_NOT_FOUND 127
+
+static void usage(FILE *out)
+{
+	fputs("usage: agent-shell                       (as a login shell: a confined session)\n"
+	      "       agent-shell -c COMMAND            (as sshd runs it: one confined command)\n"
+	      "       agent-shell --run [--profile NAME] [--workspace DIR] [--deny-read PATH]...\n"
+	      "                   -- CMD [ARG...]    (one confined command outside a login)\n"
+	      "       agent-shell --report [--json] [SESSION]\n"
+	      "       agent-shell --probe [--json]\n"
+	      "       agent-shell --check-config [FILE]\n"
+	      "       agent-shell --explain USER [--json]\n"
+	      "       agent-shell --selftest\n"
+	      "       agent-shell --help | --version\n"
+	      "\n"
+	      "Every session and command runs in a sandbox (namespaces, read-only host,\n"
+	      "isolated home, Landlock, seccomp, no capabilities, no_new_privs, rlimits)\n"
+	      "and logs a guarantee report (syslog authpriv, ident agent-sandbox).\n"
+	      "Configuration: " SBX_CONFIG_PATH " (root-owned; see agent-sandbox.conf(5)).\n",
+	      out);
+}
+
+/* DESIGN 4.1, first thing: no stray fds, default signals, fixed umask. The
+ * environment is rebuilt from an allow-list by the engine before any
+ * program in the sandbox starts; here we only make sure nothing we call
+ * reads the dangerous variables. */
+static void sanitise_process(void)
+{
+	static const char *const drop[] = {
+		"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "LD_DEBUG", "LD_PROFILE",
+		"GLIBC_TUNABLES", "BASH_ENV", "ENV", "MALLOC_CHECK_", "MALLOC_PERTURB_",
+		"LOCPATH", "NLSPATH", "GCONV_PATH", "HOSTALIASES", "RES_OPTIONS",
+		"LOCALDOMAIN", "TMPDIR",
+	};
+	int fd;
+
+	/* Closed stdin/stdout/stderr would let the next open() take their
+	 * number: point them at /dev/null. */
+	for (fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int n = open("/dev/null", O_RDWR);
+
+			if (n >= 0 && n != fd) {
+				dup2(n, fd);
+				close(n);
+			}
+		}
+	}
+	sbx_fd_close_above(2, NULL);
+	sbx_signals_reset();
+	umask(077);
+	for (size_t i = 0; i < ARRAY_SIZE(drop); i++)
+		unsetenv(drop[i]);
+}
+
+struct run_opts {
+	const char *profile;
+	const char *workspace;
+	const char *service;
+	bool login_mode;	/* a login session (not --run) */
+	bool interactive;
+	char *const *cmd_argv;	/* --run */
+	const char *command;	/* -c */
+	const char *argv0;	/* our argv[0] for a login */
+	size_t n_deny_read;	/* --deny-read: extra secrets (only narrows) */
+	const char *deny_read[8];
+};
+
+/* --deny-read only ever narrows a profile: anyone may add secrets. */
+static int add_deny_read(struct sbx_profile *p, const struct run_opts *o, struct sbx_error *err)
+{
+	for (size_t i = 0; i < o->n_deny_read; i++) {
+		char real[PATH_MAX];
+
+		if (!realpath(o->deny_read[i], real))
+			return sbx_error_set(err, errno, "--deny-read %s: %s", o->deny_read[i],
+					     strerror(errno));
+		if (p->n_deny_read == SBX_MAX_DENY)
+			return sbx_error_set(err, E2BIG, "--deny-read %s: more than %d secrets",
+					     real, SBX_MAX_DENY);
+		if (sbx_strlcpy(p->deny_read[p->n_deny_read], SBX_PATH_MAX, real) != 0)
+			return sbx_error_set(err, ENAMETOOLONG, "--deny-read %s: too long", real);
+		p->n_deny_read++;
+	}
+	return 0;
+}
+
+static int start_session(const struct run_opts *o)
+{
+	struct sbx_error err = { 0 };
+	struct sbx_config *cfg = NULL;
+	struct shell_identity id;
+	struct sbx_profile *p = NULL;
+	struct sbx_session s;
+	struct sbx_report *report = NULL;
+	struct sbx_run run;
+	char home_note[256];
+	char prog[PATH_MAX];
+	char login_argv0[PATH_MAX + 2];
+	char **gate_argv = NULL;
+	char *argv_buf[4] = { NULL, NULL, NULL, NULL };
+	char *const *argv;
+	const char *shell;
+	bool is_agent = false;
+	bool pam_stage = false;
+	int exit_code = EXIT_REFUSED;
+	int ret;
+
+	p = calloc(1, sizeof(*p));
+	report = calloc(1, sizeof(*report));
+	if (!p || !report) {
+		fprintf(stderr, "agent-shell: out of memory\n");
+		goto out;
+	}
+	if ((ret = shell_identity(&id, &err)) != 0 ||
+	    (ret = shell_config_load(&cfg, &err)) != 0 ||
+	    (ret = shell_resolve_profile(cfg, &id, o->profile, o->workspace, o->login_mode,
+					 p, &is_agent, &err)) != 0 ||
+	    (ret = add_deny_read(p, o, &err)) != 0)
+		goto refuse;
+
+	/* A PAM stage announces itself; its record must verify, or the
+	 * variable was forged and the session is refused. */
+	if (getenv("AGENT_SANDBOX_SESSION")) {
+		struct sbx_record rec;
+
+		ret = sbx_record_read_verified(SBX_RUNTIME_DIR, getenv("AGENT_SANDBOX_SESSION"),
+					       id.uid, sbx_ns_inode("mnt"), &rec, &err);
+		if (ret != 0 && o->login_mode)
+			goto refuse;
+		pam_stage = ret == 0;
+	}
+	ret = shell_build_session(cfg, &id, p, o->service, pam_stage, &s, home_note,
+				  sizeof(home_note), &err);
+	if (ret)
+		goto refuse;
+	if (setenv("AGENT_SANDBOX_SESSION", s.session_id, 1) != 0) {
+		ret = sbx_error_set(&err, errno, "setenv: %s", strerror(errno));
+		goto refuse;
+	}
+
+	shell = p->shell[0] ? p->shell : "/bin/bash";
+	if (o->cmd_argv) {
+		if (shell_which(o->cmd_argv[0], getenv("PATH"), prog, sizeof(prog)) != 0) {
+			fprintf(stderr, "agent-shell: %s: command not found\n", o->cmd_argv[0]);
+			shell_log(LOG_NOTICE, "session=%s user=%s command not found: %s", s.session_id,
+				  id.user, o->cmd_argv[0]);
+			exit_code = EXIT_NOT_FOUND;
+			goto out;
+		}
+		argv = o->cmd_argv;
+	} else if (p->command == SBX_ACCESS_GATED && o->command) {
+		ret = shell_gate_split(o->command, &gate_argv, &err);
+		if (ret)
+			goto gate_refuse;
+		if (shell_which(gate_argv[0], getenv("PATH"), prog, sizeof(prog)) != 0) {
+			fprintf(stderr, "agent-shell: %s: command not found\n", gate_argv[0]);
+			shell_log(LOG_NOTICE, "session=%s user=%s gate: not found: %s", s.session_id,
+				  id.user, gate_argv[0]);
+			exit_code = EXIT_NOT_FOUND;
+			goto out;
+		}
+		argv = gate_argv;
+	} else if (o->command) {
+		if (sbx_strlcpy(prog, sizeof(prog), shell) != 0)
+			goto out;
+		argv_buf[0] = (char *)shell;
+		argv_buf[1] = (char *)"-c";
+		argv_buf[2] = (char *)o->command;
+		argv = argv_buf;
+	} else {
+		const char *base = strrchr(shell, '/');
+
+		base = base ? base + 1 : shell;
+		if (sbx_strlcpy(prog, sizeof(prog), shell) != 0)
+			goto out;
+		snprintf(login_argv0, sizeof(login_argv0), "%s%s", o->argv0 && o->argv0[0] == '-' ? "-" : "",
+			 base);
+		argv_buf[0] = login_argv0;
+		argv_buf[1] = o->argv0 && o->argv0[0] == '-' ? NULL : (char *)"-i";
+		argv = argv_buf;
+	}
+
+	/* The gate: decided here with a clear message, enforced by the
+	 * kernel (Landlock EXECUTE) whatever this check says. */
+	if (p->command == SBX_ACCESS_DENY) {
+		ret = sbx_error_set(&err, EPERM, "profile %s denies every command", p->name);
+		goto gate_refuse;
+	}
+	if (p->command == SBX_ACCESS_GATED && !shell_gate_allows(p, prog)) {
+		ret = sbx_error_set(&err, EPERM, "%s is not on profile %s's command allow-list",
+				    prog, p->name);
+		goto gate_refuse;
+	}
+	if (p->command == SBX_ACCESS_GATED)
+		shell_log(LOG_INFO, "session=%s user=%s gate=allow command=%s", s.session_id,
+			  id.user, prog);
+
+	{
+		char report_file[SBX_PATH_MAX + 128];
+
+		memset(&run, 0, sizeof(run));
+		run.profile = p;
+		run.session = &s;
+		run.path = prog;
+		run.argv = argv;
+		run.envp = environ;
+		run.pam_stage = pam_stage;
+		snprintf(report_file, sizeof(report_file), "%s/.agent-sandbox/reports/%s.json",
+			 s.home, s.session_id);
+		run.report_file = report_file;
+		run.home_note = home_note;
+		run.on_report = shell_log_report;
+		ret = sbx_run_confined(&run, report, &exit_code, &err);
+		if (ret)
+			goto refuse;
+		if (!report->floor_met)
+			exit_code = EXIT_REFUSED;
+	}
+	goto out;
+
+gate_refuse:
+	fprintf(stderr, "agent-shell: %s\n", err.msg);
+	shell_log(LOG_WARNING, "session=%s user=%s gate=refuse reason=\"%s\"", s.session_id,
+		  id.user, err.msg);
+	exit_code = EXIT_REFUSED;
+	goto out;
+refuse:
+	fprintf(stderr, "agent-shell: %s\n", err.msg);
+	shell_log(LOG_WARNING, "user=%s refused: %s", id.user[0] ? id.user : "?", err.msg);
+	exit_code = EXIT_REFUSED;
+out:
+	if (gate_argv) {
+		for (size_t i = 0; gate_argv[i]; i++)
+			free(gate_argv[i]);
+		free(gate_argv);
+	}
+	sbx_config_free(cfg);
+	free(p);
+	free(report);
+	return exit_code;
+}
+
+enum {
+	OPT_RUN = 0x100, OPT_PROFILE, OPT_WORKSPACE, OPT_REPORT, OPT_JSON, OPT_PROBE,
+	OPT_CHECK_CONFIG, OPT_EXPLAIN, OPT_SELFTEST, OPT_HELP, OPT_VERSION, OPT_DENY_READ,
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "run", no_argument, NULL, OPT_RUN },
+		{ "profile", required_argument, NULL, OPT_PROFILE },
+		{ "workspace", required_argument, NULL, OPT_WORKSPACE },
+		{ "deny-read", required_argument, NULL, OPT_DENY_READ },
+		{ "report", no_argument, NULL, OPT_REPORT },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "probe", no_argument, NULL, OPT_PROBE },
+		{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
+		{ "explain", required_argument, NULL, OPT_EXPLAIN },
+		{ "selftest", no_argument, NULL, OPT_SELFTEST },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct run_opts o = { .service = "login" };
+	int verb = 0, c;
+	bool json = false;
+	const char *explain_user = NULL;
+	const char *command = NULL;
+
+	sanitise_process();
+	o.argv0 = argc > 0 ? argv[0] : NULL;
+	if (getenv("SSH_CONNECTION"))
+		o.service = "sshd";
+
+	/* "+": stop at the first non-option (the command of --run). */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+c:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			command = optarg;
+			break;
+		case OPT_RUN: case OPT_REPORT: case OPT_PROBE: case OPT_CHECK_CONFIG:
+		case OPT_SELFTEST: case OPT_HELP: case OPT_VERSION:
+			if (verb && verb != c) {
+				fprintf(stderr, "agent-shell: one action at a time\n");
+				return EXIT_USAGE;
+			}
+			verb = c;
+			break;
+		case OPT_EXPLAIN:
+			verb = c;
+			explain_user = optarg;
+			break;
+		case OPT_PROFILE:
+			o.profile = optarg;
+			break;
+		case OPT_WORKSPACE:
+			o.workspace = optarg;
+			break;
+		case OPT_DENY_READ:
+			if (o.n_deny_read == ARRAY_SIZE(o.deny_read)) {
+				fprintf(stderr, "agent-shell: at most %zu --deny-read\n",
+					ARRAY_SIZE(o.deny_read));
+				return EXIT_USAGE;
+			}
+			o.deny_read[o.n_deny_read++] = optarg;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case '?':
+		default:
+			if (optopt == 'c')
+				fprintf(stderr, "agent-shell: -c needs a command\n");
+			else
+				fprintf(stderr, "agent-shell: unknown option %s\n",
+					argv[optind - 1] ? argv[optind - 1] : "?");
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (command && verb) {
+		fprintf(stderr, "agent-shell: -c cannot be combined with other actions\n");
+		return EXIT_USAGE;
+	}
+	if ((o.profile || o.workspace || o.n_deny_read) && verb != OPT_RUN) {
+		fprintf(stderr, "agent-shell: --profile, --workspace and --deny-read only go with --run\n");
+		return EXIT_USAGE;
+	}
+
+	switch (verb) {
+	case OPT_HELP:
+		usage(stdout);
+		return 0;
+	case OPT_VERSION:
+		puts("agent-shell " SBX_VERSION);
+		return 0;
+	case OPT_PROBE:
+		return shell_cmd_probe(json);
+	case OPT_CHECK_CONFIG:
+		if (optind < argc - 1) {
+			fprintf(stderr, "agent-shell: --check-config takes at most one FILE\n");
+			return EXIT_USAGE;
+		}
+		return shell_cmd_check_config(optind < argc ? argv[optind] : NULL);
+	case OPT_EXPLAIN:
+		return shell_cmd_explain(explain_user, json);
+	case OPT_REPORT:
+		return shell_cmd_report(optind < argc ? argv[optind] : NULL, json);
+	case OPT_SELFTEST:
+		return shell_cmd_selftest();
+	case OPT_RUN:
+		if (optind >= argc) {
+			fprintf(stderr, "agent-shell: --run needs a command after --\n");
+			return EXIT_USAGE;
+		}
+		o.cmd_argv = argv + optind;
+		o.service = "run";
+		return start_session(&o);
+	default:
+		break;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "agent-shell: unexpected argument %s\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	o.login_mode = true;
+	o.command = command;
+	o.interactive = !command;
+	return start_session(&o);
+}

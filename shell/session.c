@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * session.c — who is running, which profile applies, and the session's
+ * paths. Everything here only reads; nothing is enforced yet.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shell.h"
+
+int shell_config_load(struct sbx_config **out, struct sbx_error *err)
+{
+	const char *path = SBX_CONFIG_PATH;
+	int ret;
+
+#ifdef SBX_TESTING
+	/* Test build only: the shipped binary has no way to pick its config. */
+	if (getenv("SBX_TEST_CONFIG"))
+		path = getenv("SBX_TEST_CONFIG");
+#endif
+	ret = sbx_config_load(path, 0, out, err);
+	if (ret == -ENOENT) {
+		*out = NULL;
+		return 0;
+	}
+	return ret;
+}
+
+const char *shell_config_path(void)
+{
+#ifdef SBX_TESTING
+	if (getenv("SBX_TEST_CONFIG"))
+		return getenv("SBX_TEST_CONFIG");
+#endif
+	return SBX_CONFIG_PATH;
+}
+
+/* The caller's passwd entry and group names (for group rules). */
+int shell_identity(struct shell_identity *id, struct sbx_error *err)
+{
+	struct passwd *pw;
+	gid_t groups[SHELL_MAX_GROUPS];
+	int n = SHELL_MAX_GROUPS;
+
+	memset(id, 0, sizeof(*id));
+	errno = 0;
+	pw = getpwuid(getuid());
+	if (!pw)
+		return sbx_error_set(err, errno ? errno : ENOENT,
+				     "no passwd entry for uid %u", (unsigned)getuid());
+	id->uid = pw->pw_uid;
+	id->gid = pw->pw_gid;
+	if (sbx_strlcpy(id->user, sizeof(id->user), pw->pw_name) ||
+	    sbx_strlcpy(id->home, sizeof(id->home), pw->pw_dir) ||
+	    sbx_strlcpy(id->login_shell, sizeof(id->login_shell), pw->pw_shell))
+		return sbx_error_set(err, ENAMETOOLONG, "passwd entry of %s: field too long",
+				     pw->pw_name);
+	if (getgrouplist(id->user, id->gid, groups, &n) < 0)
+		n = SHELL_MAX_GROUPS;	/* truncated: the first groups still count */
+	for (int i = 0; i < n && id->n_groups < SHELL_MAX_GROUPS; i++) {
+		struct group *gr = getgrgid(groups[i]);
+
+		if (gr && sbx_strlcpy(id->group_store[id->n_groups], SBX_NAME_MAX,
+				      gr->gr_name) == 0) {
+			id->groups[id->n_groups] = id->group_store[id->n_groups];
+			id->n_groups++;
+		}
+	}
+	return 0;
+}
+
+void shell_new_session_id(char out[40])
+{
+	if (sbx_session_id_new(out, NULL) != 0) {
+		/* No entropy source: still unique on this host. */
+		snprintf(out, 40, "%016llx%016llx", (unsigned long long)getpid(),
+			 (unsigned long long)time(NULL));
+	}
+}
+
+/* A profile field by field wider than its ceiling? Names the first one. */
+static bool wider_field(const struct sbx_profile *want, const struct sbx_profile *got,
+			char *why, size_t size)
+{
+#define CHECK_ACCESS(f)                                                              \
+	if (want->f != got->f) {                                                     \
+		snprintf(why, size, "%s %s exceeds the assigned %s", #f,               \
+			 sbx_access_name(want->f), sbx_access_name(got->f));           \
+		return true;                                                         \
+	}
+	CHECK_ACCESS(workspace_read)
+	CHECK_ACCESS(workspace_write)
+	CHECK_ACCESS(host_read)
+	CHECK_ACCESS(host_write)
+	CHECK_ACCESS(network)
+	CHECK_ACCESS(command)
+#undef CHECK_ACCESS
+	if (want->home != got->home) {
+		snprintf(why, size, "home %s exceeds the assigned %s",
+			 sbx_home_name(want->home), sbx_home_name(got->home));
+		return true;
+	}
+	if (want->isolation != got->isolation) {
+		snprintf(why, size, "isolation %s exceeds the assigned %s",
+			 sbx_isolation_name(want->isolation), sbx_isolation_name(got->isolation));
+		return true;
+	}
+	for (size_t i = 0; i < want->n_roots; i++) {
+		const char *path = want->roots[i].path;
+
+		if (sbx_profile_path_access(got, path, false) < want->roots[i].read ||
+		    sbx_profile_path_access(got, path, true) < want->roots[i].write) {
+			snprintf(why, size, "root %s exceeds the assigned access", path);
+			return true;
+		}
+	}
+	for (size_t l = 0; l < SBX_LIMIT_COUNT; l++) {
+		if ((got->limits.set_mask & (1u << l)) &&
+		    (!(want->limits.set_mask & (1u << l)) ||
+		     want->limits.value[l] > got->limits.value[l])) {
+			snprintf(why, size, "limit %s exceeds the assigned one",
+				 sbx_limit_name((enum sbx_limit)l));
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Resolve the effective profile:
+ *   ceiling = host ceiling, narrowed to the account's assigned profile when
+ *             the caller is an agent account;
+ *   result  = Restrict(requested, ceiling).
+ * An agent asking for something wider is refused (not silently narrowed),
+ * so what it asked for and what it got never differ unnoticed.
+ */
+int shell_resolve_profile(const struct sbx_config *cfg, const struct shell_identity *id,
+			  const char *want_profile, const char *want_workspace,
+			  bool login_mode, struct sbx_profile *out, bool *is_agent,
+			  struct sbx_error *err)
+{
+	const struct sbx_profile *assigned = NULL;
+	struct sbx_profile *req = NULL, *ceil = NULL, *tmp = NULL;
+	char why[256];
+	int ret;
+
+	*is_agent = false;
+	req = calloc(1, sizeof(*req));
+	ceil = calloc(1, sizeof(*ceil));
+	tmp = calloc(1, sizeof(*tmp));
+	if (!req || !ceil || !tmp) {
+		ret = sbx_error_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	if (cfg) {
+		ret = sbx_config_select(cfg, id->user, (const char *const *)id->groups,
+					id->n_groups, &assigned, err);
+		if (ret == 0) {
+			*is_agent = true;
+		} else if (ret != -ENOENT) {
+			goto out;
+		}
+		*ceil = cfg->ceiling;
+	} else {
+		sbx_profile_init_open(ceil);
+	}
+	if (login_mode && !*is_agent) {
+		if (cfg)
+			ret = sbx_error_set(err, EPERM,
+					    "%s is not an agent account in %s; refusing to run a session",
+					    id->user, shell_config_path());
+		else
+			ret = sbx_error_set(err, EPERM,
+					    "no configuration at %s; refusing to run a login session for %s",
+					    shell_config_path(), id->user);
+		goto out;
+	}
+	if (*is_agent) {
+		/* The assigned profile, narrowed by the host ceiling, is the
+		 * most this account can ever get. */
+		ret = sbx_profile_restrict(assigned, &cfg->ceiling, tmp, err);
+		if (ret)
+			goto out;
+		*ceil = *tmp;
+		ret = sbx_profile_expand(ceil, id->user, id->home, err);
+		if (ret)
+			goto out;
+	}
+
+	if (want_profile) {
+		const struct sbx_profile *named;
+
+		if (!cfg) {
+			ret = sbx_error_set(err, ENOENT, "--profile %s: no configuration at %s",
+					    want_profile, shell_config_path());
+			goto out;
+		}
+		named = sbx_config_find_profile(cfg, want_profile);
+		if (!named) {
+			ret = sbx_error_set(err, ENOENT, "--profile %s: no such profile in %s",
+					    want_profile, shell_config_path());
+			goto out;
+		}
+		*req = *named;
+	} else if (*is_agent) {
+		*req = *assigned;
+	} else {
+		sbx_profile_init_default(req);
+	}
+	if (want_workspace) {
+		char real[PATH_MAX];
+
+		if (!realpath(want_workspace, real)) {
+			ret = sbx_error_set(err, errno, "--workspace %s: %s", want_workspace,
+					    strerror(errno));
+			goto out;
+		}
+		ret = sbx_strlcpy(req->workspace_root, sizeof(req->workspace_root), real);
+		if (ret) {
+			ret = sbx_error_set(err, ENAMETOOLONG, "--workspace %s: too long", real);
+			goto out;
+		}
+	}
+	if (!req->workspace_root[0]) {
+		ret = sbx_error_set(err, EINVAL,
+				    "profile %s has no workspace_root; pass --workspace DIR",
+				    req->name);
+		goto out;
+	}
+	ret = sbx_profile_expand(req, id->user, id->home, err);
+	if (ret)
+		goto out;
+	ret = sbx_profile_restrict(req, ceil, tmp, err);
+	if (ret)
+		goto out;
+	if (*is_agent && (want_profile || want_workspace) && wider_field(req, tmp, why, sizeof(why))) {
+		ret = sbx_error_set(err, EPERM, "refused: requested profile %s is wider than %s's assigned profile: %s",
+				    req->name, id->user, why);
+		goto out;
+	}
+	ret = sbx_profile_validate(tmp, err);
+	if (ret)
+		goto out;
+	*out = *tmp;
+out:
+	free(req);
+	free(ceil);
+	free(tmp);
+	return ret;
+}
+
+/* Where the isolated home lives when the PAM stage did not bind it. */
+static bool isolated_home_ready(const struct sbx_config *cfg, const struct shell_identity *id,
+				char *path, size_t size)
+{
+	struct stat st;
+	int fd;
+
+	if (!cfg || sbx_snprintf(path, size, "%s/homes/%s", cfg->state_dir, id->user) != 0)
+		return false;
+	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) != 0 || st.st_uid != id->uid || (st.st_mode & 0022)) {
+		close(fd);
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
+int shell_build_session(const struct sbx_config *cfg, const struct shell_identity *id,
+			const struct sbx_profile *p, const char *service, bool pam_stage,
+			struct sbx_session *s, char *home_note, size_t note_size,
+			struct sbx_error *err)
+{
+	char real[PATH_MAX];
+	const char *sid = getenv("AGENT_SANDBOX_SESSION");
+	const char *conn = getenv("SSH_CONNECTION");
+	struct stat st;
+
+	memset(s, 0, sizeof(*s));
+	home_note[0] = '\0';
+	s->uid = id->uid;
+	s->gid = id->gid;
+	sbx_strlcpy(s->user, sizeof(s->user), id->user);
+	sbx_strlcpy(s->service, sizeof(s->service), service);
+	if (pam_stage && sid)
+		sbx_strlcpy(s->session_id, sizeof(s->session_id), sid);
+	else
+		shell_new_session_id(s->session_id);
+	if (conn && conn[0]) {
+		size_t n = strcspn(conn, " ");
+
+		if (n >= sizeof(s->client))
+			n = sizeof(s->client) - 1;
+		memcpy(s->client, conn, n);
+		s->client[n] = '\0';
+	} else {
+		sbx_strlcpy(s->client, sizeof(s->client), "local");
+	}
+
+	if (!realpath(p->workspace_root, real))
+		return sbx_error_set(err, errno, "workspace %s: %s", p->workspace_root,
+				     strerror(errno));
+	if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
+		return sbx_error_set(err, ENOTDIR, "workspace %s: not a directory", real);
+	if (sbx_strlcpy(s->workspace, sizeof(s->workspace), real))
+		return sbx_error_set(err, ENAMETOOLONG, "workspace %s: too long", real);
+
+	/* $HOME inside: the passwd home when it exists as a directory;
+	 * accounts such as nobody (/nonexistent) get a home under the
+	 * sandbox's private /tmp. */
+	if (stat(id->home, &st) == 0 && S_ISDIR(st.st_mode) && strcmp(id->home, "/") != 0)
+		sbx_strlcpy(s->home, sizeof(s->home), id->home);
+	else
+		sbx_strlcpy(s->home, sizeof(s->home), "/tmp/home");
+
+	switch (p->home) {
+	case SBX_HOME_REAL:
+		if (strcmp(s->home, id->home) != 0)
+			return sbx_error_set(err, ENOENT, "home = real but %s has no home directory (%s)",
+					     id->user, id->home);
+		sbx_strlcpy(s->home_source, sizeof(s->home_source), id->home);
+		snprintf(home_note, note_size, "the real home %s", id->home);
+		break;
+	case SBX_HOME_ISOLATED:
+		if (pam_stage) {
+			/* The PAM stage bound the isolated home here. */
+			sbx_strlcpy(s->home_source, sizeof(s->home_source), s->home);
+			snprintf(home_note, note_size, "isolated home bound by the PAM stage");
+		} else if (isolated_home_ready(cfg, id, s->home_source, sizeof(s->home_source))) {
+			snprintf(home_note, note_size, "isolated home %s", s->home_source);
+		} else {
+			s->home_source[0] = '\0';
+			snprintf(home_note, note_size,
+				 "isolated home requested but not prepared (no PAM stage): a fresh tmpfs instead");
+		}
+		break;
+	case SBX_HOME_EPHEMERAL:
+		s->home_source[0] = '\0';
+		snprintf(home_note, note_size, "ephemeral tmpfs home");
+		break;
+	}
+	return 0;
+}

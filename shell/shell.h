@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* agent-shell internals: thin orchestration over libsbx. */
+#ifndef SBX_SHELL_H
+#define SBX_SHELL_H
+
+#include "internal.h"
+
+#define SHELL_MAX_GROUPS 64
+
+struct shell_identity {
+	uid_t uid;
+	gid_t gid;
+	char user[SBX_NAME_MAX];
+	char home[SBX_PATH_MAX];
+	char login_shell[SBX_PATH_MAX];
+	size_t n_groups;
+	char *groups[SHELL_MAX_GROUPS];
+	char group_store[SHELL_MAX_GROUPS][SBX_NAME_MAX];
+};
+
+/* session.c */
+int shell_config_load(struct sbx_config **out, struct sbx_error *err);
+const char *shell_config_path(void);
+int shell_identity(struct shell_identity *id, struct sbx_error *err);
+void shell_new_session_id(char out[40]);
+int shell_resolve_profile(const struct sbx_config *cfg, const struct shell_identity *id,
+			  const char *want_profile, const char *want_workspace,
+			  bool login_mode, struct sbx_profile *out, bool *is_agent,
+			  struct sbx_error *err);
+int shell_build_session(const struct sbx_config *cfg, const struct shell_identity *id,
+			const struct sbx_profile *p, const char *service, bool pam_stage,
+			struct sbx_session *s, char *home_note, size_t note_size,
+			struct sbx_error *err);
+
+/* log.c */
+void shell_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool shell_syslog_available(void);
+void shell_log_report(const struct sbx_report *r, void *ctx);
+int shell_report_dir(char *out, size_t size);
+
+/* gate.c */
+/* Split a -c command for the gate: plain words only (no shell syntax).
+ * Returns 0 and a NULL-terminated heap argv, or -EINVAL with a reason. */
+int shell_gate_split(const char *cmd, char ***argv_out, struct sbx_error *err);
+/* Resolve argv0 through PATH; 0 and an absolute path, or -ENOENT. */
+int shell_which(const char *argv0, const char *path_env, char *out, size_t size);
+/* Is the absolute path on the profile's gate list? */
+bool shell_gate_allows(const struct sbx_profile *p, const char *path);
+
+/* admin.c */
+int shell_cmd_probe(bool json);
+int shell_cmd_check_config(const char *file);
+int shell_cmd_explain(const char *user, bool json);
+int shell_cmd_report(const char *session, bool json);
+int shell_cmd_selftest(void);
+
+#endif
