@@ -182,14 +182,24 @@ static void worker_caps(struct sbx_report *r, bool in_userns)
 }
 
 static void worker_landlock(const struct sbx_run *run, const struct sbx_landlock_plan *plan,
-			    struct sbx_report *r)
+			    int probed_abi, const char *probed_why, struct sbx_report *r)
 {
 	struct sbx_landlock_result res;
 	struct sbx_error err = { 0 };
+	int limit = run->landlock_abi_limit;
 	int ret;
 
 	memset(&res, 0, sizeof(res));
-	ret = sbx_landlock_apply(plan, run->landlock_abi_limit, &res, &err);
+	/* The probe is the single source of truth for what the kernel
+	 * offers (and what tests may force missing). */
+	if (probed_abi <= 0) {
+		ret = sbx_error_set(&err, EOPNOTSUPP, "Landlock unavailable: %s",
+				    probed_why && probed_why[0] ? probed_why : "kernel reports no ABI");
+	} else {
+		if (limit <= 0 || limit > probed_abi)
+			limit = probed_abi;
+		ret = sbx_landlock_apply(plan, limit, &res, &err);
+	}
 	if (ret == -EOPNOTSUPP || ret == -ENOSYS) {
 		sbx_report_set(r, SBX_F_LANDLOCK_FS, false, false, "%s", err.msg);
 		sbx_report_set(r, SBX_F_LANDLOCK_NET, false, false, "%s", err.msg);
@@ -231,6 +241,8 @@ struct plans {
 	struct sbx_seccomp_opts seccomp;
 	struct sbx_canary_ctx canary;
 	char **env;
+	int landlock_abi;		/* from the probe */
+	char landlock_why[256];
 	bool userns;
 	int ns_flags;
 };
@@ -259,7 +271,7 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 	sbx_report_set(r, SBX_F_NO_NEW_PRIVS, true, false, "set before Landlock and seccomp");
 
 	/* 7. Landlock at the best ABI the kernel offers. */
-	worker_landlock(run, &pl->landlock, r);
+	worker_landlock(run, &pl->landlock, pl->landlock_abi, pl->landlock_why, r);
 
 	/* 8. rlimits (core 0 always). */
 	if (sbx_rlimits_apply(&p->limits, &err) != 0)
@@ -288,10 +300,14 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 		       pl->seccomp.network_denied ? "network syscalls narrowed; " : "",
 		       pl->seccomp.gated ? "memfd exec and fd exec refused" :
 		       "dangerous syscalls refused");
-	if (p->command != SBX_ACCESS_ALLOW)
+	/* The gate is Landlock EXECUTE: without Landlock there is none. */
+	if (p->command != SBX_ACCESS_ALLOW && r->entry[SBX_F_LANDLOCK_FS].achieved)
 		sbx_report_set(r, SBX_F_COMMAND_GATE, true, false, "%s",
 			       p->command == SBX_ACCESS_DENY ? "every command refused" :
 			       "Landlock EXECUTE only on the allow-list and ld.so; writable mounts noexec");
+	else if (p->command != SBX_ACCESS_ALLOW)
+		sbx_report_set(r, SBX_F_COMMAND_GATE, false, false,
+			       "no Landlock: the allow-list is checked by agent-shell only");
 
 	/* 10. canaries: verified, not hoped. */
 	sbx_canary_run(p, s, &pl->canary, r);
@@ -401,6 +417,8 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	int ret;
 
 	pl->userns = probe->userns && probe->mountns && probe->pidns;
+	pl->landlock_abi = probe->landlock_abi;
+	sbx_strlcpy(pl->landlock_why, sizeof(pl->landlock_why), probe->landlock_why);
 	netns = pl->userns && net_denied && probe->netns;
 	pl->ns_flags = CLONE_NEWNS | CLONE_NEWPID;
 	if (probe->ipcns)
