@@ -79,6 +79,17 @@ static int plan_add_access(struct sbx_mount_plan *plan, const char *path,
 	return plan_add(plan, SBX_MOUNT_MASK, NULL, path, 0, 0, true, err);
 }
 
+/* Is path at or below something the plan explicitly allows (a bind or a
+ * tmpfs among the first n entries)? A host mask there would take that
+ * access away. */
+static bool under_explicit(const struct sbx_mount_plan *plan, size_t n, const char *path)
+{
+	for (size_t j = 0; j < n; j++)
+		if (plan->m[j].kind != SBX_MOUNT_MASK && sbx_path_is_under(path, plan->m[j].target))
+			return true;
+	return false;
+}
+
 int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			 struct sbx_mount_plan *plan, struct sbx_error *err)
 {
@@ -139,20 +150,28 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 			goto out;
 	}
 	explicit_end = tmp->n;
+	/*
+	 * /run holds the host's pathname unix sockets (D-Bus, docker.sock,
+	 * systemd, nscd). Landlock below ABI 9 does not control connect()
+	 * to them and a read-only mount does not either: only hiding them
+	 * does (DESIGN 9). Profiles with network allow get the resolver
+	 * directory back so /etc/resolv.conf keeps working.
+	 */
+	if (!under_explicit(tmp, explicit_end, "/run")) {
+		r = plan_add(tmp, SBX_MOUNT_MASK, NULL, "/run", 0, 0, true, err);
+		if (r == 0 && p->network == SBX_ACCESS_ALLOW)
+			r = plan_add(tmp, SBX_MOUNT_BIND, "/run/systemd/resolve",
+				     "/run/systemd/resolve", 0, 0, true, err);
+		if (r < 0)
+			goto out;
+	}
 	if (p->host_read == SBX_ACCESS_DENY) {
 		for (i = 0; i < ARRAY_SIZE(host_private); i++) {
-			bool inside_allowed = false;
-
 			/* A host mask at or below something the profile allows
 			 * would take that access away: leave it to Landlock. A
 			 * mask above an allowed path is fine: apply creates
 			 * the mountpoints inside the mask's tmpfs. */
-			for (j = 0; j < explicit_end; j++) {
-				if (tmp->m[j].kind != SBX_MOUNT_MASK &&
-				    sbx_path_is_under(host_private[i], tmp->m[j].target))
-					inside_allowed = true;
-			}
-			if (inside_allowed)
+			if (under_explicit(tmp, explicit_end, host_private[i]))
 				continue;
 			r = plan_add(tmp, SBX_MOUNT_MASK, NULL, host_private[i], 0, 0,
 				     true, err);
