@@ -57,6 +57,9 @@ static const char *const denied_syscalls[] = {
 	"fspick", "move_mount", "open_tree", "mount_setattr",
 	/* other processes' memory */
 	"ptrace", "process_vm_readv", "process_vm_writev",
+	/* another process's fds and memory advice (defence in depth: the
+	 * pid namespace and Landlock's ptrace rule already stop these) */
+	"pidfd_getfd", "process_madvise",
 	/* file handles bypass path-based checks (Landlock, mount masks) */
 	"open_by_handle_at", "name_to_handle_at",
 	/* namespace creation and entry; clone/clone3 below */
