@@ -50,7 +50,7 @@ SHELL_BIN  := $(BUILD)/agent-shell
 SHELL_TEST_BIN := $(BUILD)/tests/agent-shell-testable
 PAM_SO     := $(BUILD)/pam_agent_sandbox.so
 
-HELPERS    := $(BUILD)/tests/tcp_listen
+HELPERS    := $(BUILD)/tests/tcp_listen $(BUILD)/tests/sbx_probe_inside
 
 .PHONY: all check check-asan fuzz deps demo install uninstall clean bench
 
@@ -101,7 +101,9 @@ check: all $(SHELL_TEST_BIN) $(HELPERS) $(TEST_BINS)
 check-asan:
 	$(MAKE) BUILD=build-asan SAN=1 check
 
-# libFuzzer targets, one per parser, each run for FUZZ_TIME seconds.
+# libFuzzer targets, one per parser, each run for FUZZ_TIME seconds. A
+# target outside lib/ names its extra sources in a line
+# "// fuzz-extra: shell/gate.c" (space-separated).
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Ilib -fsanitize=fuzzer,address,undefined \
                -fno-sanitize-recover=all -DSBX_FUZZING=1
 fuzz:
@@ -109,7 +111,8 @@ fuzz:
 	@set -e; for f in $(FUZZ_SRCS); do \
 		n=$$(basename $$f .c); \
 		echo "== $$n"; \
-		clang $(FUZZ_CFLAGS) -o build-fuzz/$$n $$f $(LIB_SRCS) $(LIBS); \
+		extra=$$(sed -n 's|^// fuzz-extra: *||p' $$f); \
+		clang $(FUZZ_CFLAGS) -o build-fuzz/$$n $$f $(LIB_SRCS) $$extra $(LIBS); \
 		mkdir -p build-fuzz/corpus-$$n; \
 		cp -n tests/fuzz/corpus/$$n/* build-fuzz/corpus-$$n/ 2>/dev/null || true; \
 		build-fuzz/$$n -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 \

@@ -176,9 +176,13 @@ static void worker_caps(struct sbx_report *r, bool in_userns)
 	}
 	if (in_userns)
 		die("capabilities", &err);
-	sbx_report_set(r, SBX_F_CAPS, false, false,
-		       "no user namespace: bounding set kept (%s); no_new_privs stops it being used",
-		       err.msg);
+	/* Degraded: an unprivileged process holds no capability but cannot
+	 * clear its bounding set without CAP_SETPCAP. no_new_privs (set
+	 * next) means no exec can ever raise one from it. The canary checks
+	 * the other four sets are empty and no_new_privs is on. */
+	sbx_report_set(r, SBX_F_CAPS, true, false,
+		       "permitted, effective, inheritable and ambient empty; bounding set kept "
+		       "(no user namespace, so no CAP_SETPCAP) and unusable under no_new_privs");
 }
 
 static void worker_landlock(const struct sbx_run *run, const struct sbx_landlock_plan *plan,
@@ -446,6 +450,15 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	 * the holes are used only when there is no mount view. */
 	if (pl->userns)
 		pl->landlock.n_deny = 0;
+	/* Without a mount view nothing mounts a tmpfs at $HOME: a home that
+	 * does not exist on the host (agent-shell's /tmp/home for accounts
+	 * without one) must not end the session in Landlock's "mandatory
+	 * rule" check. The report already says the home layer is missing. */
+	if (!pl->userns) {
+		for (size_t i = 0; i < pl->landlock.n_rules; i++)
+			if (strcmp(pl->landlock.rules[i].path, run->session->home) == 0)
+				pl->landlock.rules[i].optional = true;
+	}
 	pl->seccomp.network_denied = net_denied;
 	pl->seccomp.inet_denied = net_denied && !netns;
 	pl->seccomp.gated = p->command != SBX_ACCESS_ALLOW;

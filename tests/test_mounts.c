@@ -12,6 +12,8 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +107,10 @@ static void test_plan_build(void **state)
 	assert_int_equal(pl->m[plan_index(pl, "/var/lib")].kind, SBX_MOUNT_MASK);
 	assert_int_equal(pl->m[plan_index(pl, "/opt")].kind, SBX_MOUNT_BIND);
 	assert_true(plan_index(pl, "/boot") >= 0);
+	/* /run (the host's unix sockets) is always hidden; with the network
+	 * denied the resolver directory is not bound back. */
+	assert_int_equal(pl->m[plan_index(pl, "/run")].kind, SBX_MOUNT_MASK);
+	assert_int_equal(plan_index(pl, "/run/systemd/resolve"), -1);
 
 	/* Not gated, host writable, workspace fully denied. */
 	p->command = SBX_ACCESS_ALLOW;
@@ -258,6 +264,22 @@ static int run_checks(const struct view_case *vc)
 	return sbx_test_status_code(status) == 0 ? 0 : 46;
 }
 
+/* A pathname unix socket on the host's /run, like D-Bus or docker.sock. */
+static char run_sock[108];
+
+static int connect_run_sock(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), e;
+
+	if (fd < 0)
+		return errno;
+	memcpy(sa.sun_path, run_sock, sizeof(run_sock));
+	e = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;
+	close(fd);
+	return e;
+}
+
 static int child_view(void *arg)
 {
 	const struct view_case *vc = arg;
@@ -277,6 +299,9 @@ static int child_view(void *arg)
 	if (fd < 0 || read(fd, buf, sizeof(buf)) != 6)
 		return 11;
 	close(fd);
+	/* Positive control: the host socket under /run answers. */
+	if (connect_run_sock() != 0)
+		return 17;
 	if (sbx_userns_enter(getuid(), getgid(), &err) != 0)
 		return SKIP_CODE;
 	if (sbx_ns_unshare(CLONE_NEWNS | CLONE_NEWPID, &err) != 0)
@@ -294,10 +319,13 @@ static int child_view(void *arg)
 			_exit(14);
 		}
 		if (!strstr(detail, "ro host") || !strstr(detail, "home tmpfs 256M") ||
-		    !strstr(detail, "2 masks")) {
+		    !strstr(detail, "3 masks")) {	/* 2 deny_read + /run */
 			fprintf(stderr, "detail: %s\n", detail);
 			_exit(15);
 		}
+		/* /run is hidden: the socket cannot even be named. */
+		if (connect_run_sock() != ENOENT)
+			_exit(18);
 		_exit(run_checks(vc));
 	}
 	if (init < 0 || waitpid(init, &status, 0) != init)
@@ -323,7 +351,7 @@ static void run_view(enum sbx_access command)
 {
 	struct view_case vc = { .command = command };
 	char *before = NULL, *after = NULL, path[600];
-	int fd, code;
+	int fd, code, sock_fd;
 
 	SBX_TEST_REQUIRE_ROOT();
 	base = sbx_test_mkdtemp("mounts");
@@ -348,8 +376,22 @@ static void run_view(enum sbx_access command)
 	close(fd);
 	copy_file("/usr/bin/true", vc.copied_true, 0755);
 	assert_int_equal(sbx_read_file("/proc/self/mountinfo", 1 << 20, &before, NULL, NULL), 0);
+	{
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		snprintf(run_sock, sizeof(run_sock), "/run/sbx-test-mounts-%d.sock", (int)getpid());
+		memcpy(sa.sun_path, run_sock, sizeof(run_sock));
+		sock_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		assert_true(sock_fd >= 0);
+		unlink(run_sock);
+		assert_int_equal(bind(sock_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(chmod(run_sock, 0777), 0);
+		assert_int_equal(listen(sock_fd, 8), 0);
+	}
 
 	code = sbx_test_status_code(sbx_test_fork(true, child_view, &vc));
+	close(sock_fd);
+	unlink(run_sock);
 
 	assert_int_equal(sbx_read_file("/proc/self/mountinfo", 1 << 20, &after, NULL, NULL), 0);
 	snprintf(path, sizeof(path), "%s/out", ws);

@@ -1,0 +1,1093 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* End-to-end tests of sbx_run_confined: every layer proven from inside, degraded and refused runs. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+#define HELPER_NAME "sbx_probe_inside"
+#define SECRET_TEXT "TOPSECRET\n"
+#define PUBLIC_TEXT "PUBLIC\n"
+#define PROBE_WHY "forced by test_apply"
+
+/* Paths shared by a test and the forked child that runs the session. */
+struct fixture {
+	char *ws;		/* the workspace, owned by the agent */
+	char *bin;		/* read-only additional root holding the helper */
+	char host[64];		/* /var/tmp dir the agent may write by DAC only */
+	char helper[256];	/* bin/sbx_probe_inside */
+	char secret[128];	/* host/secret.txt, a deny_read entry */
+	char public[128];	/* host/public.txt, its control */
+	bool have_helper;
+};
+
+enum probe_edit { PROBE_REAL = 0, PROBE_NO_USERNS, PROBE_NO_LANDLOCK };
+
+/* One confined run, described by the test, executed by an agent child. */
+struct scenario {
+	const struct fixture *fx;
+	struct sbx_profile profile;
+	enum probe_edit probe;
+	int abi_limit;
+	bool probe_program;	/* run the helper with every check */
+	bool gated_checks;	/* helper -g */
+	const char *script;	/* else /bin/sh -c script */
+	char marker[256];	/* checked when on_report runs */
+	const char *run_path;	/* override (refusal tests) */
+	int out_fd;
+};
+
+/* What the agent child sends back. */
+struct outcome {
+	int ret;
+	int exit_code;
+	char err[SBX_ERROR_MAX];
+	struct sbx_report report;
+	char session_id[40];
+	int on_report_calls;
+	bool on_report_in_outer;
+	bool marker_at_report;
+	long report_ms, end_ms;		/* since sbx_run_confined was called */
+	bool no_child_left;		/* waitpid(-1) says ECHILD after the run */
+	int tcp_accept_errno;		/* host listener after the run: EAGAIN = no one came */
+	int udp_recv_errno;
+	bool tcp_control, udp_control;	/* the host sockets do work */
+	int child_error;		/* set-up failure in the child (line) */
+};
+
+static struct outcome *cur;	/* the child's outcome, for on_report */
+static pid_t outer_pid;
+static struct timespec t0;
+
+static long ms_since(const struct timespec *a)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (b.tv_sec - a->tv_sec) * 1000 + (b.tv_nsec - a->tv_nsec) / 1000000;
+}
+
+static const char *marker_to_check;
+
+static void on_report(const struct sbx_report *r, void *ctx)
+{
+	struct stat st;
+
+	(void)r;
+	(void)ctx;
+	cur->on_report_calls++;
+	cur->on_report_in_outer = getpid() == outer_pid;
+	cur->report_ms = ms_since(&t0);
+	cur->marker_at_report = marker_to_check && stat(marker_to_check, &st) == 0;
+}
+
+/* ---- fixture --------------------------------------------------------------- */
+
+static int copy_file(const char *from, const char *to, mode_t mode)
+{
+	char buf[65536];
+	ssize_t n;
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+
+	if (in < 0)
+		return -1;
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (out < 0) {
+		close(in);
+		return -1;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		if (write(out, buf, (size_t)n) != n) {
+			n = -1;
+			break;
+		}
+	}
+	close(in);
+	if (close(out) != 0 || n < 0 || fchmodat(AT_FDCWD, to, mode, 0) != 0)
+		return -1;
+	return 0;
+}
+
+static void write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	char exe[256], src[300];
+	ssize_t n;
+
+	if (!fx || geteuid() != 0) {
+		*state = fx;
+		return 0;
+	}
+	fx->ws = sbx_test_mkdtemp("apply-ws");
+	fx->bin = sbx_test_mkdtemp("apply-bin");
+	if (chown(fx->ws, sbx_test_uid(), sbx_test_gid()) != 0)
+		return -1;
+	/* Outside /tmp: the sandbox's /tmp is its own tmpfs. */
+	snprintf(fx->host, sizeof(fx->host), "/var/tmp/sbx-test-apply-XXXXXX");
+	if (!mkdtemp(fx->host) || chmod(fx->host, 0755) != 0 ||
+	    chown(fx->host, sbx_test_uid(), sbx_test_gid()) != 0)
+		return -1;
+	snprintf(fx->secret, sizeof(fx->secret), "%s/secret.txt", fx->host);
+	snprintf(fx->public, sizeof(fx->public), "%s/public.txt", fx->host);
+	write_text(fx->secret, SECRET_TEXT);
+	write_text(fx->public, PUBLIC_TEXT);
+	/* The helper is built next to this binary, possibly under /tmp (a
+	 * BUILD dir), which the sandbox does not see: copy it into a
+	 * read-only root. Not into the workspace: gated workspaces are
+	 * noexec. */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		*strrchr(exe, '/') = '\0';
+		snprintf(src, sizeof(src), "%s/%s", exe, HELPER_NAME);
+		snprintf(fx->helper, sizeof(fx->helper), "%s/%s", fx->bin, HELPER_NAME);
+		fx->have_helper = copy_file(src, fx->helper, 0755) == 0;
+	}
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	char path[160];
+
+	if (!fx)
+		return 0;
+	sbx_test_rmtree(fx->ws);
+	sbx_test_rmtree(fx->bin);
+	if (fx->host[0] && strncmp(fx->host, "/var/tmp/sbx-test-apply-", 24) == 0) {
+		unlink(fx->secret);
+		unlink(fx->public);
+		/* Only there if the sandbox failed to stop it. */
+		snprintf(path, sizeof(path), "%s/write_outside.probe", fx->host);
+		unlink(path);
+		rmdir(fx->host);
+	}
+	free(fx->ws);
+	free(fx->bin);
+	free(fx);
+	return 0;
+}
+
+static bool ready(const struct fixture *fx, bool need_helper)
+{
+	if (geteuid() != 0) {
+		print_message("[  SKIP    ] needs root (CI runs as root)\n");
+		return false;
+	}
+	if (need_helper && !fx->have_helper) {
+		print_message("[  SKIP    ] %s not built next to the test (make check builds it)\n",
+			      HELPER_NAME);
+		return false;
+	}
+	return true;
+}
+
+/* The built-in default profile around the fixture: workspace rw, host ro,
+ * network deny, ephemeral home, the helper's directory read-only, the
+ * fixture's secret in deny_read. */
+static void base_profile(const struct fixture *fx, struct sbx_profile *p)
+{
+	sbx_profile_init_default(p);
+	sbx_strlcpy(p->workspace_root, sizeof(p->workspace_root), fx->ws);
+	sbx_strlcpy(p->roots[0].path, sizeof(p->roots[0].path), fx->bin);
+	p->roots[0].read = SBX_ACCESS_ALLOW;
+	p->roots[0].write = SBX_ACCESS_DENY;
+	p->n_roots = 1;
+	sbx_strlcpy(p->deny_read[p->n_deny_read], sizeof(p->deny_read[0]), fx->secret);
+	p->n_deny_read++;
+}
+
+static void scenario_init(struct scenario *sc, const struct fixture *fx)
+{
+	memset(sc, 0, sizeof(*sc));
+	sc->fx = fx;
+	base_profile(fx, &sc->profile);
+}
+
+/* ---- the agent child ---------------------------------------------------------- */
+
+static int host_listener(int type, unsigned *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	/* Deliberately inheritable: it must not reach the program either. */
+	int fd = socket(AF_INET, type | SOCK_NONBLOCK, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    (type == SOCK_STREAM && listen(fd, 4) != 0) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
+		return -1;
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+/* After the run: did anything from inside reach the host sockets, and do
+ * they work at all (the controls)? */
+static void host_after(struct outcome *o, int tcp, unsigned tcp_port, int udp, unsigned udp_port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	char buf[16];
+	int c, a;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a = accept(tcp, NULL, NULL);
+	o->tcp_accept_errno = a < 0 ? errno : 0;
+	if (a >= 0)
+		close(a);
+	o->udp_recv_errno = recv(udp, buf, sizeof(buf), MSG_DONTWAIT) < 0 ? errno : 0;
+
+	sa.sin_port = htons((uint16_t)tcp_port);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c >= 0 && connect(c, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		for (int i = 0; i < 100; i++) {
+			a = accept(tcp, NULL, NULL);
+			if (a >= 0) {
+				o->tcp_control = true;
+				close(a);
+				break;
+			}
+			usleep(10000);
+		}
+	}
+	if (c >= 0)
+		close(c);
+	sa.sin_port = htons((uint16_t)udp_port);
+	c = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (c >= 0 && sendto(c, "ctl", 3, 0, (struct sockaddr *)&sa, sizeof(sa)) == 3) {
+		for (int i = 0; i < 100; i++) {
+			if (recv(udp, buf, sizeof(buf), MSG_DONTWAIT) == 3) {
+				o->udp_control = true;
+				break;
+			}
+			usleep(10000);
+		}
+	}
+	if (c >= 0)
+		close(c);
+}
+
+static void force_probe(enum probe_edit edit)
+{
+	const struct sbx_probe *real;
+	struct sbx_probe copy;
+
+	/* The parent's cache (root's view) must not leak into the agent. */
+	sbx_probe_set_for_tests(NULL);
+	if (edit == PROBE_REAL || sbx_probe_get(&real, NULL) != 0)
+		return;
+	copy = *real;
+	if (edit == PROBE_NO_USERNS) {
+		copy.userns = false;
+		snprintf(copy.userns_why, sizeof(copy.userns_why),
+			 PROBE_WHY ": user namespaces off; fix: user.max_user_namespaces > 0");
+	} else if (edit == PROBE_NO_LANDLOCK) {
+		copy.landlock_abi = 0;
+		snprintf(copy.landlock_why, sizeof(copy.landlock_why),
+			 PROBE_WHY ": Landlock not in lsm=");
+	}
+	sbx_probe_set_for_tests(&copy);
+}
+
+#define CHILD_FAIL(o) do { (o)->child_error = __LINE__; goto send; } while (0)
+
+static int run_as_agent(void *arg)
+{
+	const struct scenario *sc = arg;
+	const struct fixture *fx = sc->fx;
+	static struct outcome o;
+	struct sbx_session s;
+	struct sbx_error err = { 0 };
+	struct sbx_run run;
+	char out_path[300], report_path[300], tcp_s[16], udp_s[16], pid_s[16];
+	char *argv[32];
+	char *envp[] = {
+		(char *)"PATH=/usr/bin:/bin", (char *)"TERM=dumb",
+		(char *)"LD_PRELOAD=/nonexistent/libsbx-test-evil.so", NULL,
+	};
+	unsigned tcp_port = 0, udp_port = 0;
+	int tcp = -1, udp = -1, argc = 0, status;
+	pid_t sleeper = -1;
+
+	memset(&o, 0, sizeof(o));
+	cur = &o;
+	outer_pid = getpid();
+	/* setresuid made us non-dumpable: /proc/self/{uid,gid}_map and
+	 * setgroups would then be root's and the setup child could not
+	 * write its own maps. */
+	if (prctl(PR_SET_DUMPABLE, 1) != 0)
+		CHILD_FAIL(&o);
+	force_probe(sc->probe);
+
+	/* An inheritable fd the sandbox must close (fd hygiene). */
+	if (dup2(STDERR_FILENO, 9) != 9)
+		CHILD_FAIL(&o);
+	tcp = host_listener(SOCK_STREAM, &tcp_port);
+	udp = host_listener(SOCK_DGRAM, &udp_port);
+	if (tcp < 0 || udp < 0)
+		CHILD_FAIL(&o);
+	/* A process of the same uid outside the sandbox. */
+	sleeper = fork();
+	if (sleeper < 0)
+		CHILD_FAIL(&o);
+	if (sleeper == 0) {
+		for (;;)
+			pause();
+	}
+
+	memset(&s, 0, sizeof(s));
+	sbx_strlcpy(s.user, sizeof(s.user), "sbxagent");
+	s.uid = sbx_test_uid();
+	s.gid = sbx_test_gid();
+	/* The agent has no passwd home: like agent-shell, use one in the
+	 * sandbox's private /tmp. */
+	sbx_strlcpy(s.home, sizeof(s.home), "/tmp/home");
+	sbx_strlcpy(s.workspace, sizeof(s.workspace), fx->ws);
+	if (sbx_session_id_new(s.session_id, &err) != 0)
+		CHILD_FAIL(&o);
+	sbx_strlcpy(o.session_id, sizeof(o.session_id), s.session_id);
+	sbx_strlcpy(s.client, sizeof(s.client), "local");
+	sbx_strlcpy(s.service, sizeof(s.service), "test");
+
+	snprintf(out_path, sizeof(out_path), "%s/probe.out", fx->ws);
+	snprintf(tcp_s, sizeof(tcp_s), "%u", tcp_port);
+	snprintf(udp_s, sizeof(udp_s), "%u", udp_port);
+	snprintf(pid_s, sizeof(pid_s), "%d", (int)sleeper);
+	if (sc->probe_program) {
+		argv[argc++] = (char *)fx->helper;
+		argv[argc++] = (char *)"-o";
+		argv[argc++] = out_path;
+		argv[argc++] = (char *)"-w";
+		argv[argc++] = fx->ws;
+		argv[argc++] = (char *)"-x";
+		argv[argc++] = (char *)fx->host;
+		argv[argc++] = (char *)"-s";
+		argv[argc++] = (char *)fx->secret;
+		argv[argc++] = (char *)"-p";
+		argv[argc++] = (char *)fx->public;
+		argv[argc++] = (char *)"-t";
+		argv[argc++] = tcp_s;
+		argv[argc++] = (char *)"-u";
+		argv[argc++] = udp_s;
+		argv[argc++] = (char *)"-k";
+		argv[argc++] = pid_s;
+		argv[argc++] = (char *)"-e";
+		argv[argc++] = (char *)"/bin/true";
+		if (sc->gated_checks)
+			argv[argc++] = (char *)"-g";
+	} else {
+		argv[argc++] = (char *)"/bin/sh";
+		argv[argc++] = (char *)"-c";
+		argv[argc++] = (char *)sc->script;
+	}
+	argv[argc] = NULL;
+
+	memset(&run, 0, sizeof(run));
+	run.profile = &sc->profile;
+	run.session = &s;
+	run.path = sc->run_path ? sc->run_path : argv[0];
+	run.argv = argv;
+	run.envp = envp;
+	run.home_note = "ephemeral tmpfs home";
+	snprintf(report_path, sizeof(report_path), "%s/report.json", fx->ws);
+	run.report_file = report_path;
+	run.landlock_abi_limit = sc->abi_limit;
+	run.on_report = on_report;
+	marker_to_check = sc->marker[0] ? sc->marker : NULL;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	o.ret = sbx_run_confined(&run, &o.report, &o.exit_code, &err);
+	o.end_ms = ms_since(&t0);
+	memcpy(o.err, err.msg, sizeof(o.err));
+
+	kill(sleeper, SIGKILL);
+	while (waitpid(sleeper, &status, 0) < 0 && errno == EINTR)
+		;
+	sleeper = -1;
+	o.no_child_left = waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;
+	host_after(&o, tcp, tcp_port, udp, udp_port);
+send:
+	if (sleeper > 0) {
+		kill(sleeper, SIGKILL);
+		waitpid(sleeper, NULL, 0);
+	}
+	if (write(sc->out_fd, &o, sizeof(o)) != (ssize_t)sizeof(o))
+		return 3;
+	return 0;
+}
+
+/* Run a scenario in a forked child dropped to the agent uid. */
+static void run_scenario(struct scenario *sc, struct outcome *o)
+{
+	int fds[2], status;
+	size_t got = 0;
+
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	sc->out_fd = fds[1];
+	status = sbx_test_fork(true, run_as_agent, sc);
+	close(fds[1]);
+	assert_int_equal(sbx_test_status_code(status), 0);
+	while (got < sizeof(*o)) {
+		ssize_t n = read(fds[0], (char *)o + got, sizeof(*o) - got);
+
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	close(fds[0]);
+	if (o->child_error)
+		fail_msg("agent child set-up failed at test_apply.c:%d", o->child_error);
+}
+
+/* ---- reading what the helper wrote ------------------------------------------- */
+
+struct results {
+	char *text;
+};
+
+static void results_load(const struct fixture *fx, struct results *res)
+{
+	char path[300];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/probe.out", fx->ws);
+	res->text = NULL;
+	if (stat(path, &st) != 0)
+		fail_msg("%s: the helper wrote no results", path);
+	res->text = calloc(1, (size_t)st.st_size + 2);
+	assert_non_null(res->text);
+	res->text[0] = '\n';
+	{
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		assert_true(fd >= 0);
+		assert_int_equal(read(fd, res->text + 1, (size_t)st.st_size), st.st_size);
+		close(fd);
+	}
+}
+
+/* The value of "name VALUE" (static buffer), or "(missing)". */
+static const char *result(const struct results *res, const char *name)
+{
+	static char val[256];
+	char key[64];
+	const char *p;
+	size_t n;
+
+	snprintf(key, sizeof(key), "\n%s ", name);
+	p = strstr(res->text, key);
+	if (!p)
+		return "(missing)";
+	p += strlen(key);
+	n = strcspn(p, "\n");
+	if (n >= sizeof(val))
+		n = sizeof(val) - 1;
+	memcpy(val, p, n);
+	val[n] = '\0';
+	return val;
+}
+
+#define EXPECT(res, name, want)                                                  \
+	do {                                                                     \
+		const char *got_ = result(res, name);                            \
+		if (strcmp(got_, want) != 0)                                     \
+			fail_msg("check %s: got %s, want %s; all:%s", name, got_, \
+				 want, (res)->text);                             \
+	} while (0)
+
+static void dump_report(const struct sbx_report *r)
+{
+	for (unsigned f = 0; f < SBX_F_COUNT; f++) {
+		const struct sbx_report_entry *e = &r->entry[f];
+
+		if (e->requested && (!e->achieved || !e->verified))
+			print_message("  %s: requested, %s, %s: %s\n",
+				      sbx_feature_name((enum sbx_feature)f),
+				      e->achieved ? "achieved" : "NOT achieved",
+				      e->verified ? "verified" : "not verified", e->detail);
+	}
+	if (r->refusal[0])
+		print_message("  refusal: %s\n", r->refusal);
+}
+
+static bool file_exists(const struct fixture *fx, const char *name)
+{
+	char path[300];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", fx->ws, name);
+	return stat(path, &st) == 0;
+}
+
+/* The report the worker wrote inside the sandbox matches the one the
+ * outer process received. */
+static void check_report_file(const struct fixture *fx, const struct sbx_report *want)
+{
+	char path[300];
+	struct sbx_report got;
+	struct sbx_error err;
+	char *buf = NULL;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "%s/report.json", fx->ws);
+	assert_int_equal(sbx_read_file(path, 1u << 20, &buf, &len, &err), 0);
+	assert_int_equal(sbx_report_from_json(buf, len, &got, &err), 0);
+	free(buf);
+	assert_string_equal(got.session_id, want->session_id);
+	assert_int_equal(got.level, want->level);
+	assert_int_equal(got.guarantees, want->guarantees);
+}
+
+/* ---- the tests ------------------------------------------------------------------ */
+
+/* Default profile, everything the kernel offers: each denial is proven from
+ * inside next to the allowed thing, and the report says full. */
+static void test_full_run(void **state)
+{
+	const struct fixture *fx = *state;
+	struct scenario sc;
+	struct outcome o;
+	struct results res;
+
+	if (!ready(fx, true))
+		skip();
+	scenario_init(&sc, fx);
+	sc.probe_program = true;
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	dump_report(&o.report);
+	assert_int_equal(o.exit_code, 0);
+	results_load(fx, &res);
+	EXPECT(&res, "done", "OK");
+
+	/* Report: full, every requested entry achieved and verified. */
+	assert_int_equal(o.report.level, SBX_LEVEL_FULL);
+	assert_true(o.report.floor_met);
+	assert_string_equal(o.report.refusal, "");
+	for (unsigned f = 0; f < SBX_F_COUNT; f++) {
+		const struct sbx_report_entry *e = &o.report.entry[f];
+
+		if (!e->requested)
+			continue;
+		if (!e->achieved || !e->verified)
+			fail_msg("%s: achieved %d verified %d (%s)",
+				 sbx_feature_name((enum sbx_feature)f), e->achieved, e->verified,
+				 e->detail);
+	}
+	assert_string_equal(o.report.session_id, o.session_id);
+	assert_string_equal(o.report.user, "sbxagent");
+	assert_int_equal(o.report.uid, sbx_test_uid());
+	assert_int_equal(o.report.landlock_abi, sbx_landlock_abi());
+	assert_int_equal(o.on_report_calls, 1);
+	assert_true(o.on_report_in_outer);
+	check_report_file(fx, &o.report);
+
+	/* Files: the workspace is writable; a host directory the agent owns
+	 * is not (read-only bind: EROFS, before Landlock is asked); the
+	 * secret is masked (/dev/null: empty) while its neighbour reads. */
+	EXPECT(&res, "write_inside", "OK");
+	EXPECT(&res, "write_outside", "EROFS");
+	EXPECT(&res, "read_secret", "EMPTY");
+	EXPECT(&res, "read_public", "OK");
+	EXPECT(&res, "mount", "EPERM");
+
+	/* Network: a private netns. The host's 127.0.0.1 listener is not
+	 * there (ECONNREFUSED from the sandbox's own lo) and the host UDP
+	 * socket receives nothing; TCP Fast Open and MPTCP are refused by
+	 * seccomp (EPERM); ICMP ping sockets are refused by the new netns's
+	 * ping_group_range "1 0" (EACCES), raw sockets by the missing
+	 * CAP_NET_RAW (EPERM); AF_ALG/AF_PACKET/AF_VSOCK by seccomp
+	 * (EAFNOSUPPORT). The sandbox's own loopback works. */
+	EXPECT(&res, "tcp_host", "ECONNREFUSED");
+	EXPECT(&res, "udp_host", "OK");
+	assert_int_equal(o.tcp_accept_errno, EAGAIN);
+	assert_int_equal(o.udp_recv_errno, EAGAIN);
+	assert_true(o.tcp_control);
+	assert_true(o.udp_control);
+	EXPECT(&res, "tcp_fastopen", "EPERM");
+	EXPECT(&res, "tcp_fastopen_connect", "EPERM");
+	EXPECT(&res, "mptcp", "EPERM");
+	EXPECT(&res, "ping", "EACCES");
+	EXPECT(&res, "raw", "EPERM");
+	EXPECT(&res, "af_alg", "EAFNOSUPPORT");
+	EXPECT(&res, "af_packet", "EAFNOSUPPORT");
+	EXPECT(&res, "af_vsock", "EAFNOSUPPORT");
+	EXPECT(&res, "loopback_tcp", "OK");
+	EXPECT(&res, "loopback_udp", "OK");
+
+	/* Processes: the outside sleeper has no pid in the sandbox's pid
+	 * namespace (ESRCH: it cannot even be named); ptrace is refused by
+	 * seccomp before any lookup (EPERM); a child of its own can be
+	 * signalled; the program is not PID 1. */
+	EXPECT(&res, "kill_outside", "ESRCH");
+	EXPECT(&res, "ptrace_outside", "EPERM");
+	EXPECT(&res, "kill_inside", "OK");
+	assert_string_not_equal(result(&res, "pid"), "1");
+	EXPECT(&res, "unshare_user", "EPERM");
+	EXPECT(&res, "unshare_net", "EPERM");
+
+	/* Syscall filter: foreign arches die, the native call works. */
+	EXPECT(&res, "native_syscall", "OK");
+	EXPECT(&res, "x32_syscall", "SIGSYS");
+	EXPECT(&res, "int80_syscall", "SIGSYS");
+	EXPECT(&res, "tty", "OK");
+	EXPECT(&res, "tiocgwinsz", "OK");
+	EXPECT(&res, "tiocsti", "EPERM");
+	EXPECT(&res, "tiocsti_high", "EPERM");
+	EXPECT(&res, "tioclinux", "EPERM");
+	/* /dev/null: the driver would say ENOTTY; Landlock's IOCTL_DEV
+	 * (granted on terminals only) refuses the harmless TIOCGWINSZ with
+	 * EACCES, and seccomp, which runs first, answers EPERM for the
+	 * dangerous ones whatever the fd. */
+	EXPECT(&res, "null_tiocgwinsz", "EACCES");
+	EXPECT(&res, "null_tiocsti", "EPERM");
+	EXPECT(&res, "null_tiocsti_high", "EPERM");
+	EXPECT(&res, "null_tioclinux", "EPERM");
+	EXPECT(&res, "io_uring_setup", "EPERM");
+	EXPECT(&res, "keyctl", "EPERM");
+	EXPECT(&res, "add_key", "EPERM");
+	EXPECT(&res, "bpf", "EPERM");
+	EXPECT(&res, "perf_event_open", "EPERM");
+	EXPECT(&res, "userfaultfd", "EPERM");
+	EXPECT(&res, "open_by_handle_at", "EPERM");
+	/* command = allow: memfds are not restricted, exec works. */
+	EXPECT(&res, "memfd_exec", "OK");
+	EXPECT(&res, "memfd_noexec_seal", "OK");
+	EXPECT(&res, "exec_self", "OK");
+	EXPECT(&res, "exec_unlisted", "OK");
+
+	/* Privileges: nothing left, no_new_privs, seccomp filter mode. */
+	EXPECT(&res, "CapInh", "0000000000000000");
+	EXPECT(&res, "CapPrm", "0000000000000000");
+	EXPECT(&res, "CapEff", "0000000000000000");
+	EXPECT(&res, "CapBnd", "0000000000000000");
+	EXPECT(&res, "CapAmb", "0000000000000000");
+	EXPECT(&res, "NoNewPrivs", "1");
+	EXPECT(&res, "Seccomp", "2");
+	/* Hygiene: fd 9 and the host sockets were inheritable and did not
+	 * reach the program; the environment was rebuilt. */
+	EXPECT(&res, "fds", "0,1,2");
+	EXPECT(&res, "env_ld_preload", "ABSENT");
+	EXPECT(&res, "env_home", "/tmp/home");
+	free(res.text);
+}
+
+/* command = gated: only the allow-list executes, memfd exec and fd exec
+ * are refused by seccomp. */
+static void test_gated_run(void **state)
+{
+	const struct fixture *fx = *state;
+	struct scenario sc;
+	struct outcome o;
+	struct results res;
+
+	if (!ready(fx, true))
+		skip();
+	scenario_init(&sc, fx);
+	sc.profile.command = SBX_ACCESS_GATED;
+	sbx_strlcpy(sc.profile.gate_allow[0], sizeof(sc.profile.gate_allow[0]), fx->helper);
+	sc.profile.n_gate = 1;
+	sc.probe_program = true;
+	sc.gated_checks = true;
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	dump_report(&o.report);
+	assert_int_equal(o.exit_code, 0);
+	assert_int_equal(o.report.level, SBX_LEVEL_FULL);
+	assert_true(o.report.entry[SBX_F_COMMAND_GATE].requested);
+	assert_true(o.report.entry[SBX_F_COMMAND_GATE].achieved);
+	assert_true(o.report.entry[SBX_F_COMMAND_GATE].verified);
+	results_load(fx, &res);
+	EXPECT(&res, "done", "OK");
+	EXPECT(&res, "exec_self", "OK");		/* listed */
+	EXPECT(&res, "exec_unlisted", "EACCES");	/* Landlock EXECUTE */
+	EXPECT(&res, "memfd_exec", "EPERM");		/* seccomp */
+	EXPECT(&res, "memfd_noexec_seal", "OK");
+	EXPECT(&res, "execveat_fd", "EPERM");		/* seccomp */
+	EXPECT(&res, "write_inside", "OK");
+	free(res.text);
+}
+
+/* on_report runs once, in the outer process, while the command still runs;
+ * exit codes pass through (status, 128+signal). */
+static void test_report_timing_and_exit(void **state)
+{
+	const struct fixture *fx = *state;
+	struct scenario sc;
+	struct outcome o;
+	char script[512];
+
+	if (!ready(fx, false))
+		skip();
+	scenario_init(&sc, fx);
+	snprintf(sc.marker, sizeof(sc.marker), "%s/marker", fx->ws);
+	snprintf(script, sizeof(script), "sleep 0.4; : > %s; exit 7", sc.marker);
+	sc.script = script;
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	assert_int_equal(o.exit_code, 7);
+	assert_int_equal(o.on_report_calls, 1);
+	assert_true(o.on_report_in_outer);
+	assert_false(o.marker_at_report);	/* before the command ended */
+	assert_true(file_exists(fx, "marker"));	/* and the command did run */
+	if (o.report_ms > o.end_ms - 300)
+		fail_msg("on_report at %ld ms, run ended at %ld ms", o.report_ms, o.end_ms);
+	assert_true(o.no_child_left);
+
+	scenario_init(&sc, fx);
+	sc.script = "kill -TERM $$; sleep 5";
+	run_scenario(&sc, &o);
+	assert_int_equal(o.ret, 0);
+	assert_int_equal(o.exit_code, 128 + SIGTERM);
+	assert_int_equal(o.on_report_calls, 1);
+}
+
+static bool contains(const char *hay, const char *needle)
+{
+	if (strstr(hay, needle))
+		return true;
+	print_message("  '%s' does not contain '%s'\n", hay, needle);
+	return false;
+}
+
+/* Without user namespaces: no namespaces, no mount view, but Landlock and
+ * seccomp still hold; the report says degraded and why. */
+static void test_degraded_no_userns(void **state)
+{
+	const struct fixture *fx = *state;
+	struct scenario sc;
+	struct outcome o;
+	struct results res;
+
+	if (!ready(fx, true))
+		skip();
+	scenario_init(&sc, fx);
+	sc.probe = PROBE_NO_USERNS;
+	sc.probe_program = true;
+	/* Without a user namespace the bounding set cannot be cleared (no
+	 * CAP_SETPCAP), so caps is not achieved and no_privilege_gain, which
+	 * the default profile requires, never holds: see test_floor_refusals.
+	 * This profile accepts that to show what still holds. */
+	sc.profile.require &= ~(uint32_t)SBX_G_NO_PRIVILEGE_GAIN;
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	assert_int_equal(o.exit_code, 0);
+	assert_int_equal(o.report.level, SBX_LEVEL_DEGRADED);
+	assert_true(o.report.floor_met);
+	assert_false(o.report.entry[SBX_F_USERNS].achieved);
+	assert_false(o.report.entry[SBX_F_MOUNT_VIEW].achieved);
+	assert_true(contains(o.report.entry[SBX_F_USERNS].detail, PROBE_WHY));
+	assert_true(contains(o.report.entry[SBX_F_MOUNT_VIEW].detail, PROBE_WHY));
+	assert_true(o.report.entry[SBX_F_LANDLOCK_FS].achieved);
+	assert_true(o.report.entry[SBX_F_SECCOMP].achieved);
+	assert_int_equal(o.on_report_calls, 1);
+
+	results_load(fx, &res);
+	EXPECT(&res, "done", "OK");
+	/* The layers that remain do the work: Landlock refuses the write
+	 * (no read-only mount: EACCES) and the secret (a hole in the rules:
+	 * EACCES); seccomp refuses inet sockets (no netns: EAFNOSUPPORT);
+	 * Landlock's signal scope refuses the outside process it can now
+	 * name (EPERM). */
+	EXPECT(&res, "write_inside", "OK");
+	EXPECT(&res, "write_outside", "EACCES");
+	EXPECT(&res, "read_secret", "EACCES");
+	EXPECT(&res, "read_public", "OK");
+	EXPECT(&res, "tcp_host", "EAFNOSUPPORT");
+	EXPECT(&res, "udp_host", "EAFNOSUPPORT");
+	assert_int_equal(o.tcp_accept_errno, EAGAIN);
+	assert_int_equal(o.udp_recv_errno, EAGAIN);
+	assert_true(o.tcp_control);
+	EXPECT(&res, "kill_outside", "EPERM");
+	EXPECT(&res, "kill_inside", "OK");
+	EXPECT(&res, "ptrace_outside", "EPERM");
+	EXPECT(&res, "unshare_user", "EPERM");
+	EXPECT(&res, "x32_syscall", "SIGSYS");
+	EXPECT(&res, "NoNewPrivs", "1");
+	EXPECT(&res, "CapEff", "0000000000000000");
+	EXPECT(&res, "CapPrm", "0000000000000000");
+	/* No capability is held; the bounding set cannot be cleared without
+	 * a user namespace, and no_new_privs makes it unusable: achieved and
+	 * verified, with the limit named. */
+	assert_true(o.report.entry[SBX_F_CAPS].achieved);
+	assert_true(o.report.entry[SBX_F_CAPS].verified);
+	assert_true(contains(o.report.entry[SBX_F_CAPS].detail, "bounding set kept"));
+	assert_true(o.report.guarantees & SBX_G_NO_PRIVILEGE_GAIN);
+	EXPECT(&res, "fds", "0,1,2");
+	free(res.text);
+}
+
+/* Landlock missing: degraded, landlock_fs names the reason; under the gate
+ * command_gate is not achieved either. */
+static void test_degraded_no_landlock(void **state)
+{
+	const struct fixture *fx = *state;
+	struct scenario sc;
+	struct outcome o;
+	char script[512], marker[300];
+	const char *sh = "/bin/sh";
+	char real_sh[PATH_MAX];
+
+	if (!ready(fx, false))
+		skip();
+	scenario_init(&sc, fx);
+	sc.probe = PROBE_NO_LANDLOCK;
+	/* canary.c counts a write to the process's own /proc/self/comm (the
+	 * fresh procfs is read-write) as a breach of the read-only mount
+	 * view, so without Landlock mount_view is never verified and
+	 * write_boundary never holds. Not required here so the rest shows. */
+	sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
+	snprintf(marker, sizeof(marker), "%s/marker", fx->ws);
+	snprintf(script, sizeof(script), ": > %s", marker);
+	sc.script = script;
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	assert_int_equal(o.exit_code, 0);
+	assert_int_equal(o.report.level, SBX_LEVEL_DEGRADED);
+	assert_true(o.report.floor_met);
+	assert_false(o.report.entry[SBX_F_LANDLOCK_FS].achieved);
+	assert_true(contains(o.report.entry[SBX_F_LANDLOCK_FS].detail,
+			     "Landlock unavailable: " PROBE_WHY));
+	assert_true(o.report.entry[SBX_F_MOUNT_VIEW].achieved);
+	assert_true(file_exists(fx, "marker"));
+	assert_int_equal(o.report.landlock_abi, 0);
+
+	/* Gated: the gate is Landlock EXECUTE, so there is none. */
+	assert_int_equal(unlink(marker), 0);
+	scenario_init(&sc, fx);
+	sc.probe = PROBE_NO_LANDLOCK;
+	sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
+	sc.script = script;
+	sc.profile.command = SBX_ACCESS_GATED;
+	if (realpath(sh, real_sh))
+		sh = real_sh;
+	sbx_strlcpy(sc.profile.gate_allow[0], sizeof(sc.profile.gate_allow[0]), sh);
+	sc.profile.n_gate = 1;
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	assert_int_equal(o.report.level, SBX_LEVEL_DEGRADED);
+	assert_true(o.report.entry[SBX_F_COMMAND_GATE].requested);
+	assert_false(o.report.entry[SBX_F_COMMAND_GATE].achieved);
+	assert_true(contains(o.report.entry[SBX_F_COMMAND_GATE].detail, "no Landlock"));
+	assert_false(o.report.entry[SBX_F_LANDLOCK_FS].achieved);
+}
+
+/* Below the floor: refused, exit 126, the refusal names the missing layer,
+ * and the program never ran. */
+static void test_floor_refusals(void **state)
+{
+	const struct fixture *fx = *state;
+	struct scenario sc;
+	struct outcome o;
+	char script[512];
+
+	if (!ready(fx, false))
+		skip();
+	snprintf(script, sizeof(script), ": > %s/marker", fx->ws);
+
+	/* min_level = full with Landlock missing. */
+	scenario_init(&sc, fx);
+	sc.probe = PROBE_NO_LANDLOCK;
+	sc.profile.min_level = SBX_LEVEL_FULL;
+	sc.script = script;
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	assert_int_equal(o.exit_code, 126);
+	assert_false(o.report.floor_met);
+	assert_int_equal(o.report.level, SBX_LEVEL_DEGRADED);
+	assert_true(contains(o.report.refusal, "below floor full"));
+	assert_true(contains(o.report.refusal, "landlock_fs"));
+	assert_int_equal(o.on_report_calls, 1);
+	assert_false(file_exists(fx, "marker"));
+
+	/* A required guarantee that is then missing: home isolation needs
+	 * the mount view, which needs a user namespace. */
+	scenario_init(&sc, fx);
+	sc.probe = PROBE_NO_USERNS;
+	sc.profile.require &= ~(uint32_t)SBX_G_NO_PRIVILEGE_GAIN;
+	sc.profile.require |= SBX_G_HOME_ISOLATION;
+	sc.script = script;
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	assert_int_equal(o.exit_code, 126);
+	assert_false(o.report.floor_met);
+	assert_true(contains(o.report.refusal, sbx_guarantee_name(SBX_G_HOME_ISOLATION)));
+	assert_true(contains(o.report.refusal, PROBE_WHY));
+	assert_false(file_exists(fx, "marker"));
+
+	/* Control: the default profile itself runs degraded without user
+	 * namespaces (DESIGN 4: Landlock, seccomp, NNP and limits still
+	 * hold, no_privilege_gain included). */
+	scenario_init(&sc, fx);
+	sc.probe = PROBE_NO_USERNS;
+	sc.script = script;
+	run_scenario(&sc, &o);
+	assert_int_equal(o.ret, 0);
+	assert_int_equal(o.exit_code, 0);
+	assert_true(o.report.floor_met);
+	assert_int_equal(o.report.level, SBX_LEVEL_DEGRADED);
+	assert_true(file_exists(fx, "marker"));
+}
+
+/* An older Landlock ABI (the run's limit): the dropped rights are named and
+ * the entries that need them are not achieved. */
+static void test_abi_limit(void **state)
+{
+	const struct fixture *fx = *state;
+	struct scenario sc;
+	struct outcome o;
+	const char *d;
+
+	if (!ready(fx, false))
+		skip();
+	if (sbx_landlock_abi() < 6) {
+		print_message("[  SKIP    ] kernel Landlock ABI %d < 6: nothing to drop at 3\n",
+			      sbx_landlock_abi());
+		skip();
+	}
+	scenario_init(&sc, fx);
+	sc.abi_limit = 3;
+	sc.script = ":";
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	assert_int_equal(o.exit_code, 0);
+	assert_int_equal(o.report.landlock_abi, 3);
+	assert_int_equal(o.report.level, SBX_LEVEL_DEGRADED);
+	assert_true(o.report.floor_met);
+	d = o.report.entry[SBX_F_LANDLOCK_FS].detail;
+	assert_true(o.report.entry[SBX_F_LANDLOCK_FS].achieved);
+	assert_true(contains(d, "ABI 3"));
+	assert_true(contains(d, "dropped"));
+	assert_true(contains(d, "IOCTL_DEV"));
+	assert_true(contains(d, "scope signal"));
+	assert_true(contains(d, "scope abstract unix socket"));
+	assert_false(o.report.entry[SBX_F_LANDLOCK_IOCTL].achieved);
+	assert_false(o.report.entry[SBX_F_LANDLOCK_SCOPE].achieved);
+	/* With a private netns Landlock TCP is not requested at all. */
+	assert_false(o.report.entry[SBX_F_LANDLOCK_NET].requested);
+
+	/* Without a netns (no user namespaces) Landlock TCP is the network
+	 * boundary: at ABI 3 it is dropped and named, and the floor (the
+	 * default profile requires network_boundary) refuses the run. */
+	scenario_init(&sc, fx);
+	sc.probe = PROBE_NO_USERNS;
+	sc.abi_limit = 3;
+	sc.script = ":";
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	d = o.report.entry[SBX_F_LANDLOCK_FS].detail;
+	assert_true(contains(d, "TCP"));
+	assert_true(o.report.entry[SBX_F_LANDLOCK_NET].requested);
+	assert_false(o.report.entry[SBX_F_LANDLOCK_NET].achieved);
+	assert_true(contains(o.report.entry[SBX_F_LANDLOCK_NET].detail, "ABI 3"));
+	assert_int_equal(o.exit_code, 126);
+	assert_false(o.report.floor_met);
+	assert_true(contains(o.report.refusal, sbx_guarantee_name(SBX_G_NETWORK_BOUNDARY)));
+}
+
+static int refuse_child(void *arg)
+{
+	const struct fixture *fx = arg;
+	struct sbx_profile *p = calloc(1, sizeof(*p));
+	struct sbx_session s;
+	struct sbx_report *r = calloc(1, sizeof(*r));
+	struct sbx_error err = { 0 };
+	struct sbx_run run;
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)":", NULL };
+	int exit_code = -1, status, ret;
+	static struct outcome o;
+
+	if (!p || !r)
+		return 10;
+	cur = &o;
+	base_profile(fx, p);
+	memset(&s, 0, sizeof(s));
+	s.uid = sbx_test_uid();
+	s.gid = sbx_test_gid();
+	sbx_strlcpy(s.home, sizeof(s.home), "/tmp/home");
+	sbx_strlcpy(s.workspace, sizeof(s.workspace), fx->ws);
+	memset(&run, 0, sizeof(run));
+	run.profile = p;
+	run.session = &s;
+	run.argv = argv;
+	run.on_report = on_report;
+
+	/* A relative program path. */
+	run.path = "sh";
+	ret = sbx_run_confined(&run, r, &exit_code, &err);
+	if (ret != -EINVAL || err.code != EINVAL || !strstr(err.msg, "absolute"))
+		return 11;
+	/* An unconfined profile (acknowledged, so it validates). */
+	run.path = "/bin/sh";
+	p->isolation = SBX_ISOLATION_UNCONFINED;
+	p->ack_unconfined = true;
+	ret = sbx_run_confined(&run, r, &exit_code, &err);
+	if (ret != -EPERM || err.code != EPERM || !strstr(err.msg, "unconfined"))
+		return 12;
+	/* Nothing forked, nothing reported, no output touched. */
+	if (waitpid(-1, &status, WNOHANG) != -1 || errno != ECHILD)
+		return 13;
+	if (o.on_report_calls != 0 || exit_code != -1)
+		return 14;
+	free(p);
+	free(r);
+	return 0;
+}
+
+static void test_refusals_without_fork(void **state)
+{
+	const struct fixture *fx = *state;
+
+	if (!ready(fx, false))
+		skip();
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, refuse_child, (void *)fx)), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_refusals_without_fork, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gated_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_degraded_no_landlock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_floor_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_abi_limit, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("apply", tests, NULL, NULL);
+}
