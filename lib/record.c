@@ -195,6 +195,12 @@ out:
 static int parse_str(char *dst, size_t size, const char *v, const char *key,
 		     const char *name, struct sbx_error *err)
 {
+	/* The reader accepts exactly what the writer writes: no control
+	 * bytes in a value. */
+	for (const char *c = v; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return sbx_error_set(err, EINVAL, "record %s: %s holds a control character",
+					     name, key);
 	if (sbx_strlcpy(dst, size, v) != 0)
 		return sbx_error_set(err, EINVAL, "record %s: %s too long", name, key);
 	return 0;
