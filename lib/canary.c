@@ -307,15 +307,41 @@ static int deny_read_one(const char *path, char *why, size_t why_size)
 			text_set(why, why_size, "%s: not listable", path);
 			return -1;
 		}
-		while ((de = readdir(d)) != NULL) {
-			if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-				text_set(why, why_size, "%s lists %s", path, de->d_name);
+		/* Masked: an empty directory. Without a mount view Landlock
+		 * grants READ_DIR on the ancestors, which also lists the
+		 * secret directory's names (a Landlock limit): then every
+		 * file in it must still refuse its contents. */
+		int listed = 0, refused = 0, checked = 0;
+
+		while ((de = readdir(d)) != NULL && checked < 64) {
+			int efd;
+
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			listed++;
+			efd = openat(dirfd(d), de->d_name,
+				     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+			if (efd < 0) {
+				e = errno;
+				if ((e == EACCES || e == EPERM) &&
+				    faccessat(dirfd(d), de->d_name, R_OK, AT_SYMLINK_NOFOLLOW) == 0)
+					refused++;
+				continue;
+			}
+			checked++;
+			if (fstat(efd, &st) == 0 && S_ISREG(st.st_mode) &&
+			    read(efd, &c, 1) == 1) {
+				close(efd);
+				text_set(why, why_size, "%s/%s is readable", path, de->d_name);
 				closedir(d);
 				return -1;
 			}
+			close(efd);
 		}
 		closedir(d);
-		return 1;	/* masked: an empty directory */
+		if (listed == 0)
+			return 1;
+		return refused > 0 ? 1 : 0;
 	}
 	n = read(fd, &c, 1);
 	e = errno;
