@@ -5,8 +5,12 @@
 # unprivileged "nobody" (the sandbox is for agents, not for root).
 set -u
 build=${1:-build}
-shell="$(pwd)/$build/agent-shell"
-listen="$(pwd)/$build/tests/tcp_listen"
+case $build in
+/*) ;;
+*) build="$(pwd)/$build" ;;
+esac
+shell="$build/agent-shell"
+listen="$build/tests/tcp_listen"
 
 ws=$(mktemp -d /var/tmp/agent-sandbox-demo.XXXXXX)
 mkdir -p "$ws/secrets"

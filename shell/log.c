@@ -19,6 +19,9 @@
 #include "shell.h"
 
 static bool log_opened;
+/* Where no syslog daemon listens, syslog(3) drops every line silently: the
+ * session's lines then also go to <report dir>/<session>.log (fd kept). */
+static int sidecar_fd = -1;
 
 static void log_open(void)
 {
@@ -50,6 +53,12 @@ void shell_log(int priority, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsyslog(priority, fmt, ap);
 	va_end(ap);
+	if (sidecar_fd >= 0) {
+		va_start(ap, fmt);
+		vdprintf(sidecar_fd, fmt, ap);
+		va_end(ap);
+		dprintf(sidecar_fd, "\n");
+	}
 }
 
 /* $XDG_RUNTIME_DIR/agent-sandbox when it is ours, else
@@ -73,6 +82,27 @@ int shell_report_dir(char *out, size_t size)
 	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 0077))
 		return -EPERM;
 	return sbx_strlcpy(out, size, base);
+}
+
+void shell_log_session_begin(const char *session_id)
+{
+	char dir[SBX_PATH_MAX], path[SBX_PATH_MAX + 64];
+
+	if (sidecar_fd >= 0 || shell_syslog_available())
+		return;
+	if (shell_report_dir(dir, sizeof(dir)) != 0 ||
+	    sbx_snprintf(path, sizeof(path), "%s/%s.log", dir, session_id) != 0) {
+		fprintf(stderr, "agent-shell: warning: no syslog daemon listens on /dev/log; "
+			"this session is not logged\n");
+		return;
+	}
+	sidecar_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fprintf(stderr, "agent-shell: warning: no syslog daemon listens on /dev/log; "
+		"this session's log lines are kept in %s only\n",
+		sidecar_fd >= 0 ? path : "(nowhere: cannot create the file)");
+	if (sidecar_fd >= 0)
+		dprintf(sidecar_fd, "log_sink=none session=%s: no syslog daemon on /dev/log; "
+			"the lines below reached no system log\n", session_id);
 }
 
 static void write_report_copy(const struct sbx_report *r)

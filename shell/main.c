@@ -36,6 +36,9 @@ static void usage(FILE *out)
 	      "       agent-shell --check-config [FILE]\n"
 	      "       agent-shell --explain USER [--json]\n"
 	      "       agent-shell --selftest\n"
+	      "       agent-shell --doctor [--json] [--pam-dir DIR] [--sshd PATH] [--sshd-config FILE]\n"
+	      "       agent-shell --enroll USER [--profile NAME] [--group GROUP] [--workspace DIR]\n"
+	      "       agent-shell --unenroll USER [--group GROUP] [--shell PATH]\n"
 	      "       agent-shell --help | --version\n"
 	      "\n"
 	      "Every session and command runs in a sandbox (namespaces, read-only host,\n"
@@ -76,6 +79,113 @@ static void sanitise_process(void)
 	umask(077);
 	for (size_t i = 0; i < ARRAY_SIZE(drop); i++)
 		unsetenv(drop[i]);
+	/* Every other LD_* too: the confined worker inherits this environ
+	 * until its exec, and the env canary refuses a session in which any
+	 * LD_* variable is still visible (LD_BIND_NOW=1 alone did that). */
+	for (size_t i = 0; environ[i];) {
+		char name[128];
+		size_t len = strcspn(environ[i], "=");
+
+		if (strncmp(environ[i], "LD_", 3) != 0 || len >= sizeof(name)) {
+			i++;
+			continue;
+		}
+		memcpy(name, environ[i], len);
+		name[len] = '\0';
+		if (unsetenv(name) != 0)
+			i++;	/* never loop on a name unsetenv refuses */
+	}
+}
+
+/*
+ * The dynamic loader read these before main() ran: a preloaded or audited
+ * library, another library path or changed tunables already had their say
+ * in this process (unsetenv() cannot undo that). sshd's environment comes
+ * from the server (PermitUserEnvironment is off in the drop-in), so their
+ * presence means a misconfigured or hostile start: a session is refused
+ * rather than run from a possibly subverted supervisor.
+ */
+static const char *const loader_vars[] = {
+	"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GLIBC_TUNABLES",
+};
+
+/* Names of loader_vars present at entry, space-separated ("" = none). */
+static char loader_env_seen[80];
+
+static void note_loader_env(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(loader_vars); i++) {
+		if (getenv(loader_vars[i]) &&
+		    sbx_snprintf(loader_env_seen + strlen(loader_env_seen),
+				 sizeof(loader_env_seen) - strlen(loader_env_seen), "%s%s",
+				 loader_env_seen[0] ? " " : "", loader_vars[i]) != 0)
+			break;
+	}
+}
+
+#ifdef SBX_TESTING
+/*
+ * Test build only (tests/agent-shell-testable): SBX_TEST_PROBE=
+ * "no-userns,no-landlock,no-netns" takes the real probe and removes what it
+ * names, so tests can drive the degraded paths on a full kernel. The
+ * shipped agent-shell is compiled without this block (check: strings).
+ */
+static int apply_test_probe(void)
+{
+	const char *spec = getenv("SBX_TEST_PROBE");
+	const struct sbx_probe *real;
+	struct sbx_probe forced;
+	struct sbx_error err = { 0 };
+	char buf[256], *save = NULL;
+
+	if (!spec || !spec[0])
+		return 0;
+	if (sbx_strlcpy(buf, sizeof(buf), spec) != 0 || sbx_probe_get(&real, &err) != 0) {
+		fprintf(stderr, "agent-shell: SBX_TEST_PROBE: %s\n", err.msg[0] ? err.msg : "too long");
+		return -EINVAL;
+	}
+	forced = *real;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (strcmp(t, "no-userns") == 0) {
+			forced.userns = false;
+			forced.mountns = forced.pidns = forced.netns = false;
+			forced.ipcns = forced.utsns = forced.cgroupns = false;
+			sbx_strlcpy(forced.userns_why, sizeof(forced.userns_why),
+				    "user namespaces disabled by SBX_TEST_PROBE (test build)");
+		} else if (strcmp(t, "no-landlock") == 0) {
+			forced.landlock_abi = 0;
+			sbx_strlcpy(forced.landlock_why, sizeof(forced.landlock_why),
+				    "Landlock disabled by SBX_TEST_PROBE (test build)");
+		} else if (strcmp(t, "no-netns") == 0) {
+			forced.netns = false;
+		} else {
+			fprintf(stderr, "agent-shell: SBX_TEST_PROBE: unknown item %s\n", t);
+			return -EINVAL;
+		}
+	}
+	sbx_probe_set_for_tests(&forced);
+	return 0;
+}
+#endif
+
+/* For the log: the command with control bytes, quotes, backslashes and
+ * non-ASCII escaped (\xHH) and cut at out's size, so a log line stays one
+ * line whatever the agent sent. */
+static void escape_command(const char *in, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (; *in && o + 8 < size; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+			o += (size_t)snprintf(out + o, size - o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	if (*in)
+		o += (size_t)snprintf(out + o, size - o, "...");
+	out[o] = '\0';
 }
 
 struct run_opts {
@@ -110,6 +220,35 @@ static int add_deny_read(struct sbx_profile *p, const struct run_opts *o, struct
 	return 0;
 }
 
+/* What the caller asked to run, for the log (escaped). */
+static void command_for_log(const struct run_opts *o, const char *shell, char *out, size_t size)
+{
+	char raw[2048];
+	size_t used = 0;
+
+	raw[0] = '\0';
+	if (o->command) {
+		escape_command(o->command, out, size);
+		return;
+	}
+	if (o->cmd_argv) {
+		for (size_t i = 0; o->cmd_argv[i] && used + 1 < sizeof(raw); i++) {
+			int n = snprintf(raw + used, sizeof(raw) - used, "%s%s", i ? " " : "",
+					 o->cmd_argv[i]);
+
+			if (n < 0)
+				break;
+			used += (size_t)n;
+		}
+		if (used >= sizeof(raw))
+			used = sizeof(raw) - 1;
+		raw[used] = '\0';
+	} else {
+		snprintf(raw, sizeof(raw), "(interactive) %s", shell);
+	}
+	escape_command(raw, out, size);
+}
+
 static int start_session(const struct run_opts *o)
 {
 	struct sbx_error err = { 0 };
@@ -126,6 +265,7 @@ static int start_session(const struct run_opts *o)
 	char *argv_buf[4] = { NULL, NULL, NULL, NULL };
 	char *const *argv;
 	const char *shell;
+	char logged_cmd[512] = "";
 	bool is_agent = false;
 	bool pam_stage = false;
 	int exit_code = EXIT_REFUSED;
@@ -137,8 +277,16 @@ static int start_session(const struct run_opts *o)
 		fprintf(stderr, "agent-shell: out of memory\n");
 		goto out;
 	}
-	if ((ret = shell_identity(&id, &err)) != 0 ||
-	    (ret = shell_config_load(&cfg, &err)) != 0 ||
+	if ((ret = shell_identity(&id, &err)) != 0)
+		goto refuse;
+	if (loader_env_seen[0]) {
+		ret = sbx_error_set(&err, EPERM,
+				    "refusing to start a session: %s was set when agent-shell started "
+				    "(the dynamic loader has already used it); start it with a clean environment",
+				    loader_env_seen);
+		goto refuse;
+	}
+	if ((ret = shell_config_load(&cfg, &err)) != 0 ||
 	    (ret = shell_resolve_profile(cfg, &id, o->profile, o->workspace, o->login_mode,
 					 p, &is_agent, &err)) != 0 ||
 	    (ret = add_deny_read(p, o, &err)) != 0)
@@ -151,8 +299,15 @@ static int start_session(const struct run_opts *o)
 
 		ret = sbx_record_read_verified(SBX_RUNTIME_DIR, getenv("AGENT_SANDBOX_SESSION"),
 					       id.uid, sbx_ns_inode("mnt"), &rec, &err);
-		if (ret != 0 && o->login_mode)
+		if (ret != 0 && o->login_mode) {
+			char why[SBX_ERROR_MAX];
+
+			sbx_strlcpy(why, sizeof(why), err.msg);
+			ret = sbx_error_set(&err, -ret,
+					    "AGENT_SANDBOX_SESSION does not name this login's PAM session "
+					    "(%.200s): refusing the session", why);
 			goto refuse;
+		}
 		pam_stage = ret == 0;
 	}
 	ret = shell_build_session(cfg, &id, p, o->service, pam_stage, &s, home_note,
@@ -163,13 +318,15 @@ static int start_session(const struct run_opts *o)
 		ret = sbx_error_set(&err, errno, "setenv: %s", strerror(errno));
 		goto refuse;
 	}
+	shell_log_session_begin(s.session_id);
 
 	shell = p->shell[0] ? p->shell : "/bin/bash";
+	command_for_log(o, shell, logged_cmd, sizeof(logged_cmd));
 	if (o->cmd_argv) {
 		if (shell_which(o->cmd_argv[0], getenv("PATH"), prog, sizeof(prog)) != 0) {
 			fprintf(stderr, "agent-shell: %s: command not found\n", o->cmd_argv[0]);
-			shell_log(LOG_NOTICE, "session=%s user=%s command not found: %s", s.session_id,
-				  id.user, o->cmd_argv[0]);
+			shell_log(LOG_NOTICE, "session=%s user=%s gate=refuse command=\"%s\" reason=\"not found\"",
+				  s.session_id, id.user, logged_cmd);
 			exit_code = EXIT_NOT_FOUND;
 			goto out;
 		}
@@ -180,8 +337,8 @@ static int start_session(const struct run_opts *o)
 			goto gate_refuse;
 		if (shell_which(gate_argv[0], getenv("PATH"), prog, sizeof(prog)) != 0) {
 			fprintf(stderr, "agent-shell: %s: command not found\n", gate_argv[0]);
-			shell_log(LOG_NOTICE, "session=%s user=%s gate: not found: %s", s.session_id,
-				  id.user, gate_argv[0]);
+			shell_log(LOG_NOTICE, "session=%s user=%s gate=refuse command=\"%s\" reason=\"not found\"",
+				  s.session_id, id.user, logged_cmd);
 			exit_code = EXIT_NOT_FOUND;
 			goto out;
 		}
@@ -217,9 +374,9 @@ static int start_session(const struct run_opts *o)
 				    prog, p->name);
 		goto gate_refuse;
 	}
-	if (p->command == SBX_ACCESS_GATED)
-		shell_log(LOG_INFO, "session=%s user=%s gate=allow command=%s", s.session_id,
-			  id.user, prog);
+	/* Every decision is logged with the user and the command. */
+	shell_log(LOG_INFO, "session=%s user=%s gate=allow command=\"%s\" program=%s profile=%s",
+		  s.session_id, id.user, logged_cmd, prog, p->name);
 
 	{
 		char report_file[SBX_PATH_MAX + 128];
@@ -246,8 +403,8 @@ static int start_session(const struct run_opts *o)
 
 gate_refuse:
 	fprintf(stderr, "agent-shell: %s\n", err.msg);
-	shell_log(LOG_WARNING, "session=%s user=%s gate=refuse reason=\"%s\"", s.session_id,
-		  id.user, err.msg);
+	shell_log(LOG_WARNING, "session=%s user=%s gate=refuse command=\"%s\" reason=\"%s\"",
+		  s.session_id, id.user, logged_cmd, err.msg);
 	exit_code = EXIT_REFUSED;
 	goto out;
 refuse:
@@ -294,7 +451,19 @@ int main(int argc, char **argv)
 	const char *explain_user = NULL;
 	const char *command = NULL;
 
+	note_loader_env();
 	sanitise_process();
+#ifdef SBX_TESTING
+	if (apply_test_probe() != 0)
+		return EXIT_USAGE;
+#endif
+	/* The admin's host verbs parse their own options (shell/doctor.c,
+	 * shell/enroll.c). Only as the first argument: a login shell's
+	 * argv[1] is "-c", so an agent's command can never land here. */
+	if (argc > 1 && strcmp(argv[1], "--doctor") == 0)
+		return shell_cmd_doctor(argc - 1, argv + 1);
+	if (argc > 1 && (strcmp(argv[1], "--enroll") == 0 || strcmp(argv[1], "--unenroll") == 0))
+		return shell_cmd_enroll(argc - 1, argv + 1);
 	o.argv0 = argc > 0 ? argv[0] : NULL;
 	if (getenv("SSH_CONNECTION"))
 		o.service = "sshd";

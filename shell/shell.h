@@ -35,6 +35,9 @@ int shell_build_session(const struct sbx_config *cfg, const struct shell_identit
 /* log.c */
 void shell_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool shell_syslog_available(void);
+/* At session start: when no syslog daemon listens, warn on stderr and keep
+ * the session's log lines in <report dir>/<session>.log as well. */
+void shell_log_session_begin(const char *session_id);
 void shell_log_report(const struct sbx_report *r, void *ctx);
 int shell_report_dir(char *out, size_t size);
 
@@ -53,5 +56,12 @@ int shell_cmd_check_config(const char *file);
 int shell_cmd_explain(const char *user, bool json);
 int shell_cmd_report(const char *session, bool json);
 int shell_cmd_selftest(void);
+
+/* doctor.c: argv[0] is "--doctor". Exit 0 (no FAIL), 1 (a FAIL), 2 (usage). */
+int shell_cmd_doctor(int argc, char **argv);
+
+/* enroll.c: argv[0] is "--enroll" or "--unenroll", argv[1] the user.
+ * Exit 0 (done), 1 (failed), 2 (usage). */
+int shell_cmd_enroll(int argc, char **argv);
 
 #endif

@@ -299,16 +299,12 @@ static int group_teardown(void **state)
 	if (geteuid() != 0)
 		return 0;
 	if (W.agent_made) {
-		const char *a[] = { "/usr/sbin/userdel", W.agent, NULL };
-
-		run_cmd(a);
+		sbx_test_remove_account(W.agent);
 		subid_scrub("/etc/subuid", W.agent);
 		subid_scrub("/etc/subgid", W.agent);
 	}
 	if (W.user_made) {
-		const char *b[] = { "/usr/sbin/userdel", W.user, NULL };
-
-		run_cmd(b);
+		sbx_test_remove_account(W.user);
 		subid_scrub("/etc/subuid", W.user);
 		subid_scrub("/etc/subgid", W.user);
 	}
@@ -349,80 +345,6 @@ static unsigned long ns_ino(const char *name)
 	return stat(path, &st) == 0 ? (unsigned long)st.st_ino : 0;
 }
 
-/*
- * Capture this child's syslog: a private mount namespace (the test's own)
- * with a tmpfs /dev holding the usual nodes (bound from the real ones) and
- * a datagram socket at /dev/log. Returns the socket, or -1.
- */
-static int log_capture(void)
-{
-	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom" };
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fds[ARRAY_SIZE(nodes)], s;
-	size_t i;
-
-	/* Opened after unshare: a bind source must be a mount of this namespace. */
-	if (unshare(CLONE_NEWNS) != 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-		perror("log_capture: unshare");
-		return -1;
-	}
-	for (i = 0; i < ARRAY_SIZE(nodes); i++) {
-		char p[32];
-
-		snprintf(p, sizeof(p), "/dev/%s", nodes[i]);
-		fds[i] = open(p, O_PATH | O_CLOEXEC);
-		if (fds[i] < 0)
-			return -1;
-	}
-	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755,size=64k") != 0) {
-		perror("log_capture: private /dev");
-		return -1;
-	}
-	for (i = 0; i < ARRAY_SIZE(nodes); i++) {
-		char p[32], src[32];
-		int fd;
-
-		snprintf(p, sizeof(p), "/dev/%s", nodes[i]);
-		snprintf(src, sizeof(src), "/proc/self/fd/%d", fds[i]);
-		fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-		if (fd < 0)
-			return -1;
-		close(fd);
-		if (mount(src, p, NULL, MS_BIND, NULL) != 0) {
-			perror("log_capture: bind");
-			return -1;
-		}
-		close(fds[i]);
-	}
-	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "/dev/log");
-	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		perror("log_capture: /dev/log");
-		return -1;
-	}
-	return s;
-}
-
-/* Drain the captured syslog; true when a message contains all of a, b. */
-static bool log_has(int s, const char *a, const char *b, char *keep, size_t keep_size)
-{
-	char msg[2048];
-	bool found = false;
-	ssize_t n;
-
-	while ((n = recv(s, msg, sizeof(msg) - 1, 0)) > 0) {
-		msg[n] = '\0';
-		fprintf(stderr, "  syslog: %s\n", msg);
-		if (strstr(msg, a) && (!b || strstr(msg, b))) {
-			found = true;
-			if (keep)
-				snprintf(keep, keep_size, "%s", msg);
-		}
-	}
-	return found;
-}
-
 /* ---- scenarios (each runs in a forked child as root) ------------------- */
 
 struct acct_case {
@@ -439,7 +361,7 @@ static int child_acct(void *arg)
 	int s = -1, r;
 
 	if (c->log_a) {
-		s = log_capture();
+		s = sbx_test_log_capture();
 		CHECK(s >= 0, 10);
 	}
 	CHECK(pam_start_confdir(c->service, c->user, &conv, W.confdir, &h) == PAM_SUCCESS, 11);
@@ -452,7 +374,7 @@ static int child_acct(void *arg)
 	}
 	pam_end(h, r);
 	if (c->log_a)
-		CHECK(log_has(s, c->log_a, c->log_b, NULL, 0), 13);
+		CHECK(sbx_test_log_has(s, c->log_a, c->log_b, NULL, 0), 13);
 	return 0;
 }
 
@@ -529,7 +451,7 @@ static int child_session(void *arg)
 	int s = -1, i;
 
 	if (capture) {
-		s = log_capture();
+		s = sbx_test_log_capture();
 		CHECK(s >= 0, 20);
 		mnt_before = ns_ino("mnt");
 	}
@@ -581,7 +503,7 @@ static int child_session(void *arg)
 	CHECK(stat("/etc/shadow", &st) == 0 && S_ISCHR(st.st_mode), 43);
 
 	if (capture) {
-		CHECK(log_has(s, "session=", id, logline, sizeof(logline)), 44);
+		CHECK(sbx_test_log_has(s, "session=", id, logline, sizeof(logline)), 44);
 		CHECK(strstr(logline, "client=192.0.2.9") && strstr(logline, "profile=coder") &&
 		      strstr(logline, "pam_stage=mntns,home-bind,tmp,deny_read"), 45);
 	}
@@ -590,7 +512,7 @@ static int child_session(void *arg)
 	CHECK(lstat(rec_path, &st) != 0 && errno == ENOENT, 47);
 	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 48);	/* twice is fine */
 	if (capture)
-		CHECK(log_has(s, "closed after", id, NULL, 0), 49);
+		CHECK(sbx_test_log_has(s, "closed after", id, NULL, 0), 49);
 	CHECK(pam_end(h, PAM_SUCCESS) == PAM_SUCCESS, 50);
 	/* The module leaves no fd open and the umask as it was. */
 	CHECK(capture || count_fds() == fds_before, 51);

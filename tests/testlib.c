@@ -4,11 +4,15 @@
 #include <ftw.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,4 +111,149 @@ void sbx_test_rmtree(const char *path)
 {
 	if (path && path[0] == '/' && strncmp(path, "/tmp/sbx-test-", 14) == 0)
 		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+int sbx_test_log_capture(void)
+{
+	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fds[ARRAY_SIZE(nodes)], s;
+	size_t i;
+
+	/* Opened after unshare: a bind source must be a mount of this namespace. */
+	if (unshare(CLONE_NEWNS) != 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+		perror("log_capture: unshare");
+		return -1;
+	}
+	for (i = 0; i < ARRAY_SIZE(nodes); i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/dev/%s", nodes[i]);
+		fds[i] = open(p, O_PATH | O_CLOEXEC);
+		if (fds[i] < 0 && i == 0)
+			return -1;
+	}
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755,size=64k") != 0) {
+		perror("log_capture: private /dev");
+		return -1;
+	}
+	for (i = 0; i < ARRAY_SIZE(nodes); i++) {
+		char p[32], src[32];
+		int fd;
+
+		if (fds[i] < 0)
+			continue;
+		snprintf(p, sizeof(p), "/dev/%s", nodes[i]);
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", fds[i]);
+		fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+		if (fd < 0)
+			return -1;
+		close(fd);
+		if (mount(src, p, NULL, MS_BIND, NULL) != 0) {
+			perror("log_capture: bind");
+			return -1;
+		}
+		close(fds[i]);
+	}
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/dev/log");
+	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    chmod("/dev/log", 0666) != 0) {
+		perror("log_capture: /dev/log");
+		return -1;
+	}
+	return s;
+}
+
+bool sbx_test_log_has(int s, const char *a, const char *b, char *keep, size_t keep_size)
+{
+	char msg[2048];
+	bool found = false;
+	ssize_t n;
+
+	while ((n = recv(s, msg, sizeof(msg) - 1, 0)) > 0) {
+		msg[n] = '\0';
+		fprintf(stderr, "  syslog: %s\n", msg);
+		if (strstr(msg, a) && (!b || strstr(msg, b))) {
+			found = true;
+			if (keep)
+				snprintf(keep, keep_size, "%s", msg);
+		}
+	}
+	return found;
+}
+
+void sbx_test_log_drain(int s, char *buf, size_t size)
+{
+	char msg[4096];
+	size_t used = strlen(buf);
+	ssize_t n;
+
+	while ((n = recv(s, msg, sizeof(msg) - 1, 0)) > 0) {
+		msg[n] = '\0';
+		if (used + (size_t)n + 2 <= size) {
+			memcpy(buf + used, msg, (size_t)n);
+			used += (size_t)n;
+			buf[used++] = '\n';
+			buf[used] = '\0';
+		}
+	}
+}
+
+static int run_quiet_argv(const char *const argv[])
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* userdel and groupdel fail while another process holds /etc/passwd's
+ * lock (a concurrent useradd): retry instead of leaving the entry behind. */
+int sbx_test_remove_account(const char *user)
+{
+	const char *argv[] = { "/usr/sbin/userdel", user, NULL };
+
+	for (int i = 0; i < 50 && getpwnam(user); i++) {
+		if (run_quiet_argv(argv) == 0)
+			break;
+		usleep(100 * 1000);
+	}
+	if (getpwnam(user)) {
+		fprintf(stderr, "test cleanup: could not remove account %s\n", user);
+		return -1;
+	}
+	return 0;
+}
+
+int sbx_test_remove_group(const char *group)
+{
+	const char *argv[] = { "/usr/sbin/groupdel", group, NULL };
+
+	for (int i = 0; i < 50 && getgrnam(group); i++) {
+		if (run_quiet_argv(argv) == 0)
+			break;
+		usleep(100 * 1000);
+	}
+	if (getgrnam(group)) {
+		fprintf(stderr, "test cleanup: could not remove group %s\n", group);
+		return -1;
+	}
+	return 0;
 }

@@ -35,6 +35,28 @@ int sbx_test_status_code(int status);
 char *sbx_test_mkdtemp(const char *tag);
 void sbx_test_rmtree(const char *path);
 
+/*
+ * Capture syslog in the calling process, which must be a forked child
+ * running as root: a private mount namespace (the test's own) with a tmpfs
+ * /dev holding the usual nodes (bound from the real ones) and a datagram
+ * socket at /dev/log, mode 0666 so processes that dropped to another uid
+ * can log too. Returns the non-blocking socket, or -1.
+ */
+int sbx_test_log_capture(void);
+/* Drain the captured syslog (each message echoed on stderr); true when one
+ * message contains a and, when not NULL, b. keep gets that message. */
+bool sbx_test_log_has(int s, const char *a, const char *b, char *keep, size_t keep_size);
+/* Drain the captured syslog, appending each message and a newline to buf
+ * (kept NUL-terminated; what does not fit is dropped). */
+void sbx_test_log_drain(int s, char *buf, size_t size);
+
+/* Remove a throwaway account (or group) the test created: userdel/groupdel,
+ * retried for a few seconds while another process holds the passwd lock,
+ * until getpwnam/getgrnam no longer finds it. Says so on stderr if it
+ * cannot. 0 when gone. */
+int sbx_test_remove_account(const char *user);
+int sbx_test_remove_group(const char *group);
+
 /* Skip (with a printed reason) unless running as root. */
 #define SBX_TEST_REQUIRE_ROOT()                                              \
 	do {                                                                 \

@@ -1,0 +1,1105 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * doctor.c — agent-shell --doctor: is every way into an agent account
+ * (DESIGN section 7) covered on this host? Reads the config, the PAM
+ * stacks, sshd's effective configuration for each agent account, the
+ * accounts themselves and the kernel as the agent sees it; prints one row
+ * per check with OK / WARN / FAIL and the admin's fix. FAIL means an
+ * unconfined path (or privilege outside the sandbox); the exit code is 1
+ * then, 0 otherwise, 2 on a usage error. Nothing on the host is changed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shell.h"
+
+#define DOCTOR_MAX_AGENTS 256
+#define PAM_MODULE "pam_agent_sandbox.so"
+#define PAM_MAX_DEPTH 3		/* su-l -> su -> common-account */
+#define SSHD_DEFAULT "/usr/sbin/sshd"
+#define SSHD_OUTPUT_MAX (256u * 1024)
+#define CHILD_TIMEOUT_MS 10000
+#define LINGER_DIR "/var/lib/systemd/linger"
+#define CRONTAB_DIR "/var/spool/cron/crontabs"
+
+enum doc_status { DOC_OK, DOC_WARN, DOC_FAIL };
+
+struct doc_row {
+	enum doc_status status;
+	char area[16];
+	char subject[128];
+	char detail[768];
+	char fix[512];
+};
+
+struct doc_agent {
+	char user[SBX_NAME_MAX];
+	uid_t uid;
+	gid_t gid;
+	char shell[SBX_PATH_MAX];
+	bool has_crontab;
+};
+
+struct doctor {
+	const char *pam_dir;
+	const char *sshd;
+	const char *sshd_config;
+	struct sbx_config *cfg;
+	const char *group_fallback;	/* agents' group when there is no config */
+	struct doc_row *rows;
+	size_t n_rows, cap_rows;
+	bool out_of_memory;
+	struct doc_agent *agents;
+	size_t n_agents;
+};
+
+static const char *status_name(enum doc_status s)
+{
+	return s == DOC_OK ? "OK" : s == DOC_WARN ? "WARN" : "FAIL";
+}
+
+static void row(struct doctor *d, enum doc_status st, const char *area, const char *subject,
+		const char *fix, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void row(struct doctor *d, enum doc_status st, const char *area, const char *subject,
+		const char *fix, const char *fmt, ...)
+{
+	struct doc_row *r;
+	va_list ap;
+
+	if (d->n_rows == d->cap_rows) {
+		size_t cap = d->cap_rows ? d->cap_rows * 2 : 32;
+		struct doc_row *n = realloc(d->rows, cap * sizeof(*n));
+
+		if (!n) {
+			/* A row we cannot record must still fail the run. */
+			d->out_of_memory = true;
+			return;
+		}
+		d->rows = n;
+		d->cap_rows = cap;
+	}
+	r = &d->rows[d->n_rows++];
+	memset(r, 0, sizeof(*r));
+	r->status = st;
+	snprintf(r->area, sizeof(r->area), "%s", area);
+	snprintf(r->subject, sizeof(r->subject), "%s", subject);
+	snprintf(r->fix, sizeof(r->fix), "%s", fix ? fix : "");
+	va_start(ap, fmt);
+	vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
+	va_end(ap);
+}
+
+/* Append to a bounded "a, b, c" list; truncation only shortens a message. */
+static void list_add(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void list_add(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	va_list ap;
+
+	if (len && len + 2 < size) {
+		memcpy(buf + len, ", ", 3);
+		len += 2;
+	}
+	if (len + 1 >= size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+static bool list_has(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+
+	for (const char *p = list; (p = strstr(p, item)) != NULL; p += n) {
+		if ((p == list || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+static bool file_exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+/* ---- config and directories ------------------------------------------- */
+
+static void check_config(struct doctor *d)
+{
+	struct sbx_error err = { 0 };
+	const char *path = shell_config_path();
+	struct stat st;
+	int ret;
+
+	ret = sbx_config_load(path, 0, &d->cfg, &err);
+	if (ret == -ENOENT) {
+		row(d, DOC_FAIL, "config", path,
+		    "write it (see agent-sandbox.conf(5)); root-owned, mode 0644",
+		    "missing: no account is an agent; agent-shell refuses every login and the PAM "
+		    "module refuses only members of group %s", d->group_fallback);
+		return;
+	}
+	if (ret != 0) {
+		row(d, DOC_FAIL, "config", path,
+		    "fix the file (agent-shell --check-config shows the error); it and every "
+		    "parent directory must be root-owned and not group/world writable",
+		    "unusable, agent logins are refused: %s", err.msg);
+		return;
+	}
+	row(d, DOC_OK, "config", path, NULL, "trusted and parsed: %zu profile(s), %zu match rule(s)",
+	    d->cfg->n_profiles, d->cfg->n_matches);
+	if (stat(d->cfg->agent_shell, &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
+		row(d, DOC_WARN, "config", "agent_shell", "install agent-shell there or fix agent_shell",
+		    "%s is not an executable file: agent logins will fail", d->cfg->agent_shell);
+	else if (st.st_uid != 0 || (st.st_mode & 0022))
+		row(d, DOC_FAIL, "config", "agent_shell",
+		    "chown root:root and chmod 0755 the binary",
+		    "%s is not root-owned or is group/world writable: whoever can write it "
+		    "decides what agent sessions run", d->cfg->agent_shell);
+	else
+		row(d, DOC_OK, "config", "agent_shell", NULL, "%s", d->cfg->agent_shell);
+}
+
+/* A root-side directory the PAM stage writes into: every component from
+ * "/" root-owned and not group/world writable, or an agent could plant a
+ * symlink or another account's home there. */
+static void check_root_dir(struct doctor *d, const char *what, const char *path,
+			   const char *child)
+{
+	struct sbx_error err = { 0 };
+	char sub[SBX_PATH_MAX + 64];
+	int fd = -1, ret;
+
+	ret = sbx_dir_open_walk(path, true, 0, &fd, &err);
+	if (ret == -ENOENT) {
+		row(d, DOC_OK, "dirs", what, NULL,
+		    "%s does not exist yet; the PAM stage creates it root-owned, 0755", path);
+		return;
+	}
+	if (ret == 0 && child && sbx_snprintf(sub, sizeof(sub), "%s/%s", path, child) == 0) {
+		close(fd);
+		fd = -1;
+		ret = sbx_dir_open_walk(sub, true, 0, &fd, &err);
+		if (ret == -ENOENT)
+			ret = 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (ret != 0) {
+		row(d, DOC_FAIL, "dirs", what,
+		    "chown root:root and chmod go-w every directory on the way",
+		    "%s", err.msg);
+		return;
+	}
+	row(d, DOC_OK, "dirs", what, NULL, "%s: root-owned, not group/world writable", path);
+}
+
+/* ---- the agent accounts ----------------------------------------------- */
+
+static bool agent_known(const struct doctor *d, const char *user)
+{
+	for (size_t i = 0; i < d->n_agents; i++) {
+		if (!strcmp(d->agents[i].user, user))
+			return true;
+	}
+	return false;
+}
+
+static void agent_add(struct doctor *d, const struct passwd *pw)
+{
+	struct doc_agent *a;
+	char path[SBX_PATH_MAX];
+
+	if (agent_known(d, pw->pw_name) || d->n_agents == DOCTOR_MAX_AGENTS)
+		return;
+	a = &d->agents[d->n_agents];
+	memset(a, 0, sizeof(*a));
+	if (sbx_strlcpy(a->user, sizeof(a->user), pw->pw_name) != 0 ||
+	    sbx_strlcpy(a->shell, sizeof(a->shell), pw->pw_shell) != 0)
+		return;
+	a->uid = pw->pw_uid;
+	a->gid = pw->pw_gid;
+	if (sbx_snprintf(path, sizeof(path), "%s/%s", CRONTAB_DIR, a->user) == 0)
+		a->has_crontab = file_exists(path);
+	d->n_agents++;
+}
+
+static void agents_of_group(struct doctor *d, const char *group, bool warn_missing)
+{
+	struct group *gr = getgrnam(group);
+	struct passwd *pw;
+	gid_t gid;
+
+	if (!gr) {
+		if (warn_missing)
+			row(d, DOC_WARN, "accounts", group, "create the group or remove the rule",
+			    "[match] names group %s, which does not exist", group);
+		return;
+	}
+	gid = gr->gr_gid;
+	/* getpwnam's static buffer is not getgrnam's: gr stays valid. */
+	for (char **m = gr->gr_mem; m && *m; m++) {
+		pw = getpwnam(*m);
+		if (pw)
+			agent_add(d, pw);
+	}
+	/* Members by primary group only appear in passwd. */
+	setpwent();
+	while ((pw = getpwent()) != NULL) {
+		if (pw->pw_gid == gid)
+			agent_add(d, pw);
+	}
+	endpwent();
+}
+
+static void collect_agents(struct doctor *d)
+{
+	d->agents = calloc(DOCTOR_MAX_AGENTS, sizeof(*d->agents));
+	if (!d->agents) {
+		d->out_of_memory = true;
+		return;
+	}
+	if (!d->cfg) {
+		/* The PAM module's own fallback: members of group=agents. */
+		agents_of_group(d, d->group_fallback, false);
+		return;
+	}
+	for (size_t i = 0; i < d->cfg->n_matches; i++) {
+		const struct sbx_match *m = &d->cfg->matches[i];
+
+		if (m->kind == SBX_MATCH_USER) {
+			struct passwd *pw = getpwnam(m->name);
+
+			if (pw)
+				agent_add(d, pw);
+			else
+				row(d, DOC_WARN, "accounts", m->name, "create the account or remove the rule",
+				    "[match] user rule (line %u) names an account that does not exist",
+				    m->line);
+		}
+	}
+	for (size_t i = 0; i < d->cfg->n_matches; i++) {
+		if (d->cfg->matches[i].kind == SBX_MATCH_GROUP)
+			agents_of_group(d, d->cfg->matches[i].name, true);
+	}
+}
+
+static const char *const privileged_groups[] = {
+	"root", "sudo", "wheel", "adm", "docker", "lxd", "disk",
+};
+
+static void check_account(struct doctor *d, const struct doc_agent *a)
+{
+	gid_t groups[SHELL_MAX_GROUPS];
+	int n = SHELL_MAX_GROUPS;
+	char bad[256] = "", path[SBX_PATH_MAX], fix[SBX_PATH_MAX + 256];
+
+	if (a->uid == 0)
+		row(d, DOC_FAIL, "accounts", a->user, "never make uid 0 an agent account",
+		    "uid 0: root is outside every sandbox");
+	if (d->cfg && strcmp(a->shell, d->cfg->agent_shell) != 0) {
+		snprintf(fix, sizeof(fix), "usermod -s %s %s (or agent-shell --enroll %s)",
+			 d->cfg->agent_shell, a->user, a->user);
+		row(d, DOC_FAIL, "accounts", a->user, fix,
+		    "login shell %s is not agent_shell %s: services that skip the PAM module "
+		    "start it unconfined", a->shell, d->cfg->agent_shell);
+	} else {
+		row(d, DOC_OK, "accounts", a->user, NULL, "login shell %s", a->shell);
+	}
+	if (sbx_snprintf(path, sizeof(path), "%s/%s", LINGER_DIR, a->user) == 0 &&
+	    file_exists(path)) {
+		snprintf(fix, sizeof(fix), "loginctl disable-linger %s", a->user);
+		row(d, DOC_FAIL, "accounts", a->user, fix,
+		    "lingering (%s): systemd --user runs the account's units outside any session",
+		    path);
+	}
+	if (getgrouplist(a->user, a->gid, groups, &n) < 0)
+		n = SHELL_MAX_GROUPS;
+	for (int i = 0; i < n; i++) {
+		struct group *gr = getgrgid(groups[i]);
+
+		if (!gr)
+			continue;
+		for (size_t k = 0; k < ARRAY_SIZE(privileged_groups); k++) {
+			if (!strcmp(gr->gr_name, privileged_groups[k]))
+				list_add(bad, sizeof(bad), "%s", gr->gr_name);
+		}
+	}
+	if (bad[0]) {
+		snprintf(fix, sizeof(fix), "gpasswd -d %s GROUP for each group listed", a->user);
+		row(d, DOC_FAIL, "accounts", a->user, fix,
+		    "member of %s: privilege outside the sandbox (sudo, logs, sockets or disks)", bad);
+	}
+}
+
+/* ---- PAM stacks ------------------------------------------------------- */
+
+struct pam_found {
+	bool account, session;
+	bool account_weak, session_weak;	/* optional/sufficient: a refusal is not enforced */
+	char where[256];			/* files read, for the detail */
+};
+
+/* A control that makes a refusal from the module end the stack. */
+static bool control_enforces(const char *control)
+{
+	if (!strcmp(control, "required") || !strcmp(control, "requisite"))
+		return true;
+	return control[0] == '[' &&
+	       (strstr(control, "default=die") || strstr(control, "default=bad") ||
+		strstr(control, "perm_denied=die") || strstr(control, "perm_denied=bad"));
+}
+
+static bool module_is_ours(const char *module)
+{
+	const char *base = strrchr(module, '/');
+
+	return !strcmp(base ? base + 1 : module, PAM_MODULE);
+}
+
+/* Read the next token; a control in [brackets] may hold spaces. */
+static char *next_token(char **s)
+{
+	char *p = *s, *start;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (!*p)
+		return NULL;
+	start = p;
+	if (*p == '[') {
+		while (*p && *p != ']')
+			p++;
+		if (*p)
+			p++;
+	} else {
+		while (*p && *p != ' ' && *p != '\t')
+			p++;
+	}
+	if (*p)
+		*p++ = '\0';
+	*s = p;
+	return start;
+}
+
+/* Scan one stack file for our module in the account and session phases,
+ * following @include, include and substack (only_type: the phase an
+ * include/substack line brings in; NULL = all). 0, or -errno of the
+ * top-level file. */
+static int pam_scan(const char *dir, const char *name, const char *only_type, int depth,
+		    struct pam_found *f)
+{
+	char path[SBX_PATH_MAX], *buf = NULL, *line, *save = NULL;
+	struct sbx_error err = { 0 };
+	size_t len = 0;
+	int ret;
+
+	if (depth > PAM_MAX_DEPTH)
+		return 0;
+	if (name[0] == '/')
+		ret = sbx_strlcpy(path, sizeof(path), name);
+	else if (strchr(name, '/'))
+		return 0;
+	else
+		ret = sbx_snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (ret != 0)
+		return ret;
+	ret = sbx_read_file(path, 256 * 1024, &buf, &len, &err);
+	if (ret != 0)
+		return ret;
+	if (depth > 0 && !list_has(f->where, name))
+		list_add(f->where, sizeof(f->where), "%s", name);
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *hash = strchr(line, '#'), *p = line, *type, *control, *module;
+
+		if (hash)
+			*hash = '\0';
+		type = next_token(&p);
+		if (!type)
+			continue;
+		if (!strcmp(type, "@include")) {
+			module = next_token(&p);
+			if (module)
+				pam_scan(dir, module, only_type, depth + 1, f);
+			continue;
+		}
+		if (type[0] == '-')
+			type++;
+		control = next_token(&p);
+		module = next_token(&p);
+		if (!control || !module)
+			continue;
+		if (only_type && strcmp(type, only_type) != 0)
+			continue;
+		if (!strcmp(control, "include") || !strcmp(control, "substack")) {
+			pam_scan(dir, module, type, depth + 1, f);
+			continue;
+		}
+		if (!module_is_ours(module))
+			continue;
+		if (!strcmp(type, "account")) {
+			f->account_weak |= !control_enforces(control);
+			f->account = true;
+		} else if (!strcmp(type, "session")) {
+			f->session_weak |= !control_enforces(control);
+			f->session = true;
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+static const char *const interactive_services[] = {
+	"sshd", "login", "su", "su-l", "runuser", "runuser-l",
+};
+static const char *const job_services[] = { "cron", "atd", "systemd-user" };
+
+#define PAM_FIX_ACCOUNT "account [success=ok ignore=ignore default=die] " PAM_MODULE
+#define PAM_FIX_SESSION "session [success=ok ignore=ignore default=die] " PAM_MODULE
+
+static void check_pam_interactive(struct doctor *d, const char *svc)
+{
+	struct pam_found f, other;
+	char fix[512], where[300] = "";
+	int ret;
+
+	memset(&f, 0, sizeof(f));
+	ret = pam_scan(d->pam_dir, svc, NULL, 0, &f);
+	if (f.where[0])
+		snprintf(where, sizeof(where), " (read %s too)", f.where);
+	if (ret == -ENOENT) {
+		memset(&other, 0, sizeof(other));
+		pam_scan(d->pam_dir, "other", NULL, 0, &other);
+		if (other.session && !other.session_weak)
+			row(d, DOC_OK, "pam", svc, NULL,
+			    "no %s/%s stack; PAM falls back to 'other', which has the module", d->pam_dir,
+			    svc);
+		else
+			row(d, DOC_WARN, "pam", svc,
+			    "if a program uses this service, give it a stack with the module",
+			    "no %s/%s stack: a program using service %s falls back to 'other', "
+			    "which lacks the module", d->pam_dir, svc, svc);
+		return;
+	}
+	if (ret != 0) {
+		row(d, DOC_WARN, "pam", svc, NULL, "%s/%s: cannot read: %s", d->pam_dir, svc,
+		    strerror(-ret));
+		return;
+	}
+	if (!f.session || f.session_weak) {
+		snprintf(fix, sizeof(fix), "add \"%s\" at the end of the session lines of %s/%s "
+			 "(see the agent-sandbox-* snippets)", PAM_FIX_SESSION, d->pam_dir, svc);
+		row(d, DOC_FAIL, "pam", svc, fix,
+		    "%s in the session phase%s: agent sessions through %s get no PAM stage "
+		    "(no mount namespace, no record, no checks)",
+		    f.session ? "module is optional/sufficient" : "module missing", where, svc);
+		return;
+	}
+	if (!f.account || f.account_weak) {
+		snprintf(fix, sizeof(fix), "add \"%s\" before @include common-account in %s/%s",
+			 PAM_FIX_ACCOUNT, d->pam_dir, svc);
+		row(d, DOC_WARN, "pam", svc, fix,
+		    "account phase %s%s: the session phase repeats the checks, but refusals come "
+		    "only after authentication", f.account ? "does not enforce a refusal" : "lacks the module",
+		    where);
+		return;
+	}
+	row(d, DOC_OK, "pam", svc, NULL, "module in the account and session phases%s", where);
+}
+
+static void cron_evidence(const struct doctor *d, char *buf, size_t size)
+{
+	bool allow = file_exists("/etc/cron.allow"), deny = file_exists("/etc/cron.deny");
+
+	buf[0] = '\0';
+	list_add(buf, size, "/etc/cron.allow %s", allow ? "present" : "absent");
+	list_add(buf, size, "/etc/cron.deny %s", deny ? "present" : "absent");
+	for (size_t i = 0; i < d->n_agents; i++) {
+		if (d->agents[i].has_crontab)
+			list_add(buf, size, "%s/%s exists", CRONTAB_DIR, d->agents[i].user);
+	}
+}
+
+static void check_pam_job(struct doctor *d, const char *svc)
+{
+	struct pam_found f;
+	char fix[512], evidence[512] = "";
+	bool crontab = false;
+	int ret;
+
+	memset(&f, 0, sizeof(f));
+	ret = pam_scan(d->pam_dir, svc, NULL, 0, &f);
+	if (!strcmp(svc, "cron")) {
+		cron_evidence(d, evidence, sizeof(evidence));
+		for (size_t i = 0; i < d->n_agents; i++)
+			crontab |= d->agents[i].has_crontab;
+	}
+	if (ret == -ENOENT) {
+		row(d, DOC_OK, "pam", svc, NULL, "no %s/%s stack (service not installed)%s%s",
+		    d->pam_dir, svc, evidence[0] ? "; " : "", evidence);
+		return;
+	}
+	if (ret != 0) {
+		row(d, DOC_WARN, "pam", svc, NULL, "%s/%s: cannot read: %s", d->pam_dir, svc,
+		    strerror(-ret));
+		return;
+	}
+	if (f.account && !f.account_weak) {
+		row(d, DOC_OK, "pam", svc, NULL,
+		    "module in the account phase: agent accounts are refused%s%s",
+		    evidence[0] ? "; " : "", evidence);
+		return;
+	}
+	snprintf(fix, sizeof(fix), "add \"%s\" before @include common-account in %s/%s%s",
+		 PAM_FIX_ACCOUNT, d->pam_dir, svc,
+		 !strcmp(svc, "cron") ? "; list agents in /etc/cron.deny" : "");
+	/* A crontab that exists already is an unconfined path today, not a
+	 * possibility: cron runs it with /bin/sh, never through agent-shell. */
+	row(d, crontab ? DOC_FAIL : DOC_WARN, "pam", svc, fix,
+	    "account phase %s: agents could get %s jobs that run outside the sandbox%s%s",
+	    f.account ? "does not enforce a refusal" : "lacks the module",
+	    !strcmp(svc, "systemd-user") ? "systemd --user" : svc, evidence[0] ? "; " : "",
+	    evidence);
+}
+
+/* ---- sshd's effective configuration ------------------------------------ */
+
+/* Run argv with stdout+stderr into *out (NUL-terminated, bounded). In the
+ * child, when /run/sshd (sshd's privilege separation directory, present
+ * only while sshd runs) is missing, give sshd -T a private mount namespace
+ * with an empty /run so it can start; nothing outside that child changes. */
+static int run_capture(char *const argv[], char **out, int *status)
+{
+	static char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fds[2], ret = 0, waited = 0;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return ret;
+	}
+	if (pid == 0) {
+		struct stat st;
+
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		if (stat("/run/sshd", &st) != 0 && geteuid() == 0 &&
+		    (unshare(CLONE_NEWNS) != 0 ||
+		     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		     mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0 ||
+		     mkdir("/run/sshd", 0755) != 0))
+			dprintf(2, "doctor: private /run/sshd for sshd -T: %s\n", strerror(errno));
+		execve(argv[0], argv, envp);
+		dprintf(2, "doctor: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	for (;;) {
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		ssize_t n;
+		int pr = poll(&pfd, 1, CHILD_TIMEOUT_MS);
+
+		if (pr == 0) {
+			kill(pid, SIGKILL);
+			ret = -ETIMEDOUT;
+			break;
+		}
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (len + 4096 + 1 > cap) {
+			char *nb;
+
+			if (cap >= SSHD_OUTPUT_MAX) {
+				kill(pid, SIGKILL);
+				ret = -EFBIG;
+				break;
+			}
+			nb = realloc(buf, cap + 8192);
+			if (!nb) {
+				kill(pid, SIGKILL);
+				ret = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap += 8192;
+		}
+		n = read(fds[0], buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fds[0]);
+	while ((waited = waitpid(pid, status, 0)) < 0 && errno == EINTR)
+		;
+	if (ret == 0 && waited < 0)
+		ret = -errno;
+	if (ret != 0) {
+		free(buf);
+		return ret;
+	}
+	if (!buf && !(buf = calloc(1, 1)))
+		return -ENOMEM;
+	buf[len] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/* The value sshd -T printed for a lowercase keyword, or NULL. */
+static const char *sshd_value(char *text, const char *key, char *val, size_t size)
+{
+	size_t klen = strlen(key);
+
+	for (char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (!strncmp(p, key, klen) && p[klen] == ' ') {
+			size_t n = strcspn(p + klen + 1, "\n");
+
+			if (n >= size)
+				n = size - 1;
+			memcpy(val, p + klen + 1, n);
+			val[n] = '\0';
+			return val;
+		}
+	}
+	return NULL;
+}
+
+/* What sshd must say for an agent (DESIGN 7): each one open is a way
+ * around agent-shell — a forwarder, a tunnel, ~/.ssh/rc via /bin/sh,
+ * ~/.ssh/environment into sshd's exec of the shell. */
+static const struct {
+	const char *key;
+	const char *want;
+} sshd_required[] = {
+	{ "allowtcpforwarding", "no" },
+	{ "allowstreamlocalforwarding", "no" },
+	{ "x11forwarding", "no" },
+	{ "allowagentforwarding", "no" },
+	{ "permittunnel", "no" },
+	{ "permituserrc", "no" },
+	{ "permituserenvironment", "no" },
+	{ "disableforwarding", "yes" },
+	{ "usepam", "yes" },
+};
+
+static void check_sshd_agent(struct doctor *d, const struct doc_agent *a)
+{
+	char conn[SBX_NAME_MAX + 64], bad[512] = "", val[256], *text = NULL;
+	char *argv[8];
+	size_t k = 0;
+	int status = 0, ret;
+	bool sftp_internal = false;
+
+	snprintf(conn, sizeof(conn), "user=%s,host=localhost,addr=127.0.0.1", a->user);
+	argv[k++] = (char *)d->sshd;
+	argv[k++] = (char *)"-T";
+	if (d->sshd_config) {
+		argv[k++] = (char *)"-f";
+		argv[k++] = (char *)d->sshd_config;
+	}
+	argv[k++] = (char *)"-C";
+	argv[k++] = conn;
+	argv[k] = NULL;
+	ret = run_capture(argv, &text, &status);
+	if (ret != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		char *last = text ? strrchr(text, '\n') : NULL;
+
+		while (last && last > text && last[1] == '\0') {
+			*last = '\0';
+			last = strrchr(text, '\n');
+		}
+		row(d, DOC_WARN, "sshd", a->user, "run the command by hand and fix sshd's configuration",
+		    "%s -T%s%s -C %s failed (%s): %s: not verified", d->sshd,
+		    d->sshd_config ? " -f " : "", d->sshd_config ? d->sshd_config : "", conn,
+		    ret ? strerror(-ret) : "exit status", text ? (last ? last + 1 : text) : "");
+		free(text);
+		return;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(sshd_required); i++) {
+		if (!sshd_value(text, sshd_required[i].key, val, sizeof(val)))
+			list_add(bad, sizeof(bad), "%s missing", sshd_required[i].key);
+		else if (strcmp(val, sshd_required[i].want) != 0)
+			list_add(bad, sizeof(bad), "%s %s", sshd_required[i].key, val);
+	}
+	/* Several "subsystem" lines may follow; any internal-sftp one counts. */
+	for (char *p = strstr(text, "subsystem "); p; p = strstr(p + 1, "subsystem ")) {
+		if ((p == text || p[-1] == '\n') && strstr(p, "internal-sftp") &&
+		    strstr(p, "internal-sftp") < (strchr(p, '\n') ? strchr(p, '\n') : p + strlen(p)))
+			sftp_internal = true;
+	}
+	if (bad[0])
+		row(d, DOC_FAIL, "sshd", a->user,
+		    "install /etc/ssh/sshd_config.d/agent-sandbox.conf (Match Group agents: "
+		    "DisableForwarding yes, AllowTcpForwarding no, ..., PermitUserRC no) and keep "
+		    "UsePAM yes; the account must be in the Match group",
+		    "effective config for %s: %s: a way around agent-shell", a->user, bad);
+	else if (sftp_internal)
+		row(d, DOC_WARN, "sshd", a->user,
+		    "Subsystem sftp /usr/lib/openssh/sftp-server in sshd_config",
+		    "forwarding, tunnels, user rc and environment off, UsePAM yes; but sftp is "
+		    "internal-sftp, which runs inside sshd with only the PAM stage's confinement");
+	else
+		row(d, DOC_OK, "sshd", a->user, NULL,
+		    "forwarding, tunnels, user rc and environment off; UsePAM yes; external sftp");
+	free(text);
+}
+
+static void check_sshd(struct doctor *d)
+{
+	if (access(d->sshd, X_OK) != 0) {
+		row(d, DOC_WARN, "sshd", d->sshd, "none if sshd is not used; else pass --sshd PATH",
+		    "not installed or not executable (%s): sshd checks skipped", strerror(errno));
+		return;
+	}
+	if (!d->n_agents) {
+		row(d, DOC_OK, "sshd", d->sshd, NULL, "no agent accounts to check");
+		return;
+	}
+	for (size_t i = 0; i < d->n_agents; i++)
+		check_sshd_agent(d, &d->agents[i]);
+}
+
+/* ---- kernel, as the agent ----------------------------------------------- */
+
+/*
+ * The probe runs as the caller; for root it would always find user
+ * namespaces. So probe in a child that has become the agent: same groups,
+ * uid and gid, and dumpable again (setresuid from root clears it, which
+ * makes /proc/self/uid_map root-owned and the probe's own map writes fail).
+ * The parent never probes, so the child starts with an empty probe cache.
+ */
+static int probe_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *out)
+{
+	struct sbx_probe p;
+	int fds[2], status, ret = -EIO;
+	size_t got = 0;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return ret;
+	}
+	if (pid == 0) {
+		const struct sbx_probe *res;
+		const char *b = (const char *)&p;
+
+		close(fds[0]);
+		if ((user ? initgroups(user, gid) : setgroups(0, NULL)) != 0 ||
+		    setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0 ||
+		    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0 || sbx_probe_get(&res, NULL) != 0)
+			_exit(1);
+		p = *res;
+		for (size_t off = 0; off < sizeof(p);) {
+			ssize_t n = write(fds[1], b + off, sizeof(p) - off);
+
+			if (n <= 0 && errno != EINTR)
+				_exit(1);
+			if (n > 0)
+				off += (size_t)n;
+		}
+		_exit(0);
+	}
+	close(fds[1]);
+	while (got < sizeof(p)) {
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, CHILD_TIMEOUT_MS) == 0) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		n = read(fds[0], (char *)&p + got, sizeof(p) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (got == sizeof(p) && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		*out = p;
+		ret = 0;
+	}
+	return ret;
+}
+
+/* The active LSMs (Landlock must be among them): securityfs, else lsm=. */
+static void lsm_list(char *out, size_t size)
+{
+	char *buf = NULL;
+	const char *l;
+	size_t len = 0;
+
+	if (sbx_read_file("/sys/kernel/security/lsm", 4096, &buf, &len, NULL) == 0 && len) {
+		snprintf(out, size, "%.*s", (int)strcspn(buf, "\n"), buf);
+		free(buf);
+		return;
+	}
+	free(buf);
+	buf = NULL;
+	if (sbx_read_file("/proc/cmdline", 4096, &buf, &len, NULL) == 0 &&
+	    (l = strstr(buf, "lsm=")) != NULL)
+		snprintf(out, size, "%.*s (boot command line)", (int)strcspn(l + 4, " \n"), l + 4);
+	else
+		snprintf(out, size, "kernel default (securityfs not mounted, no lsm= at boot)");
+	free(buf);
+}
+
+static bool any_gated(const struct doctor *d)
+{
+	if (!d->cfg)
+		return false;
+	for (size_t i = 0; i < d->cfg->n_profiles; i++) {
+		if (d->cfg->profiles[i].command == SBX_ACCESS_GATED)
+			return true;
+	}
+	return false;
+}
+
+static void check_kernel(struct doctor *d)
+{
+	struct sbx_probe p;
+	char who[SBX_NAME_MAX + 32], lsm[256], *mfd = NULL;
+	size_t len;
+	const struct doc_agent *a = d->n_agents ? &d->agents[0] : NULL;
+	struct passwd *nobody = a ? NULL : getpwnam("nobody");
+	uid_t uid = a ? a->uid : nobody ? nobody->pw_uid : 65534;
+	gid_t gid = a ? a->gid : nobody ? nobody->pw_gid : 65534;
+	int ret;
+
+	snprintf(who, sizeof(who), "%s%s", a ? a->user : "nobody", a ? "" : " (no agent account)");
+	ret = probe_as(uid, gid, a ? a->user : NULL, &p);
+	if (ret != 0) {
+		row(d, DOC_WARN, "kernel", who, NULL, "probe as uid %u failed: %s", (unsigned)uid,
+		    strerror(-ret));
+		return;
+	}
+	lsm_list(lsm, sizeof(lsm));
+	if (p.landlock_abi == 0)
+		row(d, DOC_WARN, "kernel", "landlock", p.landlock_why,
+		    "unavailable (lsm=%s): sessions are degraded or refused by their floor", lsm);
+	else
+		row(d, DOC_OK, "kernel", "landlock", NULL, "ABI %d, errata %d (lsm=%s)%s",
+		    p.landlock_abi, p.landlock_errata, lsm,
+		    p.landlock_abi < 6 ? "; older ABI: the report names each dropped right" : "");
+	if (!p.seccomp || !p.seccomp_kill_process)
+		row(d, DOC_WARN, "kernel", "seccomp", "a kernel with CONFIG_SECCOMP_FILTER (4.14+)",
+		    "seccomp filter%s unavailable: sessions requiring syscall_filter are refused",
+		    p.seccomp ? " KILL_PROCESS" : "");
+	else
+		row(d, DOC_OK, "kernel", "seccomp", NULL, "filter with KILL_PROCESS");
+	if (!p.userns || !p.mountns || !p.pidns)
+		row(d, DOC_WARN, "kernel", "userns", p.userns_why,
+		    "as %s: no user/mount/pid namespaces: no mount view in the shell; sessions are "
+		    "degraded", who);
+	else
+		row(d, DOC_OK, "kernel", "userns", NULL,
+		    "as %s: user, mount, pid%s%s%s%s namespaces", who, p.netns ? ", net" : "",
+		    p.ipcns ? ", ipc" : "", p.utsns ? ", uts" : "", p.cgroupns ? ", cgroup" : "");
+	if (!p.cgroup2)
+		row(d, DOC_WARN, "kernel", "cgroup2", "boot with systemd.unified_cgroup_hierarchy=1",
+		    "cgroup v2 not mounted: limits are rlimits only");
+	else
+		row(d, DOC_OK, "kernel", "cgroup2", NULL, "mounted%s",
+		    p.cgroup2_delegated ? ", delegated to the agent" : " (not delegated: rlimits only)");
+	/* DESIGN 6: under the gate seccomp already refuses exec-able memfds;
+	 * the sysctl adds a host-wide layer on dedicated agent hosts. */
+	if (any_gated(d) && sbx_read_file("/proc/sys/vm/memfd_noexec", 64, &mfd, &len, NULL) == 0) {
+		uint64_t v = 0;
+
+		mfd[strcspn(mfd, "\n")] = '\0';
+		if (sbx_parse_u64(mfd, false, 0, 2, &v) == 0 && v == 2)
+			row(d, DOC_OK, "kernel", "memfd_noexec", NULL, "vm.memfd_noexec=2");
+		else
+			row(d, DOC_WARN, "kernel", "memfd_noexec",
+			    "sysctl vm.memfd_noexec=2 on a dedicated agent host",
+			    "a profile is gated; vm.memfd_noexec is %s (seccomp still refuses "
+			    "exec-able memfds under the gate)", mfd);
+	}
+	free(mfd);
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static void print_text(const struct doctor *d, size_t n_ok, size_t n_warn, size_t n_fail)
+{
+	printf("agent-shell --doctor: config %s, %zu agent account(s), PAM stacks in %s\n\n",
+	       shell_config_path(), d->n_agents, d->pam_dir);
+	printf("%-6s %-9s %-24s %s\n", "STATUS", "AREA", "SUBJECT", "DETAIL");
+	for (size_t i = 0; i < d->n_rows; i++) {
+		const struct doc_row *r = &d->rows[i];
+
+		printf("%-6s %-9s %-24s %s\n", status_name(r->status), r->area, r->subject, r->detail);
+		if (r->status != DOC_OK && r->fix[0])
+			printf("%-6s %-9s %-24s fix: %s\n", "", "", "", r->fix);
+	}
+	printf("\n%zu OK, %zu WARN, %zu FAIL%s\n", n_ok, n_warn, n_fail,
+	       n_fail ? ": an agent account has a way in that is not confined" : "");
+}
+
+static void print_json(const struct doctor *d, size_t n_ok, size_t n_warn, size_t n_fail)
+{
+	printf("{\"config\":");
+	sbx_json_put_string(stdout, shell_config_path());
+	printf(",\"agents\":[");
+	for (size_t i = 0; i < d->n_agents; i++) {
+		printf("%s", i ? "," : "");
+		sbx_json_put_string(stdout, d->agents[i].user);
+	}
+	printf("],\"rows\":[");
+	for (size_t i = 0; i < d->n_rows; i++) {
+		const struct doc_row *r = &d->rows[i];
+
+		printf("%s{\"area\":", i ? "," : "");
+		sbx_json_put_string(stdout, r->area);
+		printf(",\"subject\":");
+		sbx_json_put_string(stdout, r->subject);
+		printf(",\"status\":\"%s\",\"detail\":", status_name(r->status));
+		sbx_json_put_string(stdout, r->detail);
+		printf(",\"fix\":");
+		sbx_json_put_string(stdout, r->fix);
+		printf("}");
+	}
+	printf("],\"ok\":%zu,\"warn\":%zu,\"fail\":%zu}\n", n_ok, n_warn, n_fail);
+}
+
+static void doctor_usage(FILE *out)
+{
+	fputs("usage: agent-shell --doctor [--json] [--pam-dir DIR] [--sshd PATH] [--sshd-config FILE]\n"
+	      "Run as root. Exit 0: no FAIL; 1: an entry into an agent account is not confined;\n"
+	      "2: usage error.\n", out);
+}
+
+int shell_cmd_doctor(int argc, char **argv)
+{
+	enum { OPT_JSON = 0x100, OPT_PAM_DIR, OPT_SSHD, OPT_SSHD_CONFIG, OPT_HELP };
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "pam-dir", required_argument, NULL, OPT_PAM_DIR },
+		{ "sshd", required_argument, NULL, OPT_SSHD },
+		{ "sshd-config", required_argument, NULL, OPT_SSHD_CONFIG },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct doctor d = {
+		.pam_dir = "/etc/pam.d",
+		.sshd = SSHD_DEFAULT,
+		.group_fallback = "agents",
+	};
+	size_t n_ok = 0, n_warn = 0, n_fail = 0;
+	bool json = false;
+	int c;
+
+	/* argv[0] is "--doctor"; options follow. */
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_JSON:
+			json = true;
+			break;
+		case OPT_PAM_DIR:
+			d.pam_dir = optarg;
+			break;
+		case OPT_SSHD:
+			d.sshd = optarg;
+			break;
+		case OPT_SSHD_CONFIG:
+			d.sshd_config = optarg;
+			break;
+		case OPT_HELP:
+			doctor_usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr, "agent-shell: --doctor: unknown option or missing argument: %s\n",
+				argv[optind - 1] ? argv[optind - 1] : "?");
+			doctor_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "agent-shell: --doctor: unexpected argument %s\n", argv[optind]);
+		doctor_usage(stderr);
+		return 2;
+	}
+	if (d.pam_dir[0] != '/' || d.sshd[0] != '/' || (d.sshd_config && d.sshd_config[0] != '/')) {
+		fprintf(stderr, "agent-shell: --doctor: --pam-dir, --sshd and --sshd-config take absolute paths\n");
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "agent-shell: --doctor must run as root (it reads sshd's effective "
+			"configuration and probes as each agent)\n");
+		return 1;
+	}
+
+	check_config(&d);
+	check_root_dir(&d, "state_dir", d.cfg ? d.cfg->state_dir : "/var/lib/agent-sandbox", "homes");
+	check_root_dir(&d, "runtime_dir", SBX_RUNTIME_DIR, "sessions");
+	collect_agents(&d);
+	if (!d.n_agents)
+		row(&d, DOC_WARN, "accounts", "-", "agent-shell --enroll USER",
+		    "no agent accounts: nothing is matched by the config's [match] rules");
+	for (size_t i = 0; i < d.n_agents; i++)
+		check_account(&d, &d.agents[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(interactive_services); i++)
+		check_pam_interactive(&d, interactive_services[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(job_services); i++)
+		check_pam_job(&d, job_services[i]);
+	check_sshd(&d);
+	check_kernel(&d);
+
+	for (size_t i = 0; i < d.n_rows; i++) {
+		if (d.rows[i].status == DOC_OK)
+			n_ok++;
+		else if (d.rows[i].status == DOC_WARN)
+			n_warn++;
+		else
+			n_fail++;
+	}
+	if (d.out_of_memory)
+		n_fail++;
+	if (json)
+		print_json(&d, n_ok, n_warn, n_fail);
+	else
+		print_text(&d, n_ok, n_warn, n_fail);
+	fflush(stdout);
+	sbx_config_free(d.cfg);
+	free(d.rows);
+	free(d.agents);
+	return n_fail ? 1 : 0;
+}

@@ -1,0 +1,541 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The sysadmin's verbs end to end: agent-shell --enroll/--unenroll and --doctor. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+/*
+ * Real throwaway accounts and groups (names with this run's pid, removed
+ * in the group teardown even when a test fails), a trusted config and
+ * state dir under /run (root-owned all the way up, as the trust rules
+ * need), private PAM stack directories and sshd configs under /tmp. The
+ * machine's own /etc/pam.d and sshd configuration are never read by
+ * these tests' doctor runs or changed.
+ */
+struct fx {
+	char base[64];		/* /run/sbx-test-admin-XXXXXX: config, state, workspaces */
+	char *tmp;		/* /tmp/sbx-test-admin-XXXXXX: PAM dirs, sshd configs */
+	char config[128];
+	char shell[PATH_MAX];	/* the testable agent-shell, also the config's agent_shell */
+	char sshd[PATH_MAX];	/* "" when no sshd is installed */
+	char group[32], group2[32];
+	char user1[32], user2[32], user3[32];
+};
+
+static struct fx fx;
+
+static void write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	assert_int_equal(fchmod(fd, 0644), 0);
+	close(fd);
+}
+
+/* Run a tool with a fixed argv (useradd & co. in set-up and teardown). */
+static int run_quiet(char *const argv[])
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int n = open("/dev/null", O_WRONLY);
+
+		dup2(n, 1);
+		dup2(n, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -1;
+	return sbx_test_status_code(status);
+}
+
+/* Run the testable agent-shell with argv (NULL-terminated, without
+ * argv[0]) against the test config; collect stdout+stderr. drop: as the
+ * unprivileged test uid. Returns the exit code. */
+static int run_shell(bool drop, char **out, const char *const *args)
+{
+	char *argv[16];
+	size_t n = 0, len = 0, cap = 65536;
+	char *buf = calloc(1, cap);
+	int fds[2], status;
+	pid_t pid;
+
+	assert_non_null(buf);
+	argv[n++] = fx.shell;
+	for (; *args && n < ARRAY_SIZE(argv) - 1; args++)
+		argv[n++] = (char *)*args;
+	argv[n] = NULL;
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		close(fds[1]);
+		setenv("SBX_TEST_CONFIG", fx.config, 1);
+		if (drop)
+			sbx_test_drop_to_agent();
+		execv(fx.shell, argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	for (;;) {
+		ssize_t r = read(fds[0], buf + len, cap - len - 1);
+
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (len + 1 >= cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+	}
+	buf[len] = '\0';
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	*out = buf;
+	return sbx_test_status_code(status);
+}
+
+#define RUN(drop, out, ...) run_shell(drop, out, (const char *const[]){ __VA_ARGS__, NULL })
+
+static void assert_contains(const char *text, const char *needle)
+{
+	if (!strstr(text, needle)) {
+		print_message("expected \"%s\" in:\n%s\n", needle, text);
+		fail();
+	}
+}
+
+/* A --doctor --json row: "area", "subject", "status" are printed in that order. */
+static bool has_row(const char *json, const char *area, const char *subject, const char *status)
+{
+	char want[256];
+
+	snprintf(want, sizeof(want), "{\"area\":\"%s\",\"subject\":\"%s\",\"status\":\"%s\"", area,
+		 subject, status);
+	return strstr(json, want) != NULL;
+}
+
+static void assert_row(const char *json, const char *area, const char *subject, const char *status)
+{
+	if (!has_row(json, area, subject, status)) {
+		print_message("expected row %s/%s %s in:\n%s\n", area, subject, status, json);
+		fail();
+	}
+}
+
+static bool member_of(const char *user, const char *group)
+{
+	struct group *gr = getgrnam(group);
+
+	for (char **m = gr ? gr->gr_mem : NULL; m && *m; m++) {
+		if (!strcmp(*m, user))
+			return true;
+	}
+	return false;
+}
+
+static char *file_text(const char *path)
+{
+	char *buf = NULL, *copy;
+	size_t len = 0;
+	int ret = sbx_read_file(path, 1 << 20, &buf, &len, NULL);
+
+	assert_int_equal(ret, 0);
+	copy = strndup(buf, len);
+	free(buf);
+	assert_non_null(copy);
+	return copy;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	remove(p);
+	return 0;
+}
+
+/* The PAM stacks of a host that has the module where it belongs, written
+ * the way Debian's are: @include, include and substack one or two levels
+ * deep. */
+static void write_pam_dir(const char *dir, bool with_module)
+{
+	static const char *const line_acct =
+		"account [success=ok ignore=ignore default=die] pam_agent_sandbox.so\n";
+	static const char *const line_sess =
+		"session [success=ok ignore=ignore default=die] pam_agent_sandbox.so netns\n";
+	char path[PATH_MAX], text[1024];
+
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/common-account", dir);
+	write_text(path, "account [success=1 new_authtok_reqd=done default=ignore] pam_unix.so\n"
+			 "account requisite pam_deny.so\naccount required pam_permit.so\n");
+	snprintf(path, sizeof(path), "%s/common-session", dir);
+	write_text(path, "session required pam_unix.so\n-session optional pam_systemd.so\n");
+	snprintf(text, sizeof(text), "# sshd\n%s@include common-account\n@include common-session\n%s",
+		 with_module ? line_acct : "", with_module ? line_sess : "");
+	snprintf(path, sizeof(path), "%s/sshd", dir);
+	write_text(path, text);
+	snprintf(text, sizeof(text), "%saccount include common-account\nsession substack common-session\n%s",
+		 with_module ? line_acct : "", with_module ? "session required pam_agent_sandbox.so\n" : "");
+	for (const char *const *s = (const char *const[]){ "login", "su", "runuser", NULL }; *s; s++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, *s);
+		write_text(path, text);
+	}
+	snprintf(path, sizeof(path), "%s/su-l", dir);
+	write_text(path, "account include su\nsession include su\n");
+	snprintf(path, sizeof(path), "%s/runuser-l", dir);
+	write_text(path, "account include runuser\nsession include runuser\n");
+	snprintf(text, sizeof(text), "%s@include common-account\n@include common-session\n",
+		 with_module ? line_acct : "");
+	for (const char *const *s = (const char *const[]){ "cron", "atd", "systemd-user", NULL }; *s; s++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, *s);
+		write_text(path, text);
+	}
+}
+
+/* sshd configs: the shipped drop-in (its Match group renamed to the test
+ * group) or nothing; each with its own host key, since sshd -T needs one. */
+static void write_sshd_configs(void)
+{
+	char path[PATH_MAX], key[PATH_MAX], text[3 * PATH_MAX], *dropin;
+	size_t cut;
+	char *const keygen[] = { (char *)"/usr/bin/ssh-keygen", (char *)"-q", (char *)"-t",
+				 (char *)"ed25519", (char *)"-N", (char *)"", (char *)"-f", key,
+				 NULL };
+	FILE *f;
+
+	snprintf(key, sizeof(key), "%s/hostkey", fx.tmp);
+	assert_int_equal(run_quiet(keygen), 0);
+	dropin = file_text("etc/sshd_config.d/agent-sandbox.conf");
+	assert_non_null(strstr(dropin, "\nMatch Group agents"));
+	cut = (size_t)(strstr(dropin, "\nMatch Group agents") - dropin);
+	snprintf(path, sizeof(path), "%s/dropin.conf", fx.tmp);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%.*s\nMatch Group %s%s", (int)cut, dropin, fx.group,
+		dropin + cut + strlen("\nMatch Group agents"));
+	fclose(f);
+	free(dropin);
+	snprintf(text, sizeof(text),
+		 "HostKey %s\nUsePAM yes\nSubsystem sftp /usr/lib/openssh/sftp-server\nInclude %s\n",
+		 key, path);
+	snprintf(path, sizeof(path), "%s/sshd-good.conf", fx.tmp);
+	write_text(path, text);
+	snprintf(text, sizeof(text), "HostKey %s\nUsePAM yes\nSubsystem sftp internal-sftp\n", key);
+	snprintf(path, sizeof(path), "%s/sshd-bare.conf", fx.tmp);
+	write_text(path, text);
+}
+
+static int group_setup(void **state)
+{
+	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+	char path[PATH_MAX], text[4 * PATH_MAX];
+	unsigned id = (unsigned)getpid() % 100000;
+
+	(void)state;
+	memset(&fx, 0, sizeof(fx));
+	if (geteuid() != 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s/tests/agent-shell-testable", build);
+	if (!realpath(path, fx.shell))
+		return -1;
+	if (access("/usr/sbin/sshd", X_OK) == 0)
+		snprintf(fx.sshd, sizeof(fx.sshd), "/usr/sbin/sshd");
+	if (getenv("SBX_TEST_SSHD"))
+		snprintf(fx.sshd, sizeof(fx.sshd), "%s", getenv("SBX_TEST_SSHD"));
+	snprintf(fx.group, sizeof(fx.group), "sbxtg%u", id);
+	snprintf(fx.group2, sizeof(fx.group2), "sbxth%u", id);
+	snprintf(fx.user1, sizeof(fx.user1), "sbxta%u", id);
+	snprintf(fx.user2, sizeof(fx.user2), "sbxtb%u", id);
+	snprintf(fx.user3, sizeof(fx.user3), "sbxtc%u", id);
+	snprintf(fx.base, sizeof(fx.base), "/run/sbx-test-admin-XXXXXX");
+	if (!mkdtemp(fx.base) || chmod(fx.base, 0755) != 0)
+		return -1;
+	fx.tmp = sbx_test_mkdtemp("admin");
+	snprintf(fx.config, sizeof(fx.config), "%s/agent-sandbox.conf", fx.base);
+	snprintf(text, sizeof(text),
+		 "[global]\nstate_dir = %s/state\nagent_shell = %s\n"
+		 "[profile agent]\nworkspace_root = %s/ws/%%u\nhost_write = deny\nnetwork = deny\n"
+		 "home = isolated\n"
+		 "[profile other]\ninherit = agent\nworkspace_root = %s/other/%%u\n"
+		 "[match]\ngroup %s = agent\n",
+		 fx.base, fx.shell, fx.base, fx.base, fx.group);
+	write_text(fx.config, text);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		return 0;
+	for (const char *u = fx.user1; u; u = u == fx.user1 ? fx.user2 : u == fx.user2 ? fx.user3 : NULL) {
+		if (getpwnam(u))
+			run_quiet((char *const[]){ (char *)"/usr/sbin/userdel", (char *)"--remove",
+						   (char *)u, NULL });
+	}
+	if (getgrnam(fx.group))
+		run_quiet((char *const[]){ (char *)"/usr/sbin/groupdel", fx.group, NULL });
+	if (getgrnam(fx.group2))
+		run_quiet((char *const[]){ (char *)"/usr/sbin/groupdel", fx.group2, NULL });
+	if (!strncmp(fx.base, "/run/sbx-test-admin-", 20))
+		nftw(fx.base, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	sbx_test_rmtree(fx.tmp);
+	free(fx.tmp);
+	return 0;
+}
+
+/* Enrol a new account, enrol it again (nothing to do), unenrol it: every
+ * change printed, made exactly, and the config never edited. */
+static void test_enroll_unenroll(void **state)
+{
+	char *out = NULL, *before, *after, ws[PATH_MAX], home[PATH_MAX], want[2 * PATH_MAX + 64];
+	struct passwd *pw;
+	struct stat st;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	before = file_text(fx.config);
+	assert_null(getgrnam(fx.group));
+	assert_int_equal(RUN(false, &out, "--enroll", fx.user1), 0);
+	snprintf(want, sizeof(want), "created group %s", fx.group);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "created account %s", fx.user1);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "added %s to group %s", fx.user1, fx.group);
+	assert_contains(out, want);
+	snprintf(ws, sizeof(ws), "%s/ws/%s", fx.base, fx.user1);
+	snprintf(want, sizeof(want), "created workspace %s", ws);
+	assert_contains(out, want);
+	snprintf(home, sizeof(home), "%s/state/homes/%s", fx.base, fx.user1);
+	snprintf(want, sizeof(want), "created isolated home %s", home);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "%s gets profile agent", fx.user1);
+	assert_contains(out, want);
+	free(out);
+
+	pw = getpwnam(fx.user1);
+	assert_non_null(pw);
+	assert_string_equal(pw->pw_shell, fx.shell);
+	assert_true(member_of(fx.user1, fx.group));
+	assert_int_equal(lstat(ws, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_uid, getpwnam(fx.user1)->pw_uid);
+	assert_int_equal(st.st_mode & 07777, 0750);
+	assert_int_equal(lstat(home, &st), 0);
+	assert_int_equal(st.st_uid, getpwnam(fx.user1)->pw_uid);
+	assert_int_equal(st.st_mode & 07777, 0700);
+
+	/* Idempotent. */
+	assert_int_equal(RUN(false, &out, "--enroll", fx.user1), 0);
+	assert_contains(out, "nothing changed");
+	assert_null(strstr(out, "created"));
+	free(out);
+
+	assert_int_equal(RUN(false, &out, "--unenroll", fx.user1), 0);
+	snprintf(want, sizeof(want), "changed login shell of %s: %s -> /bin/bash", fx.user1, fx.shell);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "removed %s from group %s", fx.user1, fx.group);
+	assert_contains(out, want);
+	assert_contains(out, "left in place");
+	free(out);
+	pw = getpwnam(fx.user1);
+	assert_non_null(pw);	/* never deleted */
+	assert_string_equal(pw->pw_shell, "/bin/bash");
+	assert_false(member_of(fx.user1, fx.group));
+	assert_int_equal(lstat(ws, &st), 0);	/* left in place */
+	assert_int_equal(lstat(home, &st), 0);
+
+	after = file_text(fx.config);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+}
+
+/* A group no [match] rule names: the account is set up, and the line to
+ * add is printed, not written. */
+static void test_enroll_prints_match_line(void **state)
+{
+	char *out = NULL, *before, *after, want[128];
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	before = file_text(fx.config);
+	assert_int_equal(RUN(false, &out, "--enroll", fx.user2, "--group", fx.group2, "--profile",
+			     "other"), 0);
+	assert_contains(out, "not yet matched");
+	snprintf(want, sizeof(want), "  group %s = other", fx.group2);
+	assert_contains(out, want);
+	free(out);
+	assert_true(member_of(fx.user2, fx.group2));
+	after = file_text(fx.config);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+}
+
+static void test_enroll_refusals(void **state)
+{
+	char *out = NULL;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	/* Not root: refused before anything is looked at. */
+	assert_int_equal(RUN(true, &out, "--enroll", fx.user2), 1);
+	assert_contains(out, "must run as root");
+	free(out);
+	assert_int_equal(RUN(true, &out, "--doctor"), 1);
+	assert_contains(out, "must run as root");
+	free(out);
+	/* Names that are not one safe path component: usage errors. */
+	assert_int_equal(RUN(false, &out, "--enroll", "../etc"), 2);
+	free(out);
+	assert_int_equal(RUN(false, &out, "--enroll", "-rf"), 2);
+	free(out);
+	assert_int_equal(RUN(false, &out, "--enroll"), 2);
+	free(out);
+	assert_int_equal(RUN(false, &out, "--enroll", fx.user2, "--workspace", "rel/dir"), 2);
+	free(out);
+	assert_int_equal(RUN(false, &out, "--doctor", "--bogus"), 2);
+	free(out);
+	/* root is never an agent; an unknown profile names itself. */
+	assert_int_equal(RUN(false, &out, "--enroll", "root"), 1);
+	assert_contains(out, "uid 0");
+	free(out);
+	assert_null(getpwnam("sbx-no-such-user-x"));
+	assert_int_equal(RUN(false, &out, "--enroll", "sbx-no-such-user-x", "--profile", "nope"), 1);
+	assert_contains(out, "no profile nope");
+	free(out);
+	assert_null(getpwnam("sbx-no-such-user-x"));	/* nothing created */
+}
+
+/* A good host: no FAIL, exit 0. Then the agent's shell is changed behind
+ * the sandbox's back: FAIL on that account, exit 1. */
+static void test_doctor_good_then_wrong_shell(void **state)
+{
+	char *out = NULL, pam[PATH_MAX], sshd_cfg[PATH_MAX];
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	if (!getpwnam(fx.user3)) {
+		assert_int_equal(RUN(false, &out, "--enroll", fx.user3), 0);
+		free(out);
+	}
+	snprintf(pam, sizeof(pam), "%s/pam-good", fx.tmp);
+	write_pam_dir(pam, true);
+	snprintf(sshd_cfg, sizeof(sshd_cfg), "%s/sshd-good.conf", fx.tmp);
+	write_sshd_configs();
+	if (fx.sshd[0])
+		code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", fx.sshd,
+			   "--sshd-config", sshd_cfg);
+	else
+		code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd",
+			   "/nonexistent/sshd");
+	if (getenv("SBX_TEST_VERBOSE") || code != 0 || strstr(out, "\"status\":\"FAIL\""))
+		fprintf(stderr, "%s\n", out);	/* print_message cuts at 1 KiB */
+	assert_int_equal(code, 0);
+	assert_null(strstr(out, "\"status\":\"FAIL\""));
+	assert_row(out, "config", fx.config, "OK");
+	assert_row(out, "accounts", fx.user3, "OK");
+	for (const char *const *s = (const char *const[]){ "sshd", "login", "su", "su-l", "runuser",
+							   "runuser-l", "cron", "atd",
+							   "systemd-user", NULL }; *s; s++)
+		assert_row(out, "pam", *s, "OK");
+	if (fx.sshd[0])
+		assert_row(out, "sshd", fx.user3, "OK");
+	else
+		print_message("[  NOTE    ] no sshd installed: the sshd rows are WARN (skipped)\n");
+	free(out);
+
+	assert_int_equal(run_quiet((char *const[]){ (char *)"/usr/sbin/usermod", (char *)"-s",
+						    (char *)"/bin/sh", fx.user3, NULL }), 0);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	assert_int_equal(code, 1);
+	assert_row(out, "accounts", fx.user3, "FAIL");
+	assert_contains(out, "login shell /bin/sh is not agent_shell");
+	free(out);
+	/* The text table says the same, with the fix. */
+	code = RUN(false, &out, "--doctor", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	assert_int_equal(code, 1);
+	assert_contains(out, "fix: usermod -s");
+	free(out);
+	assert_int_equal(run_quiet((char *const[]){ (char *)"/usr/sbin/usermod", (char *)"-s",
+						    fx.shell, fx.user3, NULL }), 0);
+}
+
+/* Stacks without the module, and sshd without the drop-in: FAIL rows
+ * naming what is open, exit 1. */
+static void test_doctor_pam_and_sshd_failures(void **state)
+{
+	char *out = NULL, pam[PATH_MAX], sshd_cfg[PATH_MAX];
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	if (!getpwnam(fx.user3)) {
+		assert_int_equal(RUN(false, &out, "--enroll", fx.user3), 0);
+		free(out);
+	}
+	snprintf(pam, sizeof(pam), "%s/pam-bare", fx.tmp);
+	write_pam_dir(pam, false);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	assert_int_equal(code, 1);
+	assert_row(out, "pam", "sshd", "FAIL");
+	assert_row(out, "pam", "su-l", "FAIL");
+	assert_row(out, "pam", "cron", "WARN");	/* no crontab for the agent: a possibility */
+	assert_row(out, "sshd", "/nonexistent/sshd", "WARN");
+	free(out);
+
+	if (!fx.sshd[0]) {
+		print_message("[  SKIP    ] sshd half: no sshd installed (/usr/sbin/sshd)\n");
+		return;
+	}
+	snprintf(pam, sizeof(pam), "%s/pam-good", fx.tmp);
+	snprintf(sshd_cfg, sizeof(sshd_cfg), "%s/sshd-bare.conf", fx.tmp);
+	if (access(pam, F_OK) != 0)
+		write_pam_dir(pam, true);
+	if (access(sshd_cfg, F_OK) != 0)
+		write_sshd_configs();
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", fx.sshd,
+		   "--sshd-config", sshd_cfg);
+	assert_int_equal(code, 1);
+	assert_row(out, "sshd", fx.user3, "FAIL");
+	assert_contains(out, "allowtcpforwarding yes");
+	assert_contains(out, "permituserrc yes");
+	assert_contains(out, "disableforwarding no");
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_enroll_unenroll),
+		cmocka_unit_test(test_enroll_prints_match_line),
+		cmocka_unit_test(test_enroll_refusals),
+		cmocka_unit_test(test_doctor_good_then_wrong_shell),
+		cmocka_unit_test(test_doctor_pam_and_sshd_failures),
+	};
+	return cmocka_run_group_tests_name("admin", tests, group_setup, group_teardown);
+}
