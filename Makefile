@@ -52,7 +52,7 @@ PAM_SO     := $(BUILD)/pam_agent_sandbox.so
 
 HELPERS    := $(BUILD)/tests/tcp_listen $(BUILD)/tests/sbx_probe_inside
 
-.PHONY: all check check-asan fuzz deps demo install uninstall clean bench
+.PHONY: all check check-asan fuzz deps demo install uninstall install-conf-file deb clean bench
 
 all: $(LIBSBX) $(SHELL_BIN) $(PAM_SO)
 
@@ -96,7 +96,7 @@ $(BUILD)/tests/%: tests/helpers/%.c
 # Every test tier from one command. Each tier does its own set-up and
 # removes what it created.
 check: all $(SHELL_TEST_BIN) $(HELPERS) $(TEST_BINS)
-	@BUILD=$(BUILD) ./tests/run-tests.sh $(TEST_BINS)
+	@BUILD=$(BUILD) ./tests/run-tests.sh $(TEST_BINS) tests/e2e/run.sh
 
 check-asan:
 	$(MAKE) BUILD=build-asan SAN=1 check
@@ -122,7 +122,7 @@ fuzz:
 # Debian build and test packages, installed only when missing.
 DEB_PKGS := build-essential clang libpam0g-dev libseccomp-dev libcap-dev \
             libcmocka-dev libpam-modules openssh-server openssh-client \
-            openssh-sftp-server tmux iproute2 util-linux procps
+            openssh-sftp-server tmux iproute2 util-linux procps python3-minimal rsync
 deps:
 	@./tests/install-deps.sh $(DEB_PKGS)
 
@@ -133,29 +133,98 @@ demo: deps
 bench: all
 	@./bench/bench.sh $(BUILD)
 
-install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PAMDIR) \
-		$(DESTDIR)$(SYSCONFDIR)/agent-sandbox $(DESTDIR)$(MANDIR)/man1 \
-		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+# ---- install, uninstall, deb ---------------------------------------------
+# Files under /etc are the admin's once installed: never overwritten (the new
+# version goes beside an edited one as .dist) and removed by uninstall only
+# while unedited. agent_shell in the shipped config names /usr/local/bin; the
+# installed copy names $(BINDIR), where the binary really goes.
+DOCDIR      ?= $(PREFIX)/share/doc/agent-sandbox
+SSHDCONFDIR ?= $(SYSCONFDIR)/ssh/sshd_config.d
+ETC_CONF    := $(BUILD)/install/agent-sandbox.conf
+ETC_PAIRS   := $(ETC_CONF):$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf \
+               etc/skel/.bashrc:$(SYSCONFDIR)/agent-sandbox/skel/.bashrc \
+               etc/skel/.profile:$(SYSCONFDIR)/agent-sandbox/skel/.profile \
+               etc/sshd_config.d/agent-sandbox.conf:$(SSHDCONFDIR)/agent-sandbox.conf
+MANPAGES    := $(wildcard man/*.[1-8])
+
+# The config as installed: agent_shell pointing at $(BINDIR).
+install-conf-file:
+	@mkdir -p $(dir $(ETC_CONF))
+	@sed 's|^\(agent_shell[ 	]*=[ 	]*\)/usr/local/bin/agent-shell|\1$(BINDIR)/agent-shell|' \
+		etc/agent-sandbox.conf > $(ETC_CONF)
+	@grep -q '^agent_shell[ 	]*=[ 	]*$(BINDIR)/agent-shell' $(ETC_CONF) || \
+		{ echo "etc/agent-sandbox.conf: no agent_shell line to point at $(BINDIR)" >&2; exit 1; }
+
+install: all install-conf-file
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PAMDIR) $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/agent-sandbox/skel $(DESTDIR)$(SSHDCONFDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(SHELL_BIN) $(DESTDIR)$(BINDIR)/agent-shell
 	install -m 0644 $(PAM_SO) $(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
-	@# Never overwrite a config an admin may have edited.
-	@if [ -e $(DESTDIR)$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf ]; then \
-		echo "keeping existing $(DESTDIR)$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf"; \
-		install -m 0644 etc/agent-sandbox.conf $(DESTDIR)$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf.dist; \
-	else \
-		install -m 0644 etc/agent-sandbox.conf $(DESTDIR)$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf; \
-	fi
-	@for m in man/*.1; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man1/ || true; done
-	@for m in man/*.5; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man5/ || true; done
-	@for m in man/*.8; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man8/ || true; done
+	install -m 0644 etc/pam.d/agent-sandbox-* $(DESTDIR)$(DOCDIR)/
+	@set -e; for pair in $(ETC_PAIRS); do \
+		src=$${pair%%:*}; dst=$(DESTDIR)$${pair#*:}; \
+		if [ ! -e "$$dst" ]; then \
+			install -m 0644 "$$src" "$$dst"; echo "installed $$dst"; \
+		elif cmp -s "$$src" "$$dst"; then \
+			echo "unchanged $$dst"; \
+		else \
+			install -m 0644 "$$src" "$$dst.dist"; \
+			echo "keeping edited $$dst (new version: $$dst.dist)"; \
+		fi; \
+	done
+	@set -e; for m in $(MANPAGES); do \
+		install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/; done
 
-uninstall:
+uninstall: install-conf-file
 	rm -f $(DESTDIR)$(BINDIR)/agent-shell $(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
-	rm -f $(DESTDIR)$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf.dist
+	rm -f $(DESTDIR)$(DOCDIR)/agent-sandbox-sshd $(DESTDIR)$(DOCDIR)/agent-sandbox-login \
+		$(DESTDIR)$(DOCDIR)/agent-sandbox-su
 	rm -f $(DESTDIR)$(MANDIR)/man1/agent-shell.1 $(DESTDIR)$(MANDIR)/man5/agent-sandbox.conf.5 \
 		$(DESTDIR)$(MANDIR)/man8/pam_agent_sandbox.8
-	@echo "kept $(DESTDIR)$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf (remove it by hand if wanted)"
+	@for pair in $(ETC_PAIRS); do \
+		src=$${pair%%:*}; dst=$(DESTDIR)$${pair#*:}; \
+		rm -f "$$dst.dist"; \
+		if [ -e "$$dst" ] && cmp -s "$$src" "$$dst"; then \
+			rm -f "$$dst"; echo "removed $$dst"; \
+		elif [ -e "$$dst" ]; then \
+			echo "kept edited $$dst (remove it by hand if wanted)"; \
+		fi; \
+	done
+	-@rmdir $(DESTDIR)$(SYSCONFDIR)/agent-sandbox/skel $(DESTDIR)$(SYSCONFDIR)/agent-sandbox \
+		$(DESTDIR)$(DOCDIR) 2>/dev/null || true
+
+# A Debian package without debhelper: the install tree with PREFIX=/usr,
+# /etc files as conffiles, Depends from dpkg-shlibdeps, and a postinst that
+# makes /var/lib/agent-sandbox and the agents group but never edits PAM.
+DEB_VERSION := $(shell sed -n 's/^\#define SBX_VERSION "\(.*\)"/\1/p' lib/sbx.h)
+DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_DIR     := $(BUILD)/deb
+DEB_FILE    := $(BUILD)/agent-sandbox_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB_FIXED_DEPENDS := libc6, libpam0g, libseccomp2, libcap2
+
+deb: all
+	rm -rf $(DEB_DIR) $(DEB_FILE)
+	$(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(DEB_DIR))/root >/dev/null
+	strip --strip-unneeded $(DEB_DIR)/root/usr/bin/agent-shell \
+		$(DEB_DIR)/root$(PAMDIR)/pam_agent_sandbox.so
+	gzip -9n $(DEB_DIR)/root/usr/share/man/man*/*
+	install -m 0644 LICENSE $(DEB_DIR)/root/usr/share/doc/agent-sandbox/copyright
+	install -d $(DEB_DIR)/root/DEBIAN $(DEB_DIR)/shlibs/debian
+	install -m 0755 packaging/postinst $(DEB_DIR)/root/DEBIAN/postinst
+	cd $(DEB_DIR)/root && find etc -type f | sed 's|^|/|' | sort > DEBIAN/conffiles
+	cp packaging/shlibs-control $(DEB_DIR)/shlibs/debian/control
+	@deps=$$(cd $(DEB_DIR)/shlibs && dpkg-shlibdeps -O \
+		$(abspath $(DEB_DIR))/root/usr/bin/agent-shell \
+		$(abspath $(DEB_DIR))/root$(PAMDIR)/pam_agent_sandbox.so 2>/dev/null | \
+		sed -n 's/^shlibs:Depends=//p'); \
+	[ -n "$$deps" ] || deps="$(DEB_FIXED_DEPENDS)"; \
+	size=$$(du -sk --exclude=DEBIAN $(DEB_DIR)/root | cut -f1); \
+	sed -e "s|@VERSION@|$(DEB_VERSION)|" -e "s|@ARCH@|$(DEB_ARCH)|" \
+	    -e "s|@DEPENDS@|$$deps|" -e "s|@SIZE@|$$size|" \
+	    packaging/control.in > $(DEB_DIR)/root/DEBIAN/control
+	dpkg-deb --root-owner-group -Zxz --build $(DEB_DIR)/root $(DEB_FILE)
+	@echo "built $(DEB_FILE)"
 
 clean:
 	rm -rf build build-asan build-fuzz
