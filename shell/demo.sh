@@ -43,11 +43,12 @@ agent-sandbox demo
 INTRO
 
 script='
+why() { "$@" 2>&1 >/dev/null | head -n 1 | sed "s/.*: //"; }
 echo "--- inside the sandbox: uid $(id -u), pid $$, HOME=$HOME, cwd $(pwd)"
 if echo "written by the agent" > agent-output.txt; then echo "ALLOWED  write in the workspace: $(cat agent-output.txt)"; fi
-if ( echo x > /etc/agent-sandbox-demo ) 2>/dev/null; then echo "UNEXPECTED: wrote /etc"; else echo "REFUSED  write to /etc/agent-sandbox-demo: $( ( echo x > /etc/agent-sandbox-demo ) 2>&1 | sed "s/.*: //")"; fi
-if ( exec 3<>/dev/tcp/127.0.0.1/'"$port"' ) 2>/dev/null; then echo "UNEXPECTED: reached the host service"; else echo "REFUSED  connect to host 127.0.0.1:'"$port"': $( ( exec 3<>/dev/tcp/127.0.0.1/'"$port"' ) 2>&1 | sed "s/.*: //")"; fi
-if cat secrets/token >/dev/null 2>&1 && [ -s secrets/token ]; then echo "UNEXPECTED: read the secret"; else echo "REFUSED  read of the deny_read secret: $( { cat secrets/token 2>&1 || true; } | sed "s/.*: //" | head -c 60)(empty or denied)"; fi
+if ( echo x > /etc/agent-sandbox-demo ) 2>/dev/null; then echo "UNEXPECTED: wrote /etc"; else echo "REFUSED  write to /etc/agent-sandbox-demo: $(why sh -c "echo x > /etc/agent-sandbox-demo")"; fi
+if ( exec 3<>/dev/tcp/127.0.0.1/'"$port"' ) 2>/dev/null; then echo "UNEXPECTED: reached the host service"; else echo "REFUSED  connect to the host service 127.0.0.1:'"$port"': $(why bash -c "exec 3<>/dev/tcp/127.0.0.1/'"$port"'")"; fi
+if [ -s secrets/token ] && cat secrets/token >/dev/null 2>&1; then echo "UNEXPECTED: read the secret"; else echo "REFUSED  read of the deny_read secret secrets/token: $(why cat secrets/token) (secrets/ is masked)"; fi
 '
 "${run_as[@]}" "$shell" --run --workspace "$ws" --deny-read "$ws/secrets" -- /bin/bash -c "$script"
 rc=$?

@@ -1,0 +1,354 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# make bench: start-up cost of one confined command — agent-shell against bare
+# bash, bubblewrap and firejail — measured in one run with hyperfine, plus
+# where agent-shell's time goes (decomposition, perf stat, phase timeline).
+#
+# Usage: bench/bench.sh [BUILD_DIR]   (make bench builds first; this builds nothing)
+# As root the sandboxed commands run as "nobody" (a sandbox for an agent is
+# measured as the agent, like shell/demo.sh). Installs bubblewrap, firejail,
+# hyperfine and jq with apt-get when missing (only this script does that).
+# Results: BUILD_DIR/bench/ (hyperfine JSON and markdown, summary, timeline).
+set -u
+
+build=${1:-build}
+if ! build=$(cd "$build" 2>/dev/null && pwd); then
+	echo "bench: no build directory ${1:-build}; run 'make bench'" >&2
+	exit 1
+fi
+shell_bin="$build/agent-shell"
+if [ ! -x "$shell_bin" ]; then
+	echo "bench: $shell_bin missing; run 'make bench'" >&2
+	exit 1
+fi
+results="$build/bench"
+WARMUP=${WARMUP:-3}
+MIN_RUNS=${MIN_RUNS:-30}
+# firejail(1) never lets "nobody" start a sandbox (firejail-users(5)); it is
+# measured as this other unprivileged, nologin account instead. /etc is
+# never edited to allow nobody.
+FIREJAIL_FALLBACK_USER=${FIREJAIL_FALLBACK_USER:-daemon}
+
+is_root=false
+[ "$(id -u)" -eq 0 ] && is_root=true
+
+# --- tools --------------------------------------------------------------
+
+# apt-get install the packages whose command is missing, after checking
+# that Debian has them (apt-cache policy shows a candidate).
+install_missing() {
+	local pair cmd pkg want=() updated=false
+	for pair in "$@"; do
+		cmd=${pair%%:*}
+		pkg=${pair#*:}
+		command -v "$cmd" >/dev/null 2>&1 || want+=("$pkg")
+	done
+	[ ${#want[@]} -eq 0 ] && return 0
+	if ! $is_root; then
+		echo "bench: missing ${want[*]}; as root: apt-get install ${want[*]}" >&2
+		return 0
+	fi
+	local ok=()
+	for pkg in "${want[@]}"; do
+		if ! apt-cache policy "$pkg" 2>/dev/null | grep -q 'Candidate: [0-9]' && ! $updated; then
+			apt-get update -qq || true
+			updated=true
+		fi
+		if apt-cache policy "$pkg" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+			ok+=("$pkg")
+		else
+			echo "bench: package $pkg has no install candidate here; skipped" >&2
+		fi
+	done
+	[ ${#ok[@]} -eq 0 ] && return 0
+	echo "bench: installing ${ok[*]}"
+	# Others may hold the dpkg lock for a while; wait rather than fail.
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+		--no-install-recommends "${ok[@]}" >/dev/null ||
+		echo "bench: apt-get install ${ok[*]} failed" >&2
+}
+
+install_missing hyperfine:hyperfine bwrap:bubblewrap firejail:firejail jq:jq
+for t in hyperfine jq; do
+	if ! command -v "$t" >/dev/null 2>&1; then
+		echo "bench: $t is required" >&2
+		exit 1
+	fi
+done
+
+# --- scratch workspace, owned by the uid that runs the sandboxes ---------
+
+scratch=$(mktemp -d /var/tmp/agent-sandbox-bench.XXXXXX) || exit 1
+cleanup() { rm -rf "$scratch"; }
+trap cleanup EXIT
+chmod 0755 "$scratch"
+ws="$scratch/ws"	# the workspace every sandbox binds read-write
+xdg="$scratch/xdg"	# agent-shell's per-session JSON reports land here, not in /tmp
+out="$scratch/out"	# hyperfine writes as the agent; copied to $results at the end
+mkdir -p "$ws" "$xdg" "$out"
+chmod 0700 "$xdg"
+chmod 0777 "$out"
+
+agent=$(id -un)
+run_as=()
+if $is_root; then
+	agent=nobody
+	chown nobody:nogroup "$ws" "$xdg"
+	run_as=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+fi
+agent_home=$(getent passwd "$agent" | cut -d: -f6)
+# The same small, fixed environment for every command (no SBX_* overrides:
+# the shipped binary reads none, and nothing is inherited from the caller).
+clean_env=(env -i "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	"HOME=${agent_home:-/}" "USER=$agent" "LOGNAME=$agent" "LANG=C.UTF-8"
+	"XDG_RUNTIME_DIR=$xdg")
+
+q() { printf '%q' "$1"; }
+qs=$(q "$shell_bin")
+qws=$(q "$ws")
+
+# name|command; "--" rows start the decomposition group.
+entries=(
+	"bash -c true|bash -c true"
+	"agent-shell --run -- /bin/true|$qs --run --workspace $qws -- /bin/true"
+	"agent-shell --run -- bash -c true|$qs --run --workspace $qws -- /bin/bash -c true"
+	"bwrap -- /bin/true|bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind $qws $qws --new-session /bin/true"
+	"bwrap -- bash -c true|bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind $qws $qws --new-session /bin/bash -c true"
+	"firejail -- /bin/true|firejail --quiet --noprofile --private-tmp --net=none /bin/true"
+	"--"
+	"agent-shell --probe (start-up, config, probe; no session)|$qs --probe"
+	"unshare user+mnt+pid+net+ipc+uts+cgroup, fork /bin/true|unshare --user --mount --pid --net --ipc --uts --cgroup --fork /bin/true"
+	"unshare same without net|unshare --user --mount --pid --ipc --uts --cgroup --fork /bin/true"
+)
+
+# --- preflight: each command once, as the agent; failures are recorded ---
+
+notes="$out/notes.txt"
+: >"$notes"
+main_args=() fj_args=() fj_user=""
+preflight() {	# $1 name, $2 who, $3 command, $4.. run_as prefix
+	local name=$1 who=$2 cmd=$3 rc
+	shift 3
+	"$@" "${clean_env[@]}" timeout 20 bash -c "exec $cmd" >"$out/preflight.out" 2>&1
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		printf '%s: exit %d as %s: %s\n' "$name" "$rc" "$who" \
+			"$(tr '\n' ' ' <"$out/preflight.out" | cut -c1-300)" >>"$notes"
+	fi
+	return $rc
+}
+
+group=main
+decomp_names=()
+for e in "${entries[@]}"; do
+	if [ "$e" = "--" ]; then
+		group=decomp
+		continue
+	fi
+	name=${e%%|*}
+	cmd=${e#*|}
+	tool=${cmd%% *}
+	case $tool in
+	bwrap | firejail | unshare)
+		if ! command -v "$tool" >/dev/null 2>&1; then
+			echo "$name: not measured, $tool not installed" >>"$notes"
+			continue
+		fi ;;
+	esac
+	if [ "$tool" = firejail ]; then
+		fu=$FIREJAIL_FALLBACK_USER
+		if preflight "$name" "$agent" "$cmd" "${run_as[@]}"; then
+			fj_user=$agent
+		elif $is_root && id "$fu" >/dev/null 2>&1 &&
+			preflight "$name" "$fu" "$cmd" setpriv --reuid="$fu" \
+				--regid="$(id -g "$fu")" --clear-groups --; then
+			fj_user=$fu
+			echo "$name: measured as $fu instead (uid $(id -u "$fu"), unprivileged)" >>"$notes"
+		fi
+		[ -n "$fj_user" ] && fj_args+=(-n "$name (as $fj_user)" "$cmd")
+		continue
+	fi
+	preflight "$name" "$agent" "$cmd" "${run_as[@]}" || continue
+	main_args+=(-n "$name" "$cmd")
+	[ $group = decomp ] && decomp_names+=("$name")
+done
+
+# --- the measurement ----------------------------------------------------
+
+nproc_n=$(nproc)
+kernel=$(uname -r)
+cpu=$(LC_ALL=C lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "agent-sandbox bench: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+echo "  machine: $nproc_n CPUs (${cpu:-unknown}), kernel $kernel, load $load_before"
+echo "  tools:   $("$shell_bin" --version), $(hyperfine --version)," \
+	"$(bwrap --version 2>/dev/null || echo 'no bwrap'), $(firejail --version 2>/dev/null | head -n1 || echo 'no firejail')"
+echo "  as:      $agent (firejail: ${fj_user:-not measured}); warmup $WARMUP, min-runs $MIN_RUNS, no shell (-N)"
+echo
+
+hf=(hyperfine -N --warmup "$WARMUP" --min-runs "$MIN_RUNS" --style basic)
+"${run_as[@]}" "${clean_env[@]}" "${hf[@]}" --export-json "$out/main.json" \
+	--export-markdown "$out/main.md" "${main_args[@]}" || {
+	# A sandbox that fails now and then is a finding, not noise: find
+	# which command and keep its message.
+	echo "bench: hyperfine stopped on a failed run; looking for the failure (up to 200 runs each)" >&2
+	for ((k = 1; k < ${#main_args[@]}; k += 3)); do
+		for _ in $(seq 200); do
+			"${run_as[@]}" "${clean_env[@]}" bash -c "exec ${main_args[k + 1]}" \
+				>/dev/null 2>"$out/fail.err"
+			rc=$?
+			if [ $rc -ne 0 ]; then
+				echo "bench: '${main_args[k]}' failed (exit $rc): $(head -c 600 "$out/fail.err")" >&2
+				break
+			fi
+		done
+	done
+	exit 1
+}
+if [ ${#fj_args[@]} -gt 0 ]; then
+	fj_run=()
+	[ "$fj_user" != "$agent" ] && fj_run=(setpriv --reuid="$fj_user" \
+		--regid="$(id -g "$fj_user")" --clear-groups --)
+	[ "$fj_user" = "$agent" ] && fj_run=("${run_as[@]}")
+	"${fj_run[@]}" "${clean_env[@]}" "${hf[@]}" --export-json "$out/firejail.json" \
+		--export-markdown "$out/firejail.md" "${fj_args[@]}" ||
+		echo "firejail: hyperfine failed" >>"$notes"
+fi
+
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- summary table --------------------------------------------------------
+
+parts=("$out/main.json")
+[ -s "$out/firejail.json" ] && parts+=("$out/firejail.json")
+jq -s '{results: (map(.results) | add)}' "${parts[@]}" >"$out/results.json"
+decomp_json=$(printf '%s\n' "${decomp_names[@]}" | jq -R . | jq -s .)
+table() {	# $1 filter: "main" or "decomp"
+	jq -r --arg g "$1" --argjson decomp "$decomp_json" '
+	  def ms: . * 1000 * 100 | round / 100;
+	  def f: ms | tostring | if test("\\.") then . else . + ".0" end;
+	  (.results[] | select(.command == "bash -c true") | .median) as $base
+	  | .results[]
+	  | (.command as $c | $decomp | any(. == $c)) as $in_decomp
+	  | select(($g == "decomp") == $in_decomp)
+	  | "| \(.command) | \(.mean | f) ± \(.stddev | f) | \(.median | f) | \(.min | f) | \(.max | f) | \(.median / $base * 100 | round / 100)× |"
+	' "$out/results.json"
+}
+{
+	echo "| command | mean ± σ (ms) | median (ms) | min (ms) | max (ms) | median vs bash -c true |"
+	echo "|---|---|---|---|---|---|"
+	table main
+	echo
+	echo "Decomposition (where agent-shell's time goes):"
+	echo
+	echo "| command | mean ± σ (ms) | median (ms) | min (ms) | max (ms) | median vs bash -c true |"
+	echo "|---|---|---|---|---|---|"
+	table decomp
+} >"$out/summary.md"
+echo
+echo "=== summary (wall-clock ms per run)"
+cat "$out/summary.md"
+if [ -s "$notes" ]; then
+	echo
+	echo "=== notes"
+	cat "$notes"
+fi
+
+# --- where agent-shell's time goes ---------------------------------------
+
+sh_cmd=("$shell_bin" --run --workspace "$ws" -- /bin/true)
+bw_cmd=(bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc
+	--tmpfs /tmp --bind "$ws" "$ws" --new-session /bin/true)
+if command -v perf >/dev/null 2>&1 && perf stat -e task-clock true >/dev/null 2>&1; then
+	echo
+	echo "=== perf stat -r 30 (software counters; CPU time summed over every process of a run)"
+	for which in agent-shell bwrap; do
+		if [ $which = agent-shell ]; then c=("${sh_cmd[@]}"); else c=("${bw_cmd[@]}"); fi
+		command -v "${c[0]}" >/dev/null 2>&1 || continue
+		perf stat -x, -r 30 -e task-clock,context-switches,cpu-migrations,page-faults \
+			-- "${run_as[@]}" "${clean_env[@]}" "${c[@]}" 2>"$out/perf-$which.csv" >/dev/null
+		awk -F, -v w="$which" '
+			$3 == "task-clock" { printf "%-12s task-clock %.2f ms", w, $1 }
+			$3 == "context-switches" { printf ", %d context switches", $1 }
+			$3 == "cpu-migrations" { printf ", %d migrations", $1 }
+			$3 == "page-faults" { printf ", %d page faults\n", $1 }' "$out/perf-$which.csv"
+	done
+else
+	echo
+	echo "=== perf stat: not available here (install linux-perf for CPU-time counters)"
+fi
+
+# Phase timeline of agent-shell from kernel tracepoints (perf record; a few
+# microseconds per event, unlike strace): median over 15 runs of the time
+# since agent-shell's exec at which each phase ends.
+tp_events=(sched:sched_process_exec sched:sched_process_fork sched:sched_process_exit
+	syscalls:sys_exit_unshare syscalls:sys_enter_mount
+	syscalls:sys_enter_landlock_restrict_self syscalls:sys_enter_seccomp
+	syscalls:sys_exit_seccomp syscalls:sys_enter_exit_group)
+# One run's perf script (comm,pid,time,event,trace) -> "label|ms since exec".
+phases_awk=$(cat <<'AWK'
+function mark(label, t) { if (!(label in seen)) { seen[label] = 1; printf "%s|%.3f\n", label, (t - t0) * 1000 } }
+{ pid = $2; t = $3; sub(/:$/, "", t); ev = $4; sub(/:$/, "", ev) }
+ev == "sched:sched_process_exec" && t0 == "" && /filename=.*agent-shell /{ t0 = t; outer = pid; next }
+t0 == "" { next }
+ev == "sched:sched_process_fork" {
+	match($0, /child_pid=[0-9]+/); child = substr($0, RSTART + 10, RLENGTH - 10)
+	if (pid == outer && probe == "") { probe = child; mark("a start-up: loader, NSS, config, profile -> fork the probe child", t) }
+	else if (pid == outer && setup == "") { setup = child; mark("c outer: session plans -> fork the setup child", t) }
+	else if (pid == setup && init == "") { init = child; mark("e setup: fork PID-1 init", t) }
+	else if (pid == init && wk == "") { wk = child; mark("g init: mount view built -> fork the worker", t) }
+	else if (pid == wk && canary == "") { canary = child; mark("j worker: fs and /proc canaries -> fork the unshare canary", t) }
+}
+ev == "sched:sched_process_exit" && pid == canary { mark("k unshare canary child exits", t) }
+ev == "sched:sched_process_exit" && pid == probe { mark("b kernel probe child (unshare each namespace, one netns) exits", t) }
+ev == "syscalls:sys_exit_unshare" && pid == setup { nu++; if (nu == 2) mark("d setup: unshare user, then mnt+pid+net+ipc+uts+cgroup", t) }
+ev == "syscalls:sys_enter_mount" && pid == init { mark("f init: lo up -> first mount", t) }
+ev == "syscalls:sys_enter_landlock_restrict_self" && pid == wk { mark("h worker: caps dropped+verified, NNP, Landlock ruleset -> restrict_self", t) }
+ev == "syscalls:sys_enter_seccomp" && pid == wk && /op: 0x00000001, flags: 0x00000000, uargs: 0x[0-9a-f]*[1-9a-f]/ { want_sc = 1 }
+ev == "syscalls:sys_exit_seccomp" && pid == wk && want_sc { want_sc = 0; mark("i worker: rlimits, fds, libseccomp builds + loads the filter", t) }
+ev == "sched:sched_process_exec" && pid == wk { mark("l worker: report to outer -> exec the command", t) }
+ev == "sched:sched_process_exit" && pid == wk { mark("m the command runs and exits", t) }
+ev == "syscalls:sys_enter_exit_group" && pid == outer { mark("n init reaps, outer logs/saves report, waits, exits", t) }
+AWK
+)
+if $is_root && command -v perf >/dev/null 2>&1 &&
+	perf record -q -o "$out/tp.test" -e sched:sched_process_exec -- true >/dev/null 2>&1; then
+	for _ in $(seq 15); do
+		perf record -q -o "$out/tp.data" "${tp_events[@]/#/-e}" -- \
+			"${run_as[@]}" "${clean_env[@]}" "${sh_cmd[@]}" >/dev/null 2>&1 || continue
+		perf script -i "$out/tp.data" -F comm,pid,time,event,trace 2>/dev/null |
+			awk "$phases_awk"
+	done | sort -t'|' -k1,1 -k2,2n | awk -F'|' '
+		{ v[$1, ++n[$1]] = $2; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
+		END {
+			printf "\n=== agent-shell --run -- /bin/true, phase ends in ms since its exec (median of 15 runs under perf record)\n"
+			prev = 0
+			for (i = 1; i <= k; i++) {
+				l = order[i]; c = n[l]
+				m = (c % 2) ? v[l, (c + 1) / 2] : (v[l, c / 2] + v[l, c / 2 + 1]) / 2
+				printf "  %6.2f  (+%5.2f)  %s\n", m, m - prev, substr(l, 3); prev = m
+			}
+		}' | tee "$out/timeline.txt"
+else
+	echo
+	echo "=== phase timeline: needs root and perf with tracepoints (linux-perf); skipped"
+fi
+
+mkdir -p "$results"
+cp "$out/main.json" "$out/main.md" "$out/results.json" "$out/summary.md" "$notes" "$results/"
+for f in firejail.json firejail.md timeline.txt perf-agent-shell.csv perf-bwrap.csv; do
+	[ -e "$out/$f" ] && cp "$out/$f" "$results/"
+done
+{
+	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "machine: $nproc_n CPUs (${cpu:-unknown}), kernel $kernel, load before $load_before, after $load_after"
+	echo "agent: $agent; firejail as: ${fj_user:-not measured}"
+} >"$results/machine.txt"
+# A benchmark on a busy machine measures the other work too: say so.
+if awk -v a="${load_before%% *}" -v b="${load_after%% *}" -v n="$nproc_n" 'BEGIN { exit !(a > n / 2 || b > n / 2) }'; then
+	echo
+	echo "WARNING: load average $load_before before, $load_after after, on $nproc_n CPUs:" \
+		"other work competed with this run; re-run on a quiet machine for citable numbers."
+fi
+echo
+echo "results: $results/ (main.json, main.md, results.json, summary.md, timeline.txt, notes.txt)"
