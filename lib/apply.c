@@ -51,22 +51,6 @@ static void __attribute__((noreturn)) die_errno(const char *what)
 	_exit(EXIT_SETUP_FAILED);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Serialise the report to the pipe: the outer process logs it. */
 static void send_report(int fd, const struct sbx_report *r)
 {
@@ -78,7 +62,7 @@ static void send_report(int fd, const struct sbx_report *r)
 		die_errno("report: open_memstream");
 	if (sbx_report_to_json(r, f) != 0 || fclose(f) != 0)
 		die_errno("report: serialise");
-	if (write_all(fd, buf, len) != 0)
+	if (sbx_write_all(fd, buf, len) != 0)
 		die_errno("report: write to supervisor");
 	free(buf);
 	close(fd);
@@ -126,36 +110,17 @@ static void write_report_file(const char *path, const struct sbx_report *r)
 
 static int read_report(int fd, struct sbx_report *r, struct sbx_error *err)
 {
-	char *buf = malloc(REPORT_MAX + 1);
+	char *buf = NULL;
 	size_t used = 0;
 	int ret;
 
-	if (!buf)
-		return sbx_error_set(err, ENOMEM, "report: out of memory");
-	for (;;) {
-		ssize_t n = read(fd, buf + used, REPORT_MAX - used);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = sbx_error_set(err, errno, "report: read: %s", strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		used += (size_t)n;
-		if (used == REPORT_MAX) {
-			ret = sbx_error_set(err, EFBIG, "report: larger than %u bytes", REPORT_MAX);
-			goto out;
-		}
-	}
-	if (used == 0) {
+	ret = sbx_read_fd(fd, "report pipe", REPORT_MAX, &buf, &used, err);
+	if (ret)
+		return ret;
+	if (used == 0)
 		ret = sbx_error_set(err, EIO, "the sandbox ended before it reported (see the message above)");
-		goto out;
-	}
-	buf[used] = '\0';
-	ret = sbx_report_from_json(buf, used, r, err);
-out:
+	else
+		ret = sbx_report_from_json(buf, used, r, err);
 	free(buf);
 	return ret;
 }

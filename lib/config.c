@@ -865,30 +865,10 @@ int sbx_config_load(const char *path, unsigned flags, struct sbx_config **out,
 				SBX_CONFIG_MAX_BYTES, &fd, err);
 	if (r < 0)
 		return r;
-	buf = malloc(SBX_CONFIG_MAX_BYTES + 1);
-	if (!buf) {
-		r = sbx_error_set(err, ENOMEM, "read(%s): out of memory", path);
-		goto out;
-	}
 	/* Read from the fd that was checked, never by name again. */
-	for (;;) {
-		ssize_t n = read(fd, buf + used, SBX_CONFIG_MAX_BYTES + 1 - used);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = sbx_error_set(err, errno, "read(%s): %s", path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		used += (size_t)n;
-		if (used > SBX_CONFIG_MAX_BYTES) {
-			r = sbx_error_set(err, EFBIG, "%s: larger than %u bytes", path,
-					  SBX_CONFIG_MAX_BYTES);
-			goto out;
-		}
-	}
+	r = sbx_read_fd(fd, path, SBX_CONFIG_MAX_BYTES, &buf, &used, err);
+	if (r < 0)
+		goto out;
 	r = sbx_config_parse_buffer(buf, used, path, out, err);
 out:
 	free(buf);

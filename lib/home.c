@@ -233,22 +233,6 @@ out:
 #define HOMES_SHOWN_MAX (SBX_PATH_MAX + 8)
 #define HOME_TMP_SHOWN_MAX (HOMES_SHOWN_MAX + SBX_NAME_MAX + 34)
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Copy one skeleton entry into the new home. Entries that are not regular
  * files are skipped; a regular file must be root-owned, not group/world
  * writable, have one link and be small. */
@@ -333,7 +317,7 @@ static int skel_copy_one(int skel_fd, const char *skel_dir, const char *name,
 		r = sbx_error_set(err, errno, "fchmod(%s, 0644): %s", dst, strerror(errno));
 		goto out;
 	}
-	r = write_all(out, data, used);
+	r = sbx_write_all(out, data, used);
 	if (r)
 		sbx_error_set(err, -r, "write(%s): %s", dst, strerror(-r));
 out:

@@ -39,6 +39,12 @@ bool sbx_path_is_under(const char *path, const char *prefix);
 /* Read a whole small file (bounded by max) into a NUL-terminated buffer. */
 int sbx_read_file(const char *path, size_t max, char **out, size_t *len,
 		  struct sbx_error *err);
+/* The same from an open fd (what names it in messages): read from the fd
+ * that was checked, never by name again. -EFBIG past max. */
+int sbx_read_fd(int fd, const char *what, size_t max, char **out, size_t *len,
+		struct sbx_error *err);
+/* write() until done, retrying EINTR: 0 or -errno. */
+int sbx_write_all(int fd, const char *buf, size_t len);
 
 /* ---- profile.c, restrict.c, config.c, trust.c: the policy core --------- */
 

@@ -397,29 +397,9 @@ int sbx_record_read_verified(const char *runtime_dir, const char *session_id,
 				  path, (unsigned long)st.st_nlink);
 		goto out;
 	}
-	buf = malloc(SBX_RECORD_MAX_BYTES + 1);
-	if (!buf) {
-		r = sbx_error_set(err, ENOMEM, "record %s: out of memory", path);
+	r = sbx_read_fd(fd, path, SBX_RECORD_MAX_BYTES, &buf, &used, err);
+	if (r < 0)
 		goto out;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + used, SBX_RECORD_MAX_BYTES + 1 - used);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = sbx_error_set(err, errno, "read(%s): %s", path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		used += (size_t)n;
-		if (used > SBX_RECORD_MAX_BYTES) {
-			r = sbx_error_set(err, EFBIG, "record %s: larger than %u bytes",
-					  path, SBX_RECORD_MAX_BYTES);
-			goto out;
-		}
-	}
 	r = sbx_record_parse(buf, used, &rec, err);
 	if (r)
 		goto out;

@@ -135,46 +135,65 @@ bool sbx_path_is_under(const char *path, const char *prefix)
 	return path[n] == '\0' || path[n] == '/';
 }
 
-int sbx_read_file(const char *path, size_t max, char **out, size_t *len,
-		  struct sbx_error *err)
+int sbx_read_fd(int fd, const char *what, size_t max, char **out, size_t *len,
+		struct sbx_error *err)
 {
-	char *buf;
+	char *buf = malloc(max + 1);
 	size_t used = 0;
-	int fd, r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return sbx_error_set(err, errno, "open(%s): %s", path, strerror(errno));
-	buf = malloc(max + 1);
-	if (!buf) {
-		close(fd);
-		return sbx_error_set(err, ENOMEM, "read(%s): out of memory", path);
-	}
+	if (!buf)
+		return sbx_error_set(err, ENOMEM, "read(%s): out of memory", what);
 	for (;;) {
 		ssize_t n = read(fd, buf + used, max + 1 - used);
 
 		if (n < 0) {
-			if (errno == EINTR)
+			int e = errno;
+
+			if (e == EINTR)
 				continue;
-			r = sbx_error_set(err, errno, "read(%s): %s", path, strerror(errno));
-			goto fail;
+			free(buf);
+			return sbx_error_set(err, e, "read(%s): %s", what, strerror(e));
 		}
 		if (n == 0)
 			break;
 		used += (size_t)n;
 		if (used > max) {
-			r = sbx_error_set(err, EFBIG, "read(%s): larger than %zu bytes", path, max);
-			goto fail;
+			free(buf);
+			return sbx_error_set(err, EFBIG, "read(%s): larger than %zu bytes", what, max);
 		}
 	}
-	close(fd);
 	buf[used] = '\0';
 	*out = buf;
 	if (len)
 		*len = used;
 	return 0;
-fail:
+}
+
+int sbx_read_file(const char *path, size_t max, char **out, size_t *len,
+		  struct sbx_error *err)
+{
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return sbx_error_set(err, errno, "open(%s): %s", path, strerror(errno));
+	r = sbx_read_fd(fd, path, max, out, len, err);
 	close(fd);
-	free(buf);
 	return r;
+}
+
+int sbx_write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }

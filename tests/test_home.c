@@ -22,20 +22,10 @@ struct fixture {
 	char skel[128];
 };
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	if (remove(p) != 0 && errno != ENOENT)
-		fprintf(stderr, "rmtree: %s: %s\n", p, strerror(errno));
-	return 0;
-}
-
 static void rmtree_run(const char *path)
 {
 	if (strncmp(path, "/run/sbx-test-", 14) == 0)
-		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		sbx_test_rmtree(path);
 }
 
 static void write_file(const char *path, const char *text, mode_t mode)

@@ -51,38 +51,6 @@ struct world {
 
 static struct world W;
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	if (remove(p) != 0 && errno != ENOENT)
-		fprintf(stderr, "rmtree: %s: %s\n", p, strerror(errno));
-	return 0;
-}
-
-static int run_cmd(const char *const argv[])
-{
-	int status = 0;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-
-		if (fd >= 0) {
-			dup2(fd, 1);
-			close(fd);
-		}
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static int write_text(const char *path, const char *text, mode_t mode)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
@@ -264,8 +232,8 @@ static int group_setup_inner(void)
 		const char *b[] = { "/usr/sbin/useradd", "--system", "-M", "-N", "-s",
 				    "/bin/sh", "-d", W.user_home, W.user, NULL };
 
-		W.agent_made = run_cmd(a) == 0;
-		W.user_made = run_cmd(b) == 0;
+		W.agent_made = sbx_test_run_quiet(a) == 0;
+		W.user_made = sbx_test_run_quiet(b) == 0;
 	}
 	if (!W.agent_made || !W.user_made) {
 		fprintf(stderr, "test_pam: useradd failed\n");
@@ -309,7 +277,7 @@ static int group_teardown(void **state)
 		subid_scrub("/etc/subgid", W.user);
 	}
 	if (strncmp(W.base, "/run/sbx-test-", 14) == 0)
-		nftw(W.base, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		sbx_test_rmtree(W.base);
 	return 0;
 }
 
@@ -694,7 +662,7 @@ static void test_concurrent_sessions(void **state)
 	/* Start from no home at all, so the 50 also race to create it. */
 	snprintf(homes, sizeof(homes), "%s/homes/%s", W.state, W.agent);
 	assert_true(strncmp(homes, "/run/sbx-test-", 14) == 0);
-	nftw(homes, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	sbx_test_rmtree(homes);
 	assert_int_equal(access(homes, F_OK), -1);
 	fflush(NULL);
 	for (i = 0; i < ARRAY_SIZE(pids); i++) {

@@ -17,16 +17,6 @@ struct fixture {
 	char sessions[160];
 };
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	if (remove(p) != 0 && errno != ENOENT)
-		fprintf(stderr, "rmtree: %s: %s\n", p, strerror(errno));
-	return 0;
-}
-
 static int setup(void **state)
 {
 	struct fixture *fx;
@@ -55,7 +45,7 @@ static int teardown(void **state)
 
 	if (fx) {
 		if (strncmp(fx->base, "/run/sbx-test-", 14) == 0)
-			nftw(fx->base, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+			sbx_test_rmtree(fx->base);
 		free(fx);
 	}
 	return 0;

@@ -87,38 +87,6 @@ struct run_spec {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	if (remove(p) != 0 && errno != ENOENT)
-		fprintf(stderr, "rmtree: %s: %s\n", p, strerror(errno));
-	return 0;
-}
-
-static int run_argv(const char *const argv[])
-{
-	int status = 0;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-
-		if (fd >= 0) {
-			dup2(fd, 1);
-			close(fd);
-		}
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /* /bin/sh -c cmd under a 30 s timeout; its exit code. */
 static int sh_run(const char *cmd)
 {
@@ -349,10 +317,10 @@ static int group_setup_inner(void)
 		const char *b[] = { "/usr/sbin/useradd", "--system", "-M", "-N", "-u", uid_b,
 				    "-s", "/bin/sh", "-d", W.user_home, W.user, NULL };
 
-		W.group_made = run_argv(g) == 0;
+		W.group_made = sbx_test_run_quiet(g) == 0;
 		if (W.group_made)
-			W.agent_made = run_argv(a) == 0;
-		W.user_made = run_argv(b) == 0;
+			W.agent_made = sbx_test_run_quiet(a) == 0;
+		W.user_made = sbx_test_run_quiet(b) == 0;
 	}
 	if (!W.group_made || !W.agent_made || !W.user_made) {
 		fprintf(stderr, "test_shell: useradd/groupadd failed\n");
@@ -434,7 +402,7 @@ static int group_teardown(void **state)
 	if (W.group_made)
 		sbx_test_remove_group(W.group);
 	if (strncmp(W.base, "/run/sbx-test-shell-", 20) == 0)
-		nftw(W.base, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		sbx_test_rmtree(W.base);
 	return 0;
 }
 

@@ -22,20 +22,10 @@
 static char *top;	/* /sbx-test-trust-XXXXXX */
 static const char conf[] = "[profile p]\nworkspace_root = /w\n";
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	if (remove(p) != 0 && errno != ENOENT)
-		fprintf(stderr, "rmtree: %s: %s\n", p, strerror(errno));
-	return 0;
-}
-
 static void rm_top(void)
 {
 	if (top && strncmp(top, "/sbx-test-trust-", 16) == 0)
-		nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		sbx_test_rmtree(top);
 }
 
 static char *pathf(const char *rel)

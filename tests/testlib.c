@@ -109,8 +109,15 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 
 void sbx_test_rmtree(const char *path)
 {
-	if (path && path[0] == '/' && strncmp(path, "/tmp/sbx-test-", 14) == 0)
-		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	/* Only trees a test made: a typo can never reach anything else. */
+	static const char *const ours[] = { "/tmp/sbx-test-", "/run/sbx-test-", "/sbx-test-" };
+
+	for (size_t i = 0; path && i < ARRAY_SIZE(ours); i++) {
+		if (strncmp(path, ours[i], strlen(ours[i])) == 0) {
+			nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+			return;
+		}
+	}
 }
 
 int sbx_test_log_capture(void)
@@ -201,7 +208,7 @@ void sbx_test_log_drain(int s, char *buf, size_t size)
 	}
 }
 
-static int run_quiet_argv(const char *const argv[])
+int sbx_test_run_quiet(const char *const argv[])
 {
 	int status = 0;
 	pid_t pid = fork();
@@ -213,7 +220,6 @@ static int run_quiet_argv(const char *const argv[])
 
 		if (fd >= 0) {
 			dup2(fd, 1);
-			dup2(fd, 2);
 			close(fd);
 		}
 		execv(argv[0], (char *const *)argv);
@@ -231,7 +237,7 @@ int sbx_test_remove_account(const char *user)
 	const char *argv[] = { "/usr/sbin/userdel", user, NULL };
 
 	for (int i = 0; i < 50 && getpwnam(user); i++) {
-		if (run_quiet_argv(argv) == 0)
+		if (sbx_test_run_quiet(argv) == 0)
 			break;
 		usleep(100 * 1000);
 	}
@@ -247,7 +253,7 @@ int sbx_test_remove_group(const char *group)
 	const char *argv[] = { "/usr/sbin/groupdel", group, NULL };
 
 	for (int i = 0; i < 50 && getgrnam(group); i++) {
-		if (run_quiet_argv(argv) == 0)
+		if (sbx_test_run_quiet(argv) == 0)
 			break;
 		usleep(100 * 1000);
 	}

@@ -33,7 +33,12 @@ int sbx_test_status_code(int status);
 /* A fresh directory under /tmp (mode 0755, root owned) for this test;
  * removed recursively by sbx_test_rmtree. Returns a static-lifetime copy. */
 char *sbx_test_mkdtemp(const char *tag);
+/* Remove a tree a test made: only under /tmp/sbx-test-, /run/sbx-test- or
+ * /sbx-test-; anything else is left alone. */
 void sbx_test_rmtree(const char *path);
+
+/* Run argv[0] (absolute) with argv, stdout to /dev/null; its exit code or -1. */
+int sbx_test_run_quiet(const char *const argv[]);
 
 /*
  * Capture syslog in the calling process, which must be a forked child
