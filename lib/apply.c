@@ -72,8 +72,6 @@ static void write_report_file(const char *path, const struct sbx_report *r)
 {
 	char dir[SBX_PATH_MAX];
 	char *slash;
-	FILE *f;
-	int fd;
 
 	if (!path || !path[0] || sbx_strlcpy(dir, sizeof(dir), path) != 0)
 		return;
@@ -96,16 +94,7 @@ static void write_report_file(const char *path, const struct sbx_report *r)
 			p = s + 1;
 		}
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		return;
-	}
-	(void)sbx_report_to_json(r, f);
-	fclose(f);
+	(void)sbx_report_write_file(path, r);
 }
 
 static int read_report(int fd, struct sbx_report *r, struct sbx_error *err)

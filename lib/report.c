@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The guarantee report: requested/achieved/verified per feature, fail-closed guarantees, level, floor. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -1027,4 +1029,24 @@ int sbx_report_to_logline(const struct sbx_report *r, char *buf, size_t size)
 	if (!r->floor_met)
 		logline_kv(&b, "refusal", r->refusal);
 	return 0;
+}
+
+int sbx_report_write_file(const char *path, const struct sbx_report *r)
+{
+	FILE *f;
+	int fd, ret;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	ret = sbx_report_to_json(r, f);
+	if (fclose(f) != 0 && ret == 0)
+		ret = -EIO;
+	return ret;
 }

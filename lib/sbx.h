@@ -354,6 +354,9 @@ void sbx_report_set(struct sbx_report *r, enum sbx_feature f, bool achieved,
 void sbx_report_finish(struct sbx_report *r);
 
 int sbx_report_to_json(const struct sbx_report *r, FILE *out);
+/* Write the JSON to path (created 0600, truncated, never through a
+ * symlink). 0 or -errno. */
+int sbx_report_write_file(const char *path, const struct sbx_report *r);
 int sbx_report_to_text(const struct sbx_report *r, FILE *out);
 /* One structured line for syslog: key=value pairs, no newline. */
 int sbx_report_to_logline(const struct sbx_report *r, char *buf, size_t size);

@@ -352,6 +352,87 @@ static void check_account(struct doctor *d, const struct doc_agent *a)
 	}
 }
 
+/*
+ * The paths a session of this account needs, as PAM and the shell compute
+ * its profile. Each problem below refuses every login (fail closed, so WARN,
+ * not FAIL), found walking through the README on a fresh Debian 12 host:
+ * the PAM stage masks deny_read before agent-shell reads its config as the
+ * agent's uid ("open(...agent-sandbox.conf): Permission denied"), and the
+ * shell's mount view refuses a missing workspace or root ("open bind
+ * source /opt/toolchains: No such file or directory").
+ */
+static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
+{
+	struct sbx_error err = { 0 };
+	struct passwd *pw = getpwnam(a->user);
+	const struct sbx_profile *named = NULL;
+	struct sbx_profile *p = NULL;
+	gid_t gids[SHELL_MAX_GROUPS];
+	char store[SHELL_MAX_GROUPS][SBX_NAME_MAX], *names[SHELL_MAX_GROUPS];
+	char home[SBX_PATH_MAX], fix[SBX_PATH_MAX + 128];
+	const char *conf = shell_config_path();
+	int n = SHELL_MAX_GROUPS;
+	size_t ng = 0;
+	struct stat st;
+
+	if (!pw || sbx_strlcpy(home, sizeof(home), pw->pw_dir) != 0)
+		return;
+	if (getgrouplist(a->user, a->gid, gids, &n) < 0)
+		n = SHELL_MAX_GROUPS;
+	for (int i = 0; i < n; i++) {
+		struct group *gr = getgrgid(gids[i]);
+
+		if (gr && sbx_strlcpy(store[ng], SBX_NAME_MAX, gr->gr_name) == 0) {
+			names[ng] = store[ng];
+			ng++;
+		}
+	}
+	p = malloc(sizeof(*p));
+	if (!p) {
+		d->out_of_memory = true;
+		return;
+	}
+	if (sbx_config_select(d->cfg, a->user, (const char *const *)names, ng, &named, &err) != 0 ||
+	    sbx_profile_restrict(named, &d->cfg->ceiling, p, &err) != 0 ||
+	    sbx_profile_expand(p, a->user, home, &err) != 0) {
+		row(d, DOC_WARN, "paths", a->user, "fix the config's [match] rules or the profile",
+		    "no usable profile: %s", err.msg);
+		goto out;
+	}
+	for (size_t i = 0; i < p->n_deny_read; i++) {
+		if (!sbx_path_is_under(conf, p->deny_read[i]))
+			continue;
+		snprintf(fix, sizeof(fix), "replace \"deny_read = %s\" by \"root = %s none\"",
+			 p->deny_read[i], p->deny_read[i]);
+		row(d, DOC_WARN, "paths", a->user, fix,
+		    "profile %s: deny_read %s hides %s from agent-shell: every session is refused",
+		    named->name, p->deny_read[i], conf);
+	}
+	if (p->workspace_root[0] && stat(p->workspace_root, &st) != 0) {
+		int e = errno;
+
+		snprintf(fix, sizeof(fix), "agent-shell --enroll %s", a->user);
+		row(d, DOC_WARN, "paths", a->user, fix,
+		    "profile %s: workspace %s: %s: every session is refused", named->name,
+		    p->workspace_root, strerror(e));
+	}
+	for (size_t i = 0; i < p->n_roots; i++) {
+		const struct sbx_root *rt = &p->roots[i];
+		int e;
+
+		if (rt->read == SBX_ACCESS_DENY || stat(rt->path, &st) == 0)
+			continue;
+		e = errno;
+		snprintf(fix, sizeof(fix), "install -d %s%s, or remove the root line", rt->path,
+			 rt->write == SBX_ACCESS_ALLOW ? " (owned by the agent)" : "");
+		row(d, DOC_WARN, "paths", a->user, fix,
+		    "profile %s: root %s %s: %s: every session is refused", named->name, rt->path,
+		    rt->write == SBX_ACCESS_ALLOW ? "rw" : "ro", strerror(e));
+	}
+out:
+	free(p);
+}
+
 /* ---- PAM stacks ------------------------------------------------------- */
 
 struct pam_found {
@@ -1074,8 +1155,11 @@ int shell_cmd_doctor(int argc, char **argv)
 	if (!d.n_agents)
 		row(&d, DOC_WARN, "accounts", "-", "agent-shell --enroll USER",
 		    "no agent accounts: nothing is matched by the config's [match] rules");
-	for (size_t i = 0; i < d.n_agents; i++)
+	for (size_t i = 0; i < d.n_agents; i++) {
 		check_account(&d, &d.agents[i]);
+		if (d.cfg)
+			check_profile_paths(&d, &d.agents[i]);
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(interactive_services); i++)
 		check_pam_interactive(&d, interactive_services[i]);
 	for (size_t i = 0; i < ARRAY_SIZE(job_services); i++)

@@ -108,23 +108,12 @@ void shell_log_session_begin(const char *session_id)
 static void write_report_copy(const struct sbx_report *r)
 {
 	char dir[SBX_PATH_MAX], path[SBX_PATH_MAX + 64];
-	FILE *f;
-	int fd;
 
 	if (shell_report_dir(dir, sizeof(dir)) != 0)
 		return;
 	if (sbx_snprintf(path, sizeof(path), "%s/%s.json", dir, r->session_id) != 0)
 		return;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		return;
-	}
-	sbx_report_to_json(r, f);
-	fclose(f);
+	(void)sbx_report_write_file(path, r);
 }
 
 void shell_log_report(const struct sbx_report *r, void *ctx)
