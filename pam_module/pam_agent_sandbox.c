@@ -619,10 +619,22 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 		strncat(done, ",tmp", sizeof(done) - strlen(done) - 1);
 	}
 
-	/* 5. Secrets. */
+	/* 5. Secrets. agent-shell still has to read its config and be
+	 * executed in this namespace: a secret covering either is left to
+	 * agent-shell's own mount view, which masks it before anything runs
+	 * (a config hidden here made every login fail). */
 	for (i = 0; i < p->n_deny_read; i++) {
 		bool masked = false;
 
+		if (sbx_path_is_under(SBX_CONFIG_PATH, p->deny_read[i]) ||
+		    sbx_path_is_under(a->conf, p->deny_read[i]) ||
+		    sbx_path_is_under(cfg->agent_shell, p->deny_read[i])) {
+			pam_syslog(pamh, LOG_NOTICE,
+				   "user %s: deny_read %s covers agent-shell or its config; "
+				   "masked by agent-shell's view instead of here",
+				   acc->user, p->deny_read[i]);
+			continue;
+		}
 		r = mask_path(p->deny_read[i], &masked, &err);
 		if (masked)
 			undo_note(&u, p->deny_read[i]);

@@ -127,6 +127,11 @@ static int write_config(const char *path, const char *agent_shell, mode_t mode)
 		 "[global]\nstate_dir = %s\nagent_shell = %s\n\n", W.state, agent_shell);
 	snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s",
 		 eph ? scratch_text : profile_text);
+	/* A secret that covers the config's own directory: the PAM stage
+	 * must leave it to agent-shell's view, or no login could read it. */
+	if (!eph)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text),
+			 "deny_read = %s/conf\n", W.base);
 	snprintf(text + strlen(text), sizeof(text) - strlen(text),
 		 "\n[match]\nuser %s = %s\n", W.agent, eph ? "scratch" : "coder");
 	return write_text(path, text, mode);
@@ -469,6 +474,13 @@ static int child_session(void *arg)
 	CHECK(write_text(marker, "x", 0600) == 0, 42);
 	/* A deny_read secret is masked. */
 	CHECK(stat("/etc/shadow", &st) == 0 && S_ISCHR(st.st_mode), 43);
+	/* ... but not one that covers the config: agent-shell reads it next. */
+	{
+		char conf[256];
+
+		snprintf(conf, sizeof(conf), "%s/conf/good.conf", W.base);
+		CHECK(stat(conf, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0, 60);
+	}
 
 	if (capture) {
 		CHECK(sbx_test_log_has(s, "session=", id, logline, sizeof(logline)), 44);
