@@ -769,6 +769,42 @@ static void test_report_timing_and_exit(void **state)
 	assert_int_equal(o.on_report_calls, 1);
 }
 
+/* session_time: the init ends the whole session when it runs out (the
+ * command sees SIGHUP, as on a disconnect), with a control that a command
+ * finishing in time is untouched. */
+static void test_session_time(void **state)
+{
+	const struct fixture *fx = *state;
+	struct scenario sc;
+	struct outcome o;
+	struct timespec start, end;
+	long ms;
+
+	if (!ready(fx, false))
+		skip();
+	scenario_init(&sc, fx);
+	sc.profile.limits.value[SBX_LIMIT_SESSION_TIME] = 1;
+	sc.profile.limits.set_mask |= 1u << SBX_LIMIT_SESSION_TIME;
+	sc.script = "sleep 30";
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	run_scenario(&sc, &o);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	ms = (end.tv_sec - start.tv_sec) * 1000 + (end.tv_nsec - start.tv_nsec) / 1000000;
+	assert_int_equal(o.ret, 0);
+	assert_int_equal(o.exit_code, 128 + SIGHUP);
+	if (ms > 5000)
+		fail_msg("session_time 1 s: the run took %ld ms", ms);
+	assert_true(o.no_child_left);
+
+	scenario_init(&sc, fx);
+	sc.profile.limits.value[SBX_LIMIT_SESSION_TIME] = 5;
+	sc.profile.limits.set_mask |= 1u << SBX_LIMIT_SESSION_TIME;
+	sc.script = "exit 3";
+	run_scenario(&sc, &o);
+	assert_int_equal(o.ret, 0);
+	assert_int_equal(o.exit_code, 3);
+}
+
 static bool contains(const char *hay, const char *needle)
 {
 	if (strstr(hay, needle))
@@ -1083,6 +1119,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusals_without_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gated_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_landlock, setup, teardown),
