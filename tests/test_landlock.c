@@ -19,29 +19,6 @@
 
 #include "testlib.h"
 
-/* Child-side checks: print what failed and exit non-zero. */
-#define CHILD_CHECK(cond)                                                      \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: failed: %s (errno %s)\n",      \
-				__FILE__, __LINE__, #cond, strerror(errno));   \
-			return 1;                                              \
-		}                                                              \
-	} while (0)
-
-#define CHILD_ERRNO(expr, want)                                                \
-	do {                                                                   \
-		long r_;                                                       \
-		errno = 0;                                                     \
-		r_ = (long)(expr);                                             \
-		if (r_ != -1 || errno != (want)) {                             \
-			fprintf(stderr, "%s:%d: %s: want -1/%s, got %ld/%s\n", \
-				__FILE__, __LINE__, #expr, strerror(want), r_, \
-				strerror(errno));                              \
-			return 1;                                              \
-		}                                                              \
-	} while (0)
-
 #define REQUIRE_ABI(n)                                                         \
 	do {                                                                   \
 		if (sbx_landlock_abi() < (n)) {                                \

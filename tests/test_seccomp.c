@@ -39,28 +39,6 @@
 #define AF_VSOCK 40
 #endif
 
-#define CHILD_CHECK(cond)                                                      \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: failed: %s (errno %s)\n",      \
-				__FILE__, __LINE__, #cond, strerror(errno));   \
-			return 1;                                              \
-		}                                                              \
-	} while (0)
-
-#define CHILD_ERRNO(expr, want)                                                \
-	do {                                                                   \
-		long r_;                                                       \
-		errno = 0;                                                     \
-		r_ = (long)(expr);                                             \
-		if (r_ != -1 || errno != (want)) {                             \
-			fprintf(stderr, "%s:%d: %s: want -1/%s, got %ld/%s\n", \
-				__FILE__, __LINE__, #expr, strerror(want), r_, \
-				strerror(errno));                              \
-			return 1;                                              \
-		}                                                              \
-	} while (0)
-
 /* In the child: no_new_privs, then the filter. */
 static int child_apply(bool network_denied, bool inet_denied, bool gated)
 {

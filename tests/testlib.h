@@ -3,11 +3,14 @@
 #ifndef SBX_TESTLIB_H
 #define SBX_TESTLIB_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
 #include <cmocka.h>
 
@@ -61,6 +64,31 @@ void sbx_test_log_drain(int s, char *buf, size_t size);
  * cannot. 0 when gone. */
 int sbx_test_remove_account(const char *user);
 int sbx_test_remove_group(const char *group);
+
+/* Checks inside a forked child (a function returning its exit code): on
+ * failure say what and where on stderr and return 1. CHILD_ERRNO wants the
+ * call to fail with exactly that errno. */
+#define CHILD_CHECK(cond)                                                      \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: failed: %s (errno %s)\n",      \
+				__FILE__, __LINE__, #cond, strerror(errno));   \
+			return 1;                                              \
+		}                                                              \
+	} while (0)
+
+#define CHILD_ERRNO(expr, want)                                                \
+	do {                                                                   \
+		long r_;                                                       \
+		errno = 0;                                                     \
+		r_ = (long)(expr);                                             \
+		if (r_ != -1 || errno != (want)) {                             \
+			fprintf(stderr, "%s:%d: %s: want -1/%s, got %ld/%s\n", \
+				__FILE__, __LINE__, #expr, strerror(want), r_, \
+				strerror(errno));                              \
+			return 1;                                              \
+		}                                                              \
+	} while (0)
 
 /* Skip (with a printed reason) unless running as root. */
 #define SBX_TEST_REQUIRE_ROOT()                                              \
