@@ -2,11 +2,13 @@
 /* pam_agent_sandbox: the root half of an agent session (DESIGN sections 2, 7, 8). */
 #define PAM_SM_ACCOUNT
 #define PAM_SM_SESSION
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
@@ -87,6 +90,7 @@ struct account {
 struct session_state {
 	char id[SBX_SESSION_ID_HEX + 1];
 	char user[SBX_NAME_MAX];
+	uid_t uid;
 	char runtime_dir[SBX_PATH_MAX];
 	char home[SBX_PATH_MAX];
 	unsigned long mntns;
@@ -688,6 +692,7 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 	record_written = true;
 
 	sbx_strlcpy(ss->user, sizeof(ss->user), acc->user);
+	ss->uid = acc->uid;
 	sbx_strlcpy(ss->runtime_dir, sizeof(ss->runtime_dir), a->runtime_dir);
 	sbx_strlcpy(ss->home, sizeof(ss->home), acc->home);
 	ss->mntns = rec.mntns;
@@ -749,12 +754,77 @@ int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **ar
 	return r;
 }
 
+/* The real uid of /proc/<pid>, from its status file; -1 when unknown. */
+static long proc_real_uid(const char *pid)
+{
+	char path[300], buf[2048], *line;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/status", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	line = strstr(buf, "\nUid:\t");
+	return line ? strtol(line + 6, NULL, 10) : -1;
+}
+
+/*
+ * Nothing of a closed session outlives it: every process of the agent's
+ * uid still in the mount namespace this session created is killed. (With
+ * user namespaces agent-shell's PID-1 init already ended its tree; this
+ * catches what runs without them, e.g. a setsid'ed daemon.) The namespace
+ * inode makes it exact: other sessions of the same account have their
+ * own. A pidfd pins each process between the check and the kill.
+ */
+static unsigned kill_session_leftovers(uid_t uid, unsigned long mntns)
+{
+	struct dirent *de;
+	unsigned killed = 0;
+	DIR *d;
+
+	if (uid == 0 || mntns == 0)
+		return 0;
+	d = opendir("/proc");
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		char path[300];
+		struct stat st;
+		int pidfd;
+		long pid;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = strtol(de->d_name, NULL, 10);
+		if (pid <= 1 || pid == (long)getpid())
+			continue;
+		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+		if (pidfd < 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ns/mnt", de->d_name);
+		if (proc_real_uid(de->d_name) == (long)uid && stat(path, &st) == 0 &&
+		    (unsigned long)st.st_ino == mntns &&
+		    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
+			killed++;
+		close(pidfd);
+	}
+	closedir(d);
+	return killed;
+}
+
 int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
 	struct sbx_error err = { 0 };
 	struct session_state *ss = NULL;
 	const void *data = NULL;
 	const char *outcome = "record removed";
+	unsigned killed;
 	bool same_ns;
 	int r;
 
@@ -770,6 +840,7 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 		outcome = "record already gone";
 	else if (r)
 		outcome = err.msg;
+	killed = kill_session_leftovers(ss->uid, ss->mntns);
 	/* Unmount by path only inside the session's own namespace. */
 	same_ns = sbx_ns_inode("mnt") == ss->mntns;
 	if (same_ns && (ss->did & DID_EPHEMERAL_HOME))
@@ -777,8 +848,8 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 	if (same_ns && (ss->did & DID_TMP))
 		umount2("/tmp", MNT_DETACH | UMOUNT_NOFOLLOW);
 	pam_syslog(pamh, LOG_AUTHPRIV | (r && r != -ENOENT ? LOG_ERR : LOG_INFO),
-		   "session=%s user=%s closed after %llds: %s%s", ss->id, ss->user,
-		   (long long)(time(NULL) - ss->started), outcome,
+		   "session=%s user=%s closed after %llds: %s, %u leftover process(es) killed%s",
+		   ss->id, ss->user, (long long)(time(NULL) - ss->started), outcome, killed,
 		   same_ns ? "" : " (other mount namespace: mounts left to it)");
 	return r && r != -ENOENT ? PAM_SESSION_ERR : PAM_SUCCESS;
 }

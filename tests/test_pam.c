@@ -15,6 +15,7 @@
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
@@ -45,6 +46,7 @@ struct world {
 	char agent[32], user[32];	/* account names */
 	char agent_home[128], user_home[128];
 	uid_t agent_uid;
+	gid_t agent_gid;
 	bool agent_made, user_made;
 	char subuid_before[4096];
 };
@@ -250,6 +252,7 @@ static int group_setup_inner(void)
 		if (!pw)
 			return -1;
 		W.agent_uid = pw->pw_uid;
+		W.agent_gid = pw->pw_gid;
 	}
 	return 0;
 }
@@ -410,6 +413,20 @@ static int count_fds(void)
 }
 
 /* The full session: returns 0 when every observable effect is right. */
+/* Reap pid within ms milliseconds; past that, kill it (it is ours) and
+ * say false, so a missing kill fails the test instead of hanging it. */
+static bool reaped_within(pid_t pid, int ms, int *status)
+{
+	for (int waited = 0; waited < ms; waited += 20) {
+		if (waitpid(pid, status, WNOHANG) == pid)
+			return true;
+		usleep(20 * 1000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, status, 0);
+	return false;
+}
+
 static int child_session(void *arg)
 {
 	int fds_before = count_fds();
@@ -421,7 +438,8 @@ static int child_session(void *arg)
 	pam_handle_t *h = NULL;
 	bool capture = arg != NULL;
 	char **env;
-	int s = -1, i;
+	int s = -1, i, wst;
+	pid_t leftover, outsider;
 
 	if (capture) {
 		s = sbx_test_log_capture();
@@ -432,6 +450,18 @@ static int child_session(void *arg)
 	CHECK(pam_start_confdir("sbxtest", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS, 22);
 	CHECK(pam_set_item(h, PAM_RHOST, "192.0.2.9") == PAM_SUCCESS, 23);
 	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 24);
+	/* Control: the agent's process outside this session (forked before
+	 * the session's namespace existed) must survive the close. */
+	outsider = fork();
+	if (outsider == 0) {
+		if (setresgid(W.agent_gid, W.agent_gid, W.agent_gid) != 0 ||
+		    setresuid(W.agent_uid, W.agent_uid, W.agent_uid) != 0)
+			_exit(70);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* never outlive a failed test */
+		pause();
+		_exit(71);
+	}
+	CHECK(outsider > 0, 63);
 	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, 25);
 
 	env = pam_getenvlist(h);
@@ -488,7 +518,27 @@ static int child_session(void *arg)
 		      strstr(logline, "pam_stage=mntns,home-bind,tmp,deny_read"), 45);
 	}
 
+	/* A leftover of the session (the agent's uid, in the session's
+	 * mount namespace, e.g. a setsid'ed daemon) dies at close. */
+	leftover = fork();
+	if (leftover == 0) {
+		setsid();
+		if (setresgid(W.agent_gid, W.agent_gid, W.agent_gid) != 0 ||
+		    setresuid(W.agent_uid, W.agent_uid, W.agent_uid) != 0)
+			_exit(70);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* never outlive a failed test */
+		pause();
+		_exit(71);
+	}
+	CHECK(leftover > 0, 61);
+	usleep(50 * 1000);	/* let it drop its privileges first */
+
 	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 46);
+	CHECK(reaped_within(leftover, 2000, &wst) && WIFSIGNALED(wst) &&
+	      WTERMSIG(wst) == SIGKILL, 62);
+	CHECK(waitpid(outsider, &wst, WNOHANG) == 0, 64);	/* still alive */
+	kill(outsider, SIGKILL);
+	waitpid(outsider, &wst, 0);
 	CHECK(lstat(rec_path, &st) != 0 && errno == ENOENT, 47);
 	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 48);	/* twice is fine */
 	if (capture)

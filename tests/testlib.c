@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -232,9 +233,49 @@ int sbx_test_run_quiet(const char *const argv[])
 
 /* userdel and groupdel fail while another process holds /etc/passwd's
  * lock (a concurrent useradd): retry instead of leaving the entry behind. */
+/* Every process whose real uid is uid: only ever called for a throwaway
+ * account a test created, so they are all the test's own. */
+static void kill_uid(uid_t uid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		char path[300], buf[2048], *line;
+		ssize_t n;
+		int fd;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		line = strstr(buf, "\nUid:\t");
+		if (line && strtoul(line + 6, NULL, 10) == uid)
+			kill((pid_t)strtol(de->d_name, NULL, 10), SIGKILL);
+	}
+	closedir(d);
+}
+
 int sbx_test_remove_account(const char *user)
 {
 	const char *argv[] = { "/usr/sbin/userdel", user, NULL };
+	struct passwd *pw = getpwnam(user);
+
+	/* userdel refuses an account with a live process: a failed test can
+	 * leave one (a child it never reaped). */
+	if (pw && pw->pw_uid != 0) {
+		kill_uid(pw->pw_uid);
+		usleep(50 * 1000);
+	}
 
 	for (int i = 0; i < 50 && getpwnam(user); i++) {
 		if (sbx_test_run_quiet(argv) == 0)
