@@ -374,7 +374,10 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	bool netns;
 	int ret;
 
-	pl->userns = probe->userns && probe->mountns && probe->pidns;
+	/* The mount view needs mount_setattr(2) (Linux 5.12) and has no
+	 * fallback: without it, take the degraded path (no namespaces)
+	 * rather than refuse every session. */
+	pl->userns = probe->userns && probe->mountns && probe->pidns && probe->mount_setattr;
 	pl->landlock_abi = probe->landlock_abi;
 	sbx_strlcpy(pl->landlock_why, sizeof(pl->landlock_why), probe->landlock_why);
 	netns = pl->userns && net_denied && probe->netns;
@@ -441,8 +444,10 @@ static void report_missing_userns(struct sbx_report *r, const struct sbx_probe *
 		SBX_F_USERNS, SBX_F_PIDNS, SBX_F_MOUNTNS, SBX_F_NETNS, SBX_F_IPCNS,
 		SBX_F_UTSNS, SBX_F_CGROUPNS, SBX_F_MOUNT_VIEW, SBX_F_HOME,
 	};
-	const char *why = probe->userns_why[0] ? probe->userns_why :
-			  "user namespaces unavailable to this uid";
+	const char *why = !probe->userns ? (probe->userns_why[0] ? probe->userns_why :
+					    "user namespaces unavailable to this uid") :
+			  !probe->mount_setattr ? "mount_setattr(2) unavailable (Linux < 5.12): no mount view" :
+			  "mount or pid namespaces unavailable to this uid";
 
 	for (size_t i = 0; i < ARRAY_SIZE(ns_features); i++)
 		sbx_report_set(r, ns_features[i], false, false, "%s", why);

@@ -68,7 +68,7 @@ int shell_cmd_check_config(const char *file)
 static void predict(struct sbx_report *r, const struct sbx_profile *p,
 		    const struct sbx_probe *probe)
 {
-	bool ns = probe->userns && probe->mountns && probe->pidns;
+	bool ns = probe->userns && probe->mountns && probe->pidns && probe->mount_setattr;
 	bool netns = ns && probe->netns && p->network != SBX_ACCESS_ALLOW;
 	const char *why = probe->userns_why[0] ? probe->userns_why : "no user namespaces";
 
