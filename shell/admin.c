@@ -34,9 +34,36 @@ int shell_cmd_probe(bool json)
 	return 0;
 }
 
+/* "./draft.conf" -> "/abs/dir/draft.conf": the directory is resolved, the
+ * last component kept as given, so a symlinked config is still refused. */
+static const char *absolute_config_path(const char *file, char *buf, size_t size)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(file, '/');
+	const char *base = slash ? slash + 1 : file;
+
+	if (file[0] == '/')
+		return file;
+	if (slash) {
+		if ((size_t)(slash - file) >= sizeof(dir))
+			return file;
+		memcpy(dir, file, (size_t)(slash - file));
+		dir[slash - file] = '\0';
+	} else {
+		dir[0] = '.';
+		dir[1] = '\0';
+	}
+	if (!realpath(dir, real) ||
+	    sbx_snprintf(buf, size, "%s/%s", strcmp(real, "/") ? real : "", base) != 0)
+		return file;
+	return buf;
+}
+
 int shell_cmd_check_config(const char *file)
 {
-	const char *path = file ? file : shell_config_path();
+	char abs_path[PATH_MAX + 256];
+	const char *path = file ? absolute_config_path(file, abs_path, sizeof(abs_path)) :
+				  shell_config_path();
 	struct sbx_config *cfg = NULL;
 	struct sbx_error err = { 0 };
 	int ret, status = 0;

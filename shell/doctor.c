@@ -356,10 +356,9 @@ static void check_account(struct doctor *d, const struct doc_agent *a)
  * The paths a session of this account needs, as PAM and the shell compute
  * its profile. Each problem below refuses every login (fail closed, so WARN,
  * not FAIL), found walking through the README on a fresh Debian 12 host:
- * the PAM stage masks deny_read before agent-shell reads its config as the
- * agent's uid ("open(...agent-sandbox.conf): Permission denied"), and the
- * shell's mount view refuses a missing workspace or root ("open bind
- * source /opt/toolchains: No such file or directory").
+ * the shell's mount view refuses a missing workspace or root ("open bind
+ * source /opt/toolchains: No such file or directory"). (A deny_read that
+ * covers the config no longer does: the PAM stage leaves it to the shell.)
  */
 static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 {
@@ -370,7 +369,6 @@ static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 	gid_t gids[SHELL_MAX_GROUPS];
 	char store[SHELL_MAX_GROUPS][SBX_NAME_MAX], *names[SHELL_MAX_GROUPS];
 	char home[SBX_PATH_MAX], fix[SBX_PATH_MAX + 128];
-	const char *conf = shell_config_path();
 	int n = SHELL_MAX_GROUPS;
 	size_t ng = 0;
 	struct stat st;
@@ -398,15 +396,6 @@ static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 		row(d, DOC_WARN, "paths", a->user, "fix the config's [match] rules or the profile",
 		    "no usable profile: %s", err.msg);
 		goto out;
-	}
-	for (size_t i = 0; i < p->n_deny_read; i++) {
-		if (!sbx_path_is_under(conf, p->deny_read[i]))
-			continue;
-		snprintf(fix, sizeof(fix), "replace \"deny_read = %s\" by \"root = %s none\"",
-			 p->deny_read[i], p->deny_read[i]);
-		row(d, DOC_WARN, "paths", a->user, fix,
-		    "profile %s: deny_read %s hides %s from agent-shell: every session is refused",
-		    named->name, p->deny_read[i], conf);
 	}
 	if (p->workspace_root[0] && stat(p->workspace_root, &st) != 0) {
 		int e = errno;
