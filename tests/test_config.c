@@ -14,7 +14,7 @@ static int parse(const char *text, struct sbx_config **cfg, struct sbx_error *er
 	return sbx_config_parse_buffer(text, strlen(text), NAME, cfg, err);
 }
 
-/* The example of the design brief, with the profiles it refers to. */
+/* The documented example config, with the profiles it refers to. */
 static const char full_example[] =
 	"# whole-line comments; also trailing comments after whitespace: \"network = deny  # no egress\"\n"
 	"[global]\n"
