@@ -176,6 +176,12 @@ int shell_cmd_explain(const char *user, bool json)
 		fprintf(stderr, "agent-shell: %s\n", err.msg);
 		goto out;
 	}
+	if (!cfg) {
+		fprintf(stderr, "agent-shell: --explain %s: no configuration at %s, so no account is "
+			"an agent account: every login through agent-shell is refused, and --run uses "
+			"the built-in default profile\n", id.user, shell_config_path());
+		goto out;
+	}
 	if (shell_resolve_profile(cfg, &id, NULL, NULL, true, p, &is_agent, &err) != 0) {
 		fprintf(stderr, "agent-shell: %s\n", err.msg);
 		goto out;
