@@ -102,6 +102,15 @@ cleanup() {
 			kill -KILL "$p" 2>/dev/null
 		done
 	done
+	# Everything still in our mount namespace was started by this test
+	# (sshds, their session processes, the sink): none may outlive it.
+	if [ -n "$HOLDER" ] && ns=$(readlink "/proc/$HOLDER/ns/mnt") &&
+		[ "$ns" != "$(readlink /proc/self/ns/mnt)" ]; then
+		for p in /proc/[0-9]*; do
+			[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] || continue
+			[ "${p#/proc/}" = "$HOLDER" ] || kill -KILL "${p#/proc/}" 2>/dev/null
+		done
+	fi
 	if [ -n "$HOLDER" ]; then
 		kill "$HOLDER" 2>/dev/null
 		wait "$HOLDER" 2>/dev/null
@@ -115,6 +124,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 NS() { nsenter -t "$HOLDER" -m -- "$@"; }
+# In the background, with $! the daemon itself: a function run with "&"
+# would be a subshell whose pid is not the daemon's (teardown killed the
+# subshell and left sshd and the sink running).
+NSBG() { nsenter -t "$HOLDER" -m -- "$@" & }
 
 # ---- set-up -------------------------------------------------------------
 
@@ -149,7 +162,7 @@ setup() {
 	# The mounts, in the namespace only (ns-setup.sh refuses to run in ours).
 	NS /bin/bash "$HERE/ns-setup.sh" "$(readlink /proc/self/ns/mnt)" "$W" || return 1
 
-	NS "$PY" "$HELPER" sink /dev/log "$WN/syslog.log" &
+	NSBG "$PY" "$HELPER" sink /dev/log "$WN/syslog.log"
 	SINK=$!
 	"$PY" "$HELPER" listen "$T/listen.port" "$T/listen.log" &
 	LISTENER=$!
@@ -281,7 +294,7 @@ setup() {
 		[ "$v" = a ] || svc=$SVC-$v
 		ln -s "$SSHD" "$W/bin/$svc"
 		NS "$WN/bin/$svc" -t -f "$WN/sshd/$v.conf" || return 1
-		NS "$WN/bin/$svc" -D -f "$WN/sshd/$v.conf" -E "$WN/sshd/$v.log" &
+		NSBG "$WN/bin/$svc" -D -f "$WN/sshd/$v.conf" -E "$WN/sshd/$v.log"
 		SSHD_PIDS+=($!)
 	done
 	for v in a b c d; do
