@@ -145,32 +145,19 @@ int shell_cmd_explain(const char *user, bool json)
 	struct sbx_report *r = calloc(1, sizeof(*r));
 	const struct sbx_probe *probe;
 	struct passwd *pw;
-	gid_t groups[SHELL_MAX_GROUPS];
-	int n = SHELL_MAX_GROUPS, status = 1;
+	int status = 1;
 	bool is_agent;
 
 	if (!p || !r)
 		goto out;
-	memset(&id, 0, sizeof(id));
 	pw = getpwnam(user);
 	if (!pw) {
 		fprintf(stderr, "agent-shell: --explain %s: no such user\n", user);
 		goto out;
 	}
-	id.uid = pw->pw_uid;
-	id.gid = pw->pw_gid;
-	sbx_strlcpy(id.user, sizeof(id.user), pw->pw_name);
-	sbx_strlcpy(id.home, sizeof(id.home), pw->pw_dir);
-	sbx_strlcpy(id.login_shell, sizeof(id.login_shell), pw->pw_shell);
-	if (getgrouplist(id.user, id.gid, groups, &n) < 0)
-		n = SHELL_MAX_GROUPS;
-	for (int i = 0; i < n; i++) {
-		struct group *gr = getgrgid(groups[i]);
-
-		if (gr && sbx_strlcpy(id.group_store[id.n_groups], SBX_NAME_MAX, gr->gr_name) == 0) {
-			id.groups[id.n_groups] = id.group_store[id.n_groups];
-			id.n_groups++;
-		}
+	if (shell_identity_of(pw, &id, &err) != 0) {
+		fprintf(stderr, "agent-shell: %s\n", err.msg);
+		goto out;
 	}
 	if (shell_config_load(&cfg, &err) != 0) {
 		fprintf(stderr, "agent-shell: %s\n", err.msg);

@@ -304,14 +304,10 @@ static void collect_agents(struct doctor *d)
 	}
 }
 
-static const char *const privileged_groups[] = {
-	"root", "sudo", "wheel", "adm", "docker", "lxd", "disk",
-};
-
 static void check_account(struct doctor *d, const struct doc_agent *a)
 {
-	gid_t groups[SHELL_MAX_GROUPS];
-	int n = SHELL_MAX_GROUPS;
+	struct shell_identity id;
+	struct passwd *pw;
 	char bad[256] = "", path[SBX_PATH_MAX], fix[SBX_PATH_MAX + 256];
 
 	if (a->uid == 0)
@@ -333,17 +329,11 @@ static void check_account(struct doctor *d, const struct doc_agent *a)
 		    "lingering (%s): systemd --user runs the account's units outside any session",
 		    path);
 	}
-	if (getgrouplist(a->user, a->gid, groups, &n) < 0)
-		n = SHELL_MAX_GROUPS;
-	for (int i = 0; i < n; i++) {
-		struct group *gr = getgrgid(groups[i]);
-
-		if (!gr)
-			continue;
-		for (size_t k = 0; k < ARRAY_SIZE(privileged_groups); k++) {
-			if (!strcmp(gr->gr_name, privileged_groups[k]))
-				list_add(bad, sizeof(bad), "%s", gr->gr_name);
-		}
+	pw = getpwnam(a->user);
+	if (pw && shell_identity_of(pw, &id, NULL) == 0) {
+		for (size_t i = 0; i < id.n_groups; i++)
+			if (shell_group_is_privileged(id.groups[i]))
+				list_add(bad, sizeof(bad), "%s", id.groups[i]);
 	}
 	if (bad[0]) {
 		snprintf(fix, sizeof(fix), "gpasswd -d %s GROUP for each group listed", a->user);
@@ -366,33 +356,21 @@ static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 	struct passwd *pw = getpwnam(a->user);
 	const struct sbx_profile *named = NULL;
 	struct sbx_profile *p = NULL;
-	gid_t gids[SHELL_MAX_GROUPS];
-	char store[SHELL_MAX_GROUPS][SBX_NAME_MAX], *names[SHELL_MAX_GROUPS];
-	char home[SBX_PATH_MAX], fix[SBX_PATH_MAX + 128];
-	int n = SHELL_MAX_GROUPS;
-	size_t ng = 0;
+	struct shell_identity id;
+	char fix[SBX_PATH_MAX + 128];
 	struct stat st;
 
-	if (!pw || sbx_strlcpy(home, sizeof(home), pw->pw_dir) != 0)
+	if (!pw || shell_identity_of(pw, &id, NULL) != 0)
 		return;
-	if (getgrouplist(a->user, a->gid, gids, &n) < 0)
-		n = SHELL_MAX_GROUPS;
-	for (int i = 0; i < n; i++) {
-		struct group *gr = getgrgid(gids[i]);
-
-		if (gr && sbx_strlcpy(store[ng], SBX_NAME_MAX, gr->gr_name) == 0) {
-			names[ng] = store[ng];
-			ng++;
-		}
-	}
 	p = malloc(sizeof(*p));
 	if (!p) {
 		d->out_of_memory = true;
 		return;
 	}
-	if (sbx_config_select(d->cfg, a->user, (const char *const *)names, ng, &named, &err) != 0 ||
+	if (sbx_config_select(d->cfg, a->user, (const char *const *)id.groups, id.n_groups,
+			      &named, &err) != 0 ||
 	    sbx_profile_restrict(named, &d->cfg->ceiling, p, &err) != 0 ||
-	    sbx_profile_expand(p, a->user, home, &err) != 0) {
+	    sbx_profile_expand(p, a->user, id.home, &err) != 0) {
 		row(d, DOC_WARN, "paths", a->user, "fix the config's [match] rules or the profile",
 		    "no usable profile: %s", err.msg);
 		goto out;

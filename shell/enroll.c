@@ -108,27 +108,6 @@ static bool supplementary_member(const char *user, const char *group)
 	return false;
 }
 
-/* The user's group names, for sbx_config_select. */
-static size_t user_groups(const struct passwd *pw, char store[][SBX_NAME_MAX], char **names,
-			  size_t max)
-{
-	gid_t gids[SHELL_MAX_GROUPS];
-	int n = SHELL_MAX_GROUPS;
-	size_t k = 0;
-
-	if (getgrouplist(pw->pw_name, pw->pw_gid, gids, &n) < 0)
-		n = SHELL_MAX_GROUPS;
-	for (int i = 0; i < n && k < max; i++) {
-		struct group *gr = getgrgid(gids[i]);
-
-		if (gr && sbx_strlcpy(store[k], SBX_NAME_MAX, gr->gr_name) == 0) {
-			names[k] = store[k];
-			k++;
-		}
-	}
-	return k;
-}
-
 /*
  * mkdir -p from "/" on directory fds (O_NOFOLLOW each step, so a symlink
  * planted on the way is refused, DESIGN 8): missing parents root-owned
@@ -213,24 +192,19 @@ static const struct sbx_match *rule_for(const struct sbx_config *cfg, enum sbx_m
 	return NULL;
 }
 
-static const char *const privileged_groups[] = {
-	"root", "sudo", "wheel", "adm", "docker", "lxd", "disk",
-};
-
 static int enroll(const struct enroll_opts *o, struct sbx_config *cfg)
 {
 	struct sbx_error err = { 0 };
 	const struct sbx_match *urule = rule_for(cfg, SBX_MATCH_USER, o->user);
 	const struct sbx_profile *named, *selected = NULL;
 	struct sbx_profile *p = calloc(1, sizeof(*p));
-	char gstore[SHELL_MAX_GROUPS][SBX_NAME_MAX], *gnames[SHELL_MAX_GROUPS];
+	struct shell_identity id;
 	char home[SBX_PATH_MAX], workspace[SBX_PATH_MAX], uidbuf[32];
 	const char *group, *profile;
 	struct passwd *pw;
 	struct stat st;
 	unsigned changes = 0;
 	bool created, home_existed;
-	size_t ng;
 	int status = 1, ret;
 
 	if (!p) {
@@ -357,8 +331,10 @@ static int enroll(const struct enroll_opts *o, struct sbx_config *cfg)
 		printf("%s is already enrolled: nothing changed\n", o->user);
 
 	/* Does the config now select it, and for the profile asked? */
-	ng = user_groups(pw, gstore, gnames, SHELL_MAX_GROUPS);
-	ret = sbx_config_select(cfg, o->user, (const char *const *)gnames, ng, &selected, &err);
+	ret = shell_identity_of(pw, &id, &err);
+	if (ret == 0)
+		ret = sbx_config_select(cfg, o->user, (const char *const *)id.groups, id.n_groups,
+					&selected, &err);
 	if (ret == -ENOENT || (ret == 0 && strcmp(selected->name, profile) != 0)) {
 		printf("not yet matched%s%s: add to the [match] section of %s:\n",
 		       ret == 0 ? " to profile " : "", ret == 0 ? profile : "", shell_config_path());
@@ -372,12 +348,10 @@ static int enroll(const struct enroll_opts *o, struct sbx_config *cfg)
 		printf("%s gets profile %s (%s)\n", o->user, profile,
 		       rule_for(cfg, SBX_MATCH_USER, o->user) ? "user rule" : "group rule");
 	}
-	for (size_t i = 0; i < ng; i++) {
-		for (size_t k = 0; k < ARRAY_SIZE(privileged_groups); k++) {
-			if (!strcmp(gnames[i], privileged_groups[k]))
-				printf("warning: %s is in group %s: privilege outside the sandbox "
-				       "(gpasswd -d %s %s)\n", o->user, gnames[i], o->user, gnames[i]);
-		}
+	for (size_t i = 0; i < id.n_groups; i++) {
+		if (shell_group_is_privileged(id.groups[i]))
+			printf("warning: %s is in group %s: privilege outside the sandbox "
+			       "(gpasswd -d %s %s)\n", o->user, id.groups[i], o->user, id.groups[i]);
 	}
 	printf("next: put the agent's SSH key in %s/.ssh/authorized_keys, then run agent-shell --doctor\n",
 	       home);

@@ -44,19 +44,14 @@ const char *shell_config_path(void)
 	return SBX_CONFIG_PATH;
 }
 
-/* The caller's passwd entry and group names (for group rules). */
-int shell_identity(struct shell_identity *id, struct sbx_error *err)
+/* A passwd entry and its group names (for group rules). */
+int shell_identity_of(const struct passwd *pw, struct shell_identity *id,
+		      struct sbx_error *err)
 {
-	struct passwd *pw;
 	gid_t groups[SHELL_MAX_GROUPS];
 	int n = SHELL_MAX_GROUPS;
 
 	memset(id, 0, sizeof(*id));
-	errno = 0;
-	pw = getpwuid(getuid());
-	if (!pw)
-		return sbx_error_set(err, errno ? errno : ENOENT,
-				     "no passwd entry for uid %u", (unsigned)getuid());
 	id->uid = pw->pw_uid;
 	id->gid = pw->pw_gid;
 	if (sbx_strlcpy(id->user, sizeof(id->user), pw->pw_name) ||
@@ -76,6 +71,32 @@ int shell_identity(struct shell_identity *id, struct sbx_error *err)
 		}
 	}
 	return 0;
+}
+
+/* The caller's identity. */
+int shell_identity(struct shell_identity *id, struct sbx_error *err)
+{
+	struct passwd *pw;
+
+	errno = 0;
+	pw = getpwuid(getuid());
+	if (!pw)
+		return sbx_error_set(err, errno ? errno : ENOENT,
+				     "no passwd entry for uid %u", (unsigned)getuid());
+	return shell_identity_of(pw, id, err);
+}
+
+/* Membership of these gives an account authority outside any sandbox. */
+bool shell_group_is_privileged(const char *group)
+{
+	static const char *const privileged[] = {
+		"root", "sudo", "wheel", "adm", "docker", "lxd", "disk",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(privileged); i++)
+		if (!strcmp(group, privileged[i]))
+			return true;
+	return false;
 }
 
 void shell_new_session_id(char out[40])

@@ -22,6 +22,10 @@ struct shell_identity {
 int shell_config_load(struct sbx_config **out, struct sbx_error *err);
 const char *shell_config_path(void);
 int shell_identity(struct shell_identity *id, struct sbx_error *err);
+struct passwd;
+int shell_identity_of(const struct passwd *pw, struct shell_identity *id,
+		      struct sbx_error *err);
+bool shell_group_is_privileged(const char *group);
 void shell_new_session_id(char out[40]);
 int shell_resolve_profile(const struct sbx_config *cfg, const struct shell_identity *id,
 			  const char *want_profile, const char *want_workspace,
