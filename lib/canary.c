@@ -42,18 +42,6 @@ extern char **environ;
  * - on failure it appends "canary: <why>" to the entry's detail.
  */
 
-/* Bounded formatting where truncating a diagnostic is acceptable. */
-static void text_set(char *dst, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void text_set(char *dst, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(dst, size, fmt, ap);
-	va_end(ap);
-}
-
 static void canary_fail(struct sbx_report *r, enum sbx_feature f,
 			const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void canary_fail(struct sbx_report *r, enum sbx_feature f,
@@ -234,14 +222,14 @@ static void canary_write_boundary(const struct sbx_profile *p,
 		case W_READONLY: mv_proof = true; break;
 		case W_BREACH:
 			breach = true;
-			text_set(breach_path, sizeof(breach_path), "%s", tries[i].path);
+			sbx_text_set(breach_path, sizeof(breach_path), "%s", tries[i].path);
 			break;
 		default: break;
 		}
 	}
 	if (access("/etc/.agent-sandbox-canary", F_OK) == 0) {
 		breach = true;
-		text_set(breach_path, sizeof(breach_path), "/etc/.agent-sandbox-canary exists");
+		sbx_text_set(breach_path, sizeof(breach_path), "/etc/.agent-sandbox-canary exists");
 	}
 	ws = 0;
 	if (s && s->workspace[0] && p->workspace_write == SBX_ACCESS_ALLOW)
@@ -292,19 +280,19 @@ static int deny_read_one(const char *path, char *why, size_t why_size)
 			return 0;
 		if (e == EACCES || e == EPERM)
 			return dac ? 1 : 0;
-		text_set(why, why_size, "%s: open: %s", path, strerror(e));
+		sbx_text_set(why, why_size, "%s: open: %s", path, strerror(e));
 		return -1;
 	}
 	if (fstat(fd, &st) != 0) {
 		close(fd);
-		text_set(why, why_size, "%s: fstat failed", path);
+		sbx_text_set(why, why_size, "%s: fstat failed", path);
 		return -1;
 	}
 	if (S_ISDIR(st.st_mode)) {
 		d = fdopendir(fd);
 		if (!d) {
 			close(fd);
-			text_set(why, why_size, "%s: not listable", path);
+			sbx_text_set(why, why_size, "%s: not listable", path);
 			return -1;
 		}
 		/* Masked: an empty directory. Without a mount view Landlock
@@ -332,7 +320,7 @@ static int deny_read_one(const char *path, char *why, size_t why_size)
 			if (fstat(efd, &st) == 0 && S_ISREG(st.st_mode) &&
 			    read(efd, &c, 1) == 1) {
 				close(efd);
-				text_set(why, why_size, "%s/%s is readable", path, de->d_name);
+				sbx_text_set(why, why_size, "%s/%s is readable", path, de->d_name);
 				closedir(d);
 				return -1;
 			}
@@ -350,7 +338,7 @@ static int deny_read_one(const char *path, char *why, size_t why_size)
 		return 1;	/* masked: reads as empty */
 	if (n < 0 && (e == EACCES || e == EPERM))
 		return 1;
-	text_set(why, why_size, "%s is readable", path);
+	sbx_text_set(why, why_size, "%s is readable", path);
 	return -1;
 }
 

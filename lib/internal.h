@@ -25,6 +25,11 @@ int sbx_strlcpy(char *dst, size_t size, const char *src);
 int sbx_snprintf(char *dst, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* snprintf into a diagnostic buffer where cutting the text is acceptable
+ * (report details, probe reasons). */
+void sbx_text_set(char *dst, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Decimal u64 with optional suffix K/M/G/T (powers of 1024) when
  * allow_suffix; bounds inclusive. 0 or -EINVAL / -ERANGE. */
 int sbx_parse_u64(const char *s, bool allow_suffix, uint64_t min, uint64_t max,

@@ -48,19 +48,6 @@
 static struct sbx_probe probe_cache;
 static bool probe_cached;
 
-/* Bounded formatting where truncating a diagnostic is acceptable (the
- * caller's buffer is fixed by struct sbx_probe). */
-static void set_text(char *dst, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void set_text(char *dst, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(dst, size, fmt, ap);
-	va_end(ap);
-}
-
 /* Read a small proc/sys file into buf (NUL-terminated, trailing newline
  * stripped). 0 or -errno. */
 static int read_small(const char *path, char *buf, size_t size)
@@ -143,11 +130,11 @@ static void probe_landlock(struct sbx_probe *p)
 				    "kernel built without CONFIG_SECURITY_LANDLOCK");
 		} else if (e == EOPNOTSUPP) {
 			current_lsm_list(lsm, sizeof(lsm));
-			set_text(p->landlock_why, sizeof(p->landlock_why),
+			sbx_text_set(p->landlock_why, sizeof(p->landlock_why),
 				 "Landlock not enabled at boot: add landlock to lsm= "
 				 "on the kernel command line (current: %s)", lsm);
 		} else {
-			set_text(p->landlock_why, sizeof(p->landlock_why),
+			sbx_text_set(p->landlock_why, sizeof(p->landlock_why),
 				 "landlock_create_ruleset(VERSION): %s", strerror(e));
 		}
 		return;
@@ -280,7 +267,7 @@ static bool running_in_container(char *hint, size_t size)
 	if (read_small("/proc/1/cgroup", buf, sizeof(buf)) == 0) {
 		for (i = 0; i < ARRAY_SIZE(markers); i++) {
 			if (strstr(buf, markers[i])) {
-				set_text(hint, size, "/proc/1/cgroup mentions %s", markers[i]);
+				sbx_text_set(hint, size, "/proc/1/cgroup mentions %s", markers[i]);
 				return true;
 			}
 		}
@@ -307,13 +294,13 @@ static void explain_userns(struct sbx_probe *p, int e)
 			    "AppArmor profile for agent-shell with 'userns,' or sysctl "
 			    "kernel.apparmor_restrict_unprivileged_userns=0");
 	} else if (running_in_container(hint, sizeof(hint))) {
-		set_text(p->userns_why, sizeof(p->userns_why),
+		sbx_text_set(p->userns_why, sizeof(p->userns_why),
 			 "inside a container (%s): its runtime's seccomp profile "
 			 "or user namespace blocks unshare(CLONE_NEWUSER): %s; fix: "
 			 "allow unshare/clone with CLONE_NEWUSER in the runtime",
 			 hint, strerror(e));
 	} else {
-		set_text(p->userns_why, sizeof(p->userns_why),
+		sbx_text_set(p->userns_why, sizeof(p->userns_why),
 			 "unshare(CLONE_NEWUSER): %s", strerror(e));
 	}
 }
@@ -330,7 +317,7 @@ static void probe_namespaces(struct sbx_probe *p)
 
 	memset(&res, 0, sizeof(res));
 	if (pipe2(fds, O_CLOEXEC) != 0) {
-		set_text(p->userns_why, sizeof(p->userns_why),
+		sbx_text_set(p->userns_why, sizeof(p->userns_why),
 			 "probe: pipe2: %s", strerror(errno));
 		return;
 	}
@@ -341,7 +328,7 @@ static void probe_namespaces(struct sbx_probe *p)
 		e = errno;
 		close(fds[0]);
 		close(fds[1]);
-		set_text(p->userns_why, sizeof(p->userns_why),
+		sbx_text_set(p->userns_why, sizeof(p->userns_why),
 			 "probe: fork: %s", strerror(e));
 		return;
 	}
@@ -388,7 +375,7 @@ static void probe_namespaces(struct sbx_probe *p)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (got != sizeof(res)) {
-		set_text(p->userns_why, sizeof(p->userns_why),
+		sbx_text_set(p->userns_why, sizeof(p->userns_why),
 			 "probe child gave no answer within %d s",
 			 PROBE_CHILD_TIMEOUT_MS / 1000);
 		return;
@@ -398,7 +385,7 @@ static void probe_namespaces(struct sbx_probe *p)
 		goto note_root;
 	}
 	if (res.map_errno) {
-		set_text(p->userns_why, sizeof(p->userns_why),
+		sbx_text_set(p->userns_why, sizeof(p->userns_why),
 			 "user namespace created but writing its uid/gid map "
 			 "failed: %s", strerror(res.map_errno));
 		goto note_root;
@@ -422,7 +409,7 @@ note_root:
 	if (getuid() == 0) {
 		size_t len = strlen(p->userns_why);
 
-		set_text(p->userns_why + len, sizeof(p->userns_why) - len,
+		sbx_text_set(p->userns_why + len, sizeof(p->userns_why) - len,
 			 "%sprobed as root: this is root's result; agent-shell "
 			 "probes as the agent", len ? "; " : "");
 	}
@@ -530,76 +517,76 @@ static void probe_rows(const struct sbx_probe *p, struct probe_row rows[ROW_COUN
 #define ROW(n, v) do { rows[i].name = (n); rows[i].ok = (v); rows[i].detail[0] = '\0'; } while (0)
 	ROW("landlock", p->landlock_abi > 0);
 	if (p->landlock_abi > 0)
-		set_text(rows[i].detail, sizeof(rows[i].detail), "ABI %d, errata 0x%x",
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail), "ABI %d, errata 0x%x",
 			 p->landlock_abi, (unsigned)p->landlock_errata);
 	else
-		set_text(rows[i].detail, sizeof(rows[i].detail), "%s",
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail), "%s",
 			 p->landlock_why[0] ? p->landlock_why : "unavailable (cause unknown)");
 	i++;
 	ROW("seccomp", p->seccomp);
 	if (!p->seccomp)
-		set_text(rows[i].detail, sizeof(rows[i].detail),
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
 			 "kernel built without CONFIG_SECCOMP_FILTER; fix: a kernel "
 			 "with seccomp filters");
 	i++;
 	ROW("seccomp_kill_process", p->seccomp_kill_process);
 	if (!p->seccomp_kill_process)
-		set_text(rows[i].detail, sizeof(rows[i].detail),
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
 			 "SECCOMP_RET_KILL_PROCESS unavailable (kernel < 4.14); fix: "
 			 "a newer kernel");
 	i++;
 	ROW("userns", p->userns);
-	set_text(rows[i].detail, sizeof(rows[i].detail), "%s", p->userns_why);
+	sbx_text_set(rows[i].detail, sizeof(rows[i].detail), "%s", p->userns_why);
 	i++;
 	ROW("mountns", p->mountns);
 	if (!p->mountns)
-		set_text(rows[i].detail, sizeof(rows[i].detail),
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
 			 "%sunshare(CLONE_NEWNS) refused; the PAM stage (root) can "
 			 "supply the mount namespace", nsnote);
 	i++;
 	ROW("pidns", p->pidns);
 	if (!p->pidns)
-		set_text(rows[i].detail, sizeof(rows[i].detail),
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
 			 "%sunshare(CLONE_NEWPID) refused", nsnote);
 	i++;
 	ROW("netns", p->netns);
 	if (!p->netns)
-		set_text(rows[i].detail, sizeof(rows[i].detail),
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
 			 "%sunshare(CLONE_NEWNET) refused; the PAM stage (root) can "
 			 "supply the network namespace", nsnote);
 	i++;
 	ROW("ipcns", p->ipcns);
 	if (!p->ipcns)
-		set_text(rows[i].detail, sizeof(rows[i].detail),
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
 			 "%sunshare(CLONE_NEWIPC) refused", nsnote);
 	i++;
 	ROW("utsns", p->utsns);
 	if (!p->utsns)
-		set_text(rows[i].detail, sizeof(rows[i].detail),
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
 			 "%sunshare(CLONE_NEWUTS) refused", nsnote);
 	i++;
 	ROW("cgroupns", p->cgroupns);
 	if (!p->cgroupns)
-		set_text(rows[i].detail, sizeof(rows[i].detail),
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
 			 "%sunshare(CLONE_NEWCGROUP) refused (kernel without "
 			 "CONFIG_CGROUPS?)", nsnote);
 	i++;
 	ROW("cgroup2", p->cgroup2);
 	if (!p->cgroup2)
-		set_text(rows[i].detail, sizeof(rows[i].detail),
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
 			 "no cgroup2 at /sys/fs/cgroup or /sys/fs/cgroup/unified; fix: "
 			 "boot with systemd.unified_cgroup_hierarchy=1");
 	i++;
 	ROW("cgroup2_delegated", p->cgroup2_delegated);
 	if (!p->cgroup2_delegated)
-		set_text(rows[i].detail, sizeof(rows[i].detail),
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
 			 "this uid's cgroup is not writable; fix: systemd delegation "
 			 "(user@.service Delegate=yes) or a root-made subtree chowned "
 			 "to the agent");
 	i++;
 	ROW("mount_setattr", p->mount_setattr);
 	if (!p->mount_setattr)
-		set_text(rows[i].detail, sizeof(rows[i].detail),
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
 			 "mount_setattr(2) missing (kernel < 5.12); recursive "
 			 "read-only falls back to per-mount remounts");
 	i++;

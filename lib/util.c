@@ -64,6 +64,15 @@ int sbx_snprintf(char *dst, size_t size, const char *fmt, ...)
 	return 0;
 }
 
+void sbx_text_set(char *dst, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(dst, size, fmt, ap);
+	va_end(ap);
+}
+
 int sbx_parse_u64(const char *s, bool allow_suffix, uint64_t min, uint64_t max,
 		  uint64_t *out)
 {

@@ -143,46 +143,9 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Processes whose real uid is uid (the account's leftovers); with
- * kill_them, SIGKILL each by pid (only ever our own test account's uid). */
-static int scan_procs_of(uid_t uid, bool kill_them)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)) != NULL) {
-		char path[300], buf[4096], *l;
-		ssize_t len;
-		int fd;
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = '\0';
-		l = strstr(buf, "\nUid:\t");
-		if (l && (uid_t)strtoul(l + 6, NULL, 10) == uid) {
-			n++;
-			if (kill_them)
-				kill((pid_t)strtol(e->d_name, NULL, 10), SIGKILL);
-		}
-	}
-	closedir(d);
-	return n;
-}
-
 static int count_procs_of(uid_t uid)
 {
-	return scan_procs_of(uid, false);
+	return sbx_test_procs_of(uid, false);
 }
 
 /* Leftovers may still be exiting for a moment; wait up to 2 s. */
@@ -392,7 +355,7 @@ static int group_teardown(void **state)
 		return 0;
 	/* Nothing of the account may outlive the tests. */
 	if (W.agent_made && W.agent_uid)
-		scan_procs_of(W.agent_uid, true);
+		sbx_test_procs_of(W.agent_uid, true);
 	if (W.agent_made) {
 		sbx_test_remove_account(W.agent);
 	}

@@ -233,36 +233,41 @@ int sbx_test_run_quiet(const char *const argv[])
 
 /* userdel and groupdel fail while another process holds /etc/passwd's
  * lock (a concurrent useradd): retry instead of leaving the entry behind. */
-/* Every process whose real uid is uid: only ever called for a throwaway
- * account a test created, so they are all the test's own. */
-static void kill_uid(uid_t uid)
+/* Processes whose real uid is uid (the account's leftovers); with
+ * kill_them, SIGKILL each by pid (only ever our own test account's uid). */
+int sbx_test_procs_of(uid_t uid, bool kill_them)
 {
 	DIR *d = opendir("/proc");
-	struct dirent *de;
+	struct dirent *e;
+	int n = 0;
 
 	if (!d)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		char path[300], buf[2048], *line;
-		ssize_t n;
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		char path[300], buf[4096], *l;
+		ssize_t len;
 		int fd;
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
+		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
+		len = read(fd, buf, sizeof(buf) - 1);
 		close(fd);
-		if (n <= 0)
+		if (len <= 0)
 			continue;
-		buf[n] = '\0';
-		line = strstr(buf, "\nUid:\t");
-		if (line && strtoul(line + 6, NULL, 10) == uid)
-			kill((pid_t)strtol(de->d_name, NULL, 10), SIGKILL);
+		buf[len] = '\0';
+		l = strstr(buf, "\nUid:\t");
+		if (l && (uid_t)strtoul(l + 6, NULL, 10) == uid) {
+			n++;
+			if (kill_them)
+				kill((pid_t)strtol(e->d_name, NULL, 10), SIGKILL);
+		}
 	}
 	closedir(d);
+	return n;
 }
 
 int sbx_test_remove_account(const char *user)
@@ -273,7 +278,7 @@ int sbx_test_remove_account(const char *user)
 	/* userdel refuses an account with a live process: a failed test can
 	 * leave one (a child it never reaped). */
 	if (pw && pw->pw_uid != 0) {
-		kill_uid(pw->pw_uid);
+		sbx_test_procs_of(pw->pw_uid, true);
 		usleep(50 * 1000);
 	}
 
