@@ -1290,12 +1290,32 @@ static void test_interactive_pty(void **state)
 	assert_true(now_s() - t0 < 2.0);
 	pty_send(t, "echo after-$((3+4))\n");
 	assert_true(pty_expect(t, "after-7", 5, &at));
-	/* Window resize reaches the shell's terminal. */
+	/*
+	 * Window resize reaches the shell's terminal. Resize at the prompt,
+	 * as a terminal user does: the kernel signals SIGWINCH before it
+	 * stores the new size, so a resize that lands while bash is between
+	 * a command and its prompt is a different (bash-side) path.
+	 */
+	assert_true(pty_expect(t, "sbx-prompt$ ", 5, &at));
 	ws.ws_row = 33;
 	ws.ws_col = 111;
 	assert_int_equal(ioctl(t->master, TIOCSWINSZ, &ws), 0);
+	{
+		struct winsize back = { 0 };
+
+		assert_int_equal(ioctl(t->master, TIOCGWINSZ, &back), 0);
+		assert_int_equal(back.ws_row, 33);
+		assert_int_equal(back.ws_col, 111);
+	}
 	pty_send(t, "stty size\n");
-	assert_true(pty_expect(t, "33 111", 5, &at));
+	if (!pty_expect(t, "33 111", 5, &at)) {
+		struct winsize now = { 0 };
+
+		ioctl(t->master, TIOCGWINSZ, &now);
+		fprintf(stderr, "pty: the terminal's size is now %u %u\n",
+			now.ws_row, now.ws_col);
+		fail();
+	}
 	pty_send(t, "exit 3\n");
 	{
 		double end = now_s() + 10;
