@@ -51,6 +51,11 @@ int sbx_read_fd(int fd, const char *what, size_t max, char **out, size_t *len,
 /* write() until done, retrying EINTR: 0 or -errno. */
 int sbx_write_all(int fd, const char *buf, size_t len);
 
+/* When pid started, in clock ticks after boot (/proc/<pid>/stat field 22):
+ * with the pid it names one process for the life of the system. 0, or
+ * -ENOENT when there is no such process. */
+int sbx_proc_start_time(pid_t pid, uint64_t *out);
+
 /* ---- profile.c, restrict.c, config.c, trust.c: the policy core --------- */
 
 /* sbx_profile_path_access() with the workspace root taken from ws instead
@@ -242,6 +247,8 @@ struct sbx_record {
 	char home[SBX_PATH_MAX];	/* $HOME as the session sees it */
 	char home_source[SBX_PATH_MAX];	/* isolated: the state-dir home; else "" */
 	enum sbx_home home_kind;
+	pid_t opener_pid;		/* the process that opened the session */
+	uint64_t opener_start;		/* its start time (sbx_proc_start_time) */
 };
 
 /* 128 bits from getrandom(), as 32 lowercase hex chars + NUL. */
@@ -252,9 +259,11 @@ bool sbx_session_id_is_valid(const char *id);
 /* Root: write <runtime_dir>/sessions/<rec->session> atomically (temp name +
  * renameat2 RENAME_NOREPLACE), root-owned 0644. runtime_dir (last component)
  * and sessions/ are created 0755 when missing; every directory must be
- * root-owned and not group/world writable. */
+ * root-owned and not group/world writable. With max_live > 0, under an
+ * exclusive lock on sessions/, stale records are removed and the write is
+ * refused with -EUSERS when rec->uid already has max_live live records. */
 int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
-		     struct sbx_error *err);
+		     unsigned max_live, struct sbx_error *err);
 
 /* The shell: open by fd walk and refuse a record that is a symlink (-ELOOP),
  * hard-linked (-EMLINK), not a regular root-owned file or group/world
@@ -272,10 +281,14 @@ int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
 int sbx_record_remove(const char *runtime_dir, const char *session_id,
 		      struct sbx_error *err);
 
-/* Count the well-formed, trusted records naming uid (for max_sessions).
+/* Count the live, well-formed, trusted records naming uid (for
+ * max_sessions). A record is live while the process that opened the session
+ * (opener_pid with its start time) exists; a record without an opener is
+ * live while some process is in its mount namespace. As root the stale
+ * ones (any uid) are removed and *stale (when not NULL) says how many.
  * A missing sessions/ directory counts 0. */
-int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *out,
-			  struct sbx_error *err);
+int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *live,
+			  unsigned *stale, struct sbx_error *err);
 
 /* ---- caps.c ------------------------------------------------------------ */
 

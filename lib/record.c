@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -112,6 +113,9 @@ static int record_format(const struct sbx_record *rec, char *buf, size_t size,
 		     rec->mntns, rec->netns, rec->profile, rec->hash, rec->client,
 		     rec->service, rec->started, rec->home, rec->home_source,
 		     home_kind_names[rec->home_kind]);
+	if (n >= 0 && (size_t)n < size && rec->opener_pid > 0)
+		n += snprintf(buf + n, size - (size_t)n, "opener_pid=%d\nopener_start=%" PRIu64 "\n",
+			      (int)rec->opener_pid, rec->opener_start);
 	if (n < 0 || (size_t)n >= size)
 		return sbx_error_set(err, EFBIG, "record %s: larger than %zu bytes",
 				     rec->session, size);
@@ -119,13 +123,16 @@ static int record_format(const struct sbx_record *rec, char *buf, size_t size,
 	return 0;
 }
 
+static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
+		      unsigned *live_out, unsigned *stale_out, struct sbx_error *err);
+
 int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
-		     struct sbx_error *err)
+		     unsigned max_live, struct sbx_error *err)
 {
 	char sessions[SBX_PATH_MAX], tmp[SBX_SESSION_ID_HEX + 8];
 	char *buf = NULL;
 	size_t len = 0, off = 0;
-	int rt_fd = -1, dir_fd = -1, fd = -1, r;
+	int rt_fd = -1, dir_fd = -1, lock_fd = -1, fd = -1, r;
 	bool made_tmp = false;
 
 	if (!sbx_session_id_is_valid(rec->session))
@@ -146,6 +153,30 @@ int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 	r = sbx_dir_open_walk(sessions, true, 0755, &dir_fd, err);
 	if (r)
 		goto out;
+	/*
+	 * The limit is checked and the record written under one lock on the
+	 * directory (released when lock_fd closes), so two logins racing for
+	 * the last slot cannot both get it.
+	 */
+	if (max_live) {
+		unsigned live = 0;
+
+		lock_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (lock_fd < 0 || flock(lock_fd, LOCK_EX) != 0) {
+			r = sbx_error_set(err, errno, "flock(%s): %s", sessions,
+					  strerror(errno));
+			goto out;
+		}
+		r = count_live(dir_fd, sessions, rec->uid, true, &live, NULL, err);
+		if (r)
+			goto out;
+		if (live >= max_live) {
+			r = sbx_error_set(err, EUSERS,
+					  "%u sessions of uid %u are open, max_sessions is %u",
+					  live, (unsigned)rec->uid, max_live);
+			goto out;
+		}
+	}
 
 	snprintf(tmp, sizeof(tmp), ".tmp-%s", rec->session);
 	fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -184,6 +215,8 @@ out:
 		unlinkat(dir_fd, tmp, 0);
 	if (fd >= 0)
 		close(fd);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	if (dir_fd >= 0)
 		close(dir_fd);
 	if (rt_fd >= 0)
@@ -220,11 +253,11 @@ int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
 {
 	enum { K_VERSION, K_SESSION, K_USER, K_UID, K_MNTNS, K_NETNS, K_PROFILE,
 	       K_HASH, K_CLIENT, K_SERVICE, K_STARTED, K_HOME, K_HOME_SOURCE,
-	       K_HOME_KIND, K_COUNT };
+	       K_HOME_KIND, K_OPENER_PID, K_OPENER_START, K_COUNT };
 	static const char *const keys[K_COUNT] = {
 		"version", "session", "user", "uid", "mntns", "netns", "profile",
 		"hash", "client", "service", "started", "home", "home_source",
-		"home_kind",
+		"home_kind", "opener_pid", "opener_start",
 	};
 	const uint32_t required = 1u << K_VERSION | 1u << K_SESSION | 1u << K_USER |
 				  1u << K_UID | 1u << K_MNTNS | 1u << K_STARTED |
@@ -331,12 +364,26 @@ int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
 						     name, eq);
 			rec.home_kind = (enum sbx_home)k;
 			break;
+		case K_OPENER_PID:
+			r = parse_num(eq, INT32_MAX, &v, line, name, err);
+			if (!r && v == 0)
+				r = sbx_error_set(err, EINVAL, "record %s: opener_pid 0", name);
+			rec.opener_pid = (pid_t)v;
+			break;
+		case K_OPENER_START:
+			r = parse_num(eq, UINT64_MAX, &v, line, name, err);
+			rec.opener_start = v;
+			break;
 		}
 		if (r)
 			return r;
 	}
 	if ((seen & required) != required)
 		return sbx_error_set(err, EINVAL, "record %s: a required key is missing",
+				     name);
+	if (!(seen & (1u << K_OPENER_PID)) != !(seen & (1u << K_OPENER_START)))
+		return sbx_error_set(err, EINVAL,
+				     "record %s: opener_pid and opener_start come together",
 				     name);
 	*out = rec;
 	return 0;
@@ -484,28 +531,102 @@ out:
 	return r;
 }
 
-int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *out,
-			  struct sbx_error *err)
+/*
+ * The mount namespaces some process is in now, sorted (for records without
+ * an opener). *n_out = SIZE_MAX when /proc cannot be read, or when the
+ * caller is not root (it cannot see other users' namespaces): then every
+ * such record counts as live (never under-count).
+ */
+static int ulong_cmp(const void *a, const void *b)
 {
-	char sessions[SBX_PATH_MAX];
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static unsigned long *mntns_in_use(size_t *n_out)
+{
+	unsigned long *set = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	*n_out = SIZE_MAX;
+	if (geteuid() != 0 || !(d = opendir("/proc")))
+		return NULL;
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		char path[64];
+		struct stat st;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.20s/ns/mnt", de->d_name);
+		if (stat(path, &st) != 0)
+			continue;	/* gone since readdir, or a kernel thread */
+		if (n == cap) {
+			unsigned long *grown;
+
+			cap = cap ? cap * 2 : 256;
+			grown = realloc(set, cap * sizeof(*set));
+			if (!grown)
+				goto fail;
+			set = grown;
+		}
+		set[n++] = (unsigned long)st.st_ino;
+	}
+	if (errno)
+		goto fail;
+	closedir(d);
+	if (n)
+		qsort(set, n, sizeof(*set), ulong_cmp);
+	*n_out = n;
+	return set;
+fail:
+	closedir(d);
+	free(set);
+	*n_out = SIZE_MAX;
+	return NULL;
+}
+
+/*
+ * The opener is the precise test: a pid with its start time names one
+ * process, and the sshd monitor (or su, or login) that opened the session
+ * lives until it closes. The namespace scan is the fallback for a record
+ * without one; namespace inode numbers are reused once freed, so it can
+ * over-count, never under-count.
+ */
+static bool record_is_live(const struct sbx_record *rec, const unsigned long *set,
+			   size_t n)
+{
+	uint64_t start;
+	int r;
+
+	if (rec->opener_pid > 0) {
+		r = sbx_proc_start_time(rec->opener_pid, &start);
+		if (r == -ENOENT || r == -ESRCH)
+			return false;
+		return r != 0 || start == rec->opener_start;
+	}
+	if (n == SIZE_MAX || rec->mntns == 0)
+		return true;
+	return n && bsearch(&rec->mntns, set, n, sizeof(*set), ulong_cmp) != NULL;
+}
+
+/* Count the live records of uid in the open sessions/ directory; remove
+ * the stale ones (of every uid) when prune is set. */
+static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
+		      unsigned *live_out, unsigned *stale_out, struct sbx_error *err)
+{
 	struct sbx_record rec;
 	struct dirent *de;
-	unsigned n = 0;
+	unsigned live = 0, stale = 0;
+	unsigned long *set = NULL;
+	size_t n_set = SIZE_MAX;
+	bool set_loaded = false;
 	char *buf = NULL;
 	DIR *dir = NULL;
-	int path_fd = -1, fd, r;
+	int fd, r = 0;
 
-	r = sessions_path(runtime_dir, sessions, sizeof(sessions), err);
-	if (r)
-		return r;
-	r = sbx_dir_open_walk(sessions, true, 0, &path_fd, err);
-	if (r == -ENOENT) {
-		sbx_error_clear(err);
-		*out = 0;
-		return 0;
-	}
-	if (r)
-		return r;
 	buf = malloc(SBX_RECORD_MAX_BYTES + 1);
 	if (!buf) {
 		r = sbx_error_set(err, ENOMEM, "count(%s): out of memory", sessions);
@@ -521,20 +642,56 @@ int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *out,
 	while ((errno = 0, de = readdir(dir)) != NULL) {
 		if (!sbx_session_id_is_valid(de->d_name))
 			continue;	/* ".", "..", temp files */
-		if (record_read_for_count(dirfd(dir), de->d_name, buf, &rec) == 0 &&
-		    rec.uid == uid && !strcmp(rec.session, de->d_name))
-			n++;
+		if (record_read_for_count(dirfd(dir), de->d_name, buf, &rec) != 0 ||
+		    strcmp(rec.session, de->d_name) != 0)
+			continue;
+		if (rec.opener_pid <= 0 && !set_loaded) {
+			set = mntns_in_use(&n_set);
+			set_loaded = true;
+		}
+		if (!record_is_live(&rec, set, n_set)) {
+			if (prune && unlinkat(dirfd(dir), de->d_name, 0) == 0)
+				stale++;
+			continue;
+		}
+		if (rec.uid == uid)
+			live++;
 	}
 	if (errno) {
 		r = sbx_error_set(err, errno, "readdir(%s): %s", sessions, strerror(errno));
 		goto out;
 	}
-	*out = n;
+	*live_out = live;
+	if (stale_out)
+		*stale_out = stale;
 out:
 	if (dir)
 		closedir(dir);
-	if (path_fd >= 0)
-		close(path_fd);
 	free(buf);
+	free(set);
+	return r;
+}
+
+int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *live,
+			  unsigned *stale, struct sbx_error *err)
+{
+	char sessions[SBX_PATH_MAX];
+	int path_fd = -1, r;
+
+	if (stale)
+		*stale = 0;
+	r = sessions_path(runtime_dir, sessions, sizeof(sessions), err);
+	if (r)
+		return r;
+	r = sbx_dir_open_walk(sessions, true, 0, &path_fd, err);
+	if (r == -ENOENT) {
+		sbx_error_clear(err);
+		*live = 0;
+		return 0;
+	}
+	if (r)
+		return r;
+	r = count_live(path_fd, sessions, uid, geteuid() == 0, live, stale, err);
+	close(path_fd);
 	return r;
 }

@@ -206,3 +206,36 @@ int sbx_write_all(int fd, const char *buf, size_t len)
 	}
 	return 0;
 }
+
+int sbx_proc_start_time(pid_t pid, uint64_t *out)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	buf[n] = '\0';
+	/* The command name may hold spaces and ')': fields count from the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EIO;
+	/* p + 2 is field 3 (state); starttime is field 22. */
+	p += 2;
+	for (field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p || sscanf(p, "%llu", &v) != 1)
+		return -EIO;
+	*out = v;
+	return 0;
+}

@@ -334,7 +334,7 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 	const struct sbx_probe *probe = NULL;
 	const char *service = pam_str_item(pamh, PAM_SERVICE);
 	const char *missing;
-	unsigned n = 0;
+	unsigned n = 0, stale = 0;
 
 	if (strcmp(acc->shell, cfg->agent_shell) != 0) {
 		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
@@ -349,12 +349,16 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 		return PAM_PERM_DENIED;
 	}
 	if (p->limits.set_mask & (1u << SBX_LIMIT_MAX_SESSIONS)) {
-		if (sbx_record_count_user(a->runtime_dir, acc->uid, &n, &err) != 0) {
+		if (sbx_record_count_user(a->runtime_dir, acc->uid, &n, &stale, &err) != 0) {
 			pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
 				   "user %s: refused: cannot count sessions: %s",
 				   acc->user, err.msg);
 			return PAM_PERM_DENIED;
 		}
+		if (stale)
+			pam_syslog(pamh, LOG_AUTHPRIV | LOG_NOTICE,
+				   "removed %u stale session record(s): no process was left in their mount namespace (a session that ended without closing)",
+				   stale);
 		if (n >= p->limits.value[SBX_LIMIT_MAX_SESSIONS]) {
 			pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
 				   "user %s: refused: %u sessions open, max_sessions is %llu",
@@ -686,7 +690,15 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 	sbx_strlcpy(rec.home, sizeof(rec.home), acc->home);
 	sbx_strlcpy(rec.home_source, sizeof(rec.home_source), home_source);
 	rec.home_kind = p->home;
-	r = sbx_record_write(a->runtime_dir, &rec, &err);
+	/* This process stays until the session closes (sshd's monitor, su,
+	 * login): while it lives, the record is live. */
+	if (sbx_proc_start_time(getpid(), &rec.opener_start) == 0)
+		rec.opener_pid = getpid();
+	/* The account phase's count was a fast refusal; this is the one
+	 * that holds, checked and written under one lock. */
+	r = sbx_record_write(a->runtime_dir, &rec,
+			     (p->limits.set_mask & (1u << SBX_LIMIT_MAX_SESSIONS)) ?
+			     (unsigned)p->limits.value[SBX_LIMIT_MAX_SESSIONS] : 0, &err);
 	if (r)
 		goto fail_undo;
 	record_written = true;

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests for record.c: the session contract between the PAM stage and agent-shell. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testlib.h"
@@ -79,6 +82,9 @@ static void fill(struct sbx_record *rec, uid_t uid)
 	sbx_strlcpy(rec->home_source, sizeof(rec->home_source),
 		    "/var/lib/agent-sandbox/homes/agent1");
 	rec->home_kind = SBX_HOME_ISOLATED;
+	/* The calling process opened it (as pam_open_session's caller does). */
+	rec->opener_pid = getpid();
+	assert_int_equal(sbx_proc_start_time(rec->opener_pid, &rec->opener_start), 0);
 }
 
 struct read_args {
@@ -125,9 +131,9 @@ static void test_round_trip(void **state)
 	SBX_TEST_REQUIRE_ROOT();
 	u = sbx_test_uid();
 	fill(&rec, u);
-	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
 	assert_int_equal(n, 0);		/* no sessions dir yet */
-	assert_int_equal(sbx_record_write(fx->rt, &rec, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), 0);
 	assert_int_equal(stat(fx->rt, &st), 0);
 	assert_int_equal(st.st_uid, 0);
 	assert_int_equal(st.st_mode & 07777, 0755);
@@ -158,19 +164,22 @@ static void test_round_trip(void **state)
 	assert_string_equal(got.home, "/home/agent1");
 	assert_string_equal(got.home_source, rec.home_source);
 	assert_int_equal(got.home_kind, SBX_HOME_ISOLATED);
+	assert_int_equal(got.opener_pid, getpid());
+	assert_int_equal(got.opener_start, rec.opener_start);
+	assert_true(got.opener_start > 0);
 	/* The shell reads it as the agent. */
 	assert_int_equal(agent_read(fx->rt, rec.session, u, rec.mntns), 0);
 
-	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(sbx_record_count_user(fx->rt, u + 1, &n, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u + 1, &n, NULL, &err), 0);
 	assert_int_equal(n, 0);
 	/* The same id twice is never overwritten. */
-	assert_int_equal(sbx_record_write(fx->rt, &rec, &err), -EEXIST);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), -EEXIST);
 
 	assert_int_equal(sbx_record_remove(fx->rt, rec.session, &err), 0);
 	assert_int_equal(sbx_record_remove(fx->rt, rec.session, &err), -ENOENT);
-	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(sbx_record_read_verified(fx->rt, rec.session, u, rec.mntns, &got,
 						  &err), -ENOENT);
@@ -203,7 +212,7 @@ static void test_verify_refusals(void **state)
 	SBX_TEST_REQUIRE_ROOT();
 	u = sbx_test_uid();
 	fill(&rec, u);
-	assert_int_equal(sbx_record_write(fx->rt, &rec, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), 0);
 	snprintf(path, sizeof(path), "%s/%s", fx->sessions, rec.session);
 	/* Positive control first. */
 	assert_int_equal(agent_read(fx->rt, rec.session, u, rec.mntns), 0);
@@ -226,7 +235,7 @@ static void test_verify_refusals(void **state)
 
 	/* A symlink named like a session, pointing at a valid record. */
 	fill(&other, u);
-	assert_int_equal(sbx_record_write(fx->rt, &other, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &other, 0, &err), 0);
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(symlink(other.session, path), 0);
 	expect_refusal(fx, &rec, u, rec.mntns, ELOOP, "is a symlink");
@@ -234,7 +243,7 @@ static void test_verify_refusals(void **state)
 	{
 		unsigned n = 0;
 
-		assert_int_equal(sbx_record_count_user(fx->rt, u, &n, &err), 0);
+		assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
 		assert_int_equal(n, 1);
 	}
 	/* Control at the end: the untouched record still verifies. */
@@ -252,13 +261,13 @@ static void test_untrusted_dirs_refused(void **state)
 	fill(&rec, sbx_test_uid());
 	tmp = sbx_test_mkdtemp("rec");
 	snprintf(rt, sizeof(rt), "%s/rt", tmp);
-	assert_int_equal(sbx_record_write(rt, &rec, &err), -EPERM);
+	assert_int_equal(sbx_record_write(rt, &rec, 0, &err), -EPERM);
 	assert_non_null(strstr(err.msg, "/tmp: mode 1777"));
 	sbx_test_rmtree(tmp);
 	free(tmp);
 
 	/* A sessions dir the agent could write is not trusted by the shell. */
-	assert_int_equal(sbx_record_write(fx->rt, &rec, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), 0);
 	assert_int_equal(chmod(fx->sessions, 0777), 0);
 	assert_int_equal(agent_read(fx->rt, rec.session, rec.uid, rec.mntns), EPERM);
 	assert_int_equal(chmod(fx->sessions, 0755), 0);
@@ -286,10 +295,10 @@ static void test_values_and_parser(void **state)
 	/* A newline from the network (PAM_RHOST) must not add a key. */
 	fill(&rec, sbx_test_uid());
 	sbx_strlcpy(rec.client, sizeof(rec.client), "x\nuid=0");
-	assert_int_equal(sbx_record_write(fx->rt, &rec, &err), -EINVAL);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "control character"));
 	sbx_strlcpy(rec.session, sizeof(rec.session), "../x");
-	assert_int_equal(sbx_record_write(fx->rt, &rec, &err), -EINVAL);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), -EINVAL);
 
 	assert_int_equal(sbx_record_parse(ok, strlen(ok), &got, &err), 0);
 	assert_int_equal(got.uid, 5);
@@ -297,6 +306,15 @@ static void test_values_and_parser(void **state)
 	snprintf(buf, sizeof(buf), "%suid=6\n", ok);
 	assert_int_equal(sbx_record_parse(buf, strlen(buf), &got, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "duplicate key 'uid'"));
+	snprintf(buf, sizeof(buf), "%sopener_pid=9\nopener_start=77\n", ok);
+	assert_int_equal(sbx_record_parse(buf, strlen(buf), &got, &err), 0);
+	assert_int_equal(got.opener_pid, 9);
+	assert_int_equal(got.opener_start, 77);
+	snprintf(buf, sizeof(buf), "%sopener_pid=9\n", ok);
+	assert_int_equal(sbx_record_parse(buf, strlen(buf), &got, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "come together"));
+	snprintf(buf, sizeof(buf), "%sopener_pid=0\nopener_start=77\n", ok);
+	assert_int_equal(sbx_record_parse(buf, strlen(buf), &got, &err), -EINVAL);
 	snprintf(buf, sizeof(buf), "%sbogus=1\n", ok);
 	assert_int_equal(sbx_record_parse(buf, strlen(buf), &got, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "unknown key 'bogus'"));
@@ -307,6 +325,216 @@ static void test_values_and_parser(void **state)
 	assert_non_null(strstr(err.msg, "required key is missing"));
 }
 
+/* A child that makes its own mount namespace, writes a record for it and
+ * exits without removing it: what a crashed sshd leaves behind. */
+static int write_and_die(void *arg)
+{
+	const struct fixture *fx = arg;
+	struct sbx_error err = { 0 };
+	struct sbx_record rec;
+
+	if (unshare(CLONE_NEWNS) != 0)
+		return 10;
+	fill(&rec, sbx_test_uid());
+	if (sbx_record_write(fx->rt, &rec, 0, &err) != 0) {
+		fprintf(stderr, "write_and_die: %s\n", err.msg);
+		return 11;
+	}
+	return 0;
+}
+
+static unsigned files_in(const char *dir)
+{
+	struct dirent *de;
+	unsigned n = 0;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static int count_as_agent(void *arg)
+{
+	const struct fixture *fx = arg;
+	struct sbx_error err = { 0 };
+	unsigned n = 0, stale = 99;
+
+	if (sbx_record_count_user(fx->rt, getuid(), &n, &stale, &err) != 0) {
+		fprintf(stderr, "count_as_agent: %s\n", err.msg);
+		return 10;
+	}
+	/* Liveness by opener works unprivileged; removal does not happen. */
+	return n == 1 && stale == 0 ? 0 : 11;
+}
+
+static void test_stale_records_pruned(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbx_error err = { 0 };
+	struct sbx_record live, other;
+	unsigned n = 99, stale = 99;
+	char path[256];
+	uid_t u;
+
+	SBX_TEST_REQUIRE_ROOT();
+	u = sbx_test_uid();
+	fill(&live, u);				/* this process's namespace: live */
+	assert_int_equal(sbx_record_write(fx->rt, &live, 0, &err), 0);
+	fill(&other, u + 1);			/* another uid, live */
+	assert_int_equal(sbx_record_write(fx->rt, &other, 0, &err), 0);
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, write_and_die, fx)), 0);
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, write_and_die, fx)), 0);
+	assert_int_equal(files_in(fx->sessions), 4);
+
+	/* A non-root caller counts the same but removes nothing. */
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, count_as_agent, fx)), 0);
+	assert_int_equal(files_in(fx->sessions), 4);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, &stale, &err), 0);
+	assert_int_equal(n, 1);			/* the two dead ones do not count */
+	assert_int_equal(stale, 2);		/* and are gone */
+	assert_int_equal(files_in(fx->sessions), 2);
+	snprintf(path, sizeof(path), "%s/%s", fx->sessions, live.session);
+	assert_int_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/%s", fx->sessions, other.session);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u + 1, &n, &stale, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(stale, 0);
+
+	/* Without an opener (an older module's record), the mount namespace
+	 * decides: this process's is in use; inode 1 is never a namespace. */
+	{
+		struct sbx_record ns_live, ns_dead;
+
+		fill(&ns_live, u);
+		ns_live.opener_pid = 0;
+		ns_live.opener_start = 0;
+		assert_int_equal(sbx_record_write(fx->rt, &ns_live, 0, &err), 0);
+		ns_dead = ns_live;
+		assert_int_equal(sbx_session_id_new(ns_dead.session, &err), 0);
+		ns_dead.mntns = 1;
+		assert_int_equal(sbx_record_write(fx->rt, &ns_dead, 0, &err), 0);
+		assert_int_equal(sbx_record_count_user(fx->rt, u, &n, &stale, &err), 0);
+		assert_int_equal(n, 2);
+		assert_int_equal(stale, 1);
+		snprintf(path, sizeof(path), "%s/%s", fx->sessions, ns_dead.session);
+		assert_int_equal(access(path, F_OK), -1);
+	}
+}
+
+static void test_limit_on_write(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbx_error err = { 0 };
+	struct sbx_record a, b, c;
+	char path[256];
+	unsigned n = 0;
+	uid_t u;
+
+	SBX_TEST_REQUIRE_ROOT();
+	u = sbx_test_uid();
+	fill(&a, u);
+	fill(&b, u);
+	fill(&c, u);
+	assert_int_equal(sbx_record_write(fx->rt, &a, 2, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &b, 2, &err), 0);
+	/* The third is refused and leaves nothing behind. */
+	assert_int_equal(sbx_record_write(fx->rt, &c, 2, &err), -EUSERS);
+	if (!strstr(err.msg, "2 sessions of uid") || !strstr(err.msg, "max_sessions is 2"))
+		fail_msg("message: %s", err.msg);
+	snprintf(path, sizeof(path), "%s/%s", fx->sessions, c.session);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(files_in(fx->sessions), 2);
+	/* Other accounts have their own count. */
+	c.uid = u + 1;
+	assert_int_equal(sbx_record_write(fx->rt, &c, 2, &err), 0);
+	/* A dead session's record frees its slot at the next write. */
+	assert_int_equal(sbx_record_remove(fx->rt, b.session, &err), 0);
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, write_and_die, fx)), 0);
+	fill(&b, u);
+	assert_int_equal(sbx_record_write(fx->rt, &b, 2, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(files_in(fx->sessions), 3);
+}
+
+/* Twenty writers race for five slots: exactly five win. Each stays alive
+ * (its record live) until every writer has answered. */
+static void test_limit_under_race(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbx_error err = { 0 };
+	pid_t pids[20];
+	unsigned won = 0, lost = 0, n = 0;
+	int go[2], answers[2], release[2];
+	uid_t u;
+
+	SBX_TEST_REQUIRE_ROOT();
+	u = sbx_test_uid();
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(answers), 0);
+	assert_int_equal(pipe(release), 0);
+	fflush(NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(pids); i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			struct sbx_record rec;
+			char c;
+			int r;
+
+			close(go[1]);
+			close(release[1]);
+			close(answers[0]);
+			if (read(go[0], &c, 1) != 0)
+				_exit(9);
+			fill(&rec, u);
+			r = sbx_record_write(fx->rt, &rec, 5, &err);
+			c = r == 0 ? 'w' : r == -EUSERS ? 'l' : '?';
+			if (write(answers[1], &c, 1) != 1)
+				_exit(8);
+			(void)!read(release[0], &c, 1);	/* EOF: the parent is done */
+			_exit(0);
+		}
+	}
+	close(go[0]);
+	close(answers[1]);
+	close(release[0]);
+	close(go[1]);			/* everyone starts now */
+	for (size_t i = 0; i < ARRAY_SIZE(pids); i++) {
+		char c = 0;
+
+		assert_int_equal(read(answers[0], &c, 1), 1);
+		if (c == 'w')
+			won++;
+		else if (c == 'l')
+			lost++;
+		else
+			fail_msg("a writer failed otherwise");
+	}
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
+	close(release[1]);
+	close(answers[0]);
+	for (size_t i = 0; i < ARRAY_SIZE(pids); i++) {
+		int status = 0;
+
+		while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR)
+			;
+		assert_int_equal(sbx_test_status_code(status), 0);
+	}
+	assert_int_equal(won, 5);
+	assert_int_equal(lost, 15);
+	assert_int_equal(n, 5);
+	/* Their openers gone, all five are stale now. */
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(files_in(fx->sessions), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +542,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_verify_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_untrusted_dirs_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_values_and_parser, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_records_pruned, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limit_on_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limit_under_race, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("record", tests, NULL, NULL);
 }

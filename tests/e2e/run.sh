@@ -85,6 +85,7 @@ AGENT=sbxa-$R		# isolated home, the main account
 EPH=sbxe-$R		# ephemeral home, for the 50 concurrent sessions
 WRONG=sbxw-$R		# in the agents' group, but its login shell is bash
 FLOOR=sbxf-$R		# its profile requires a guarantee it can never hold
+LIMIT=sbxl-$R		# max_sessions = 2
 SVC=sbxe2e-$R
 OPEN=/var/tmp/sbxe2e-$R	# agent-writable by Unix permissions, outside the workspace
 HOLDER="" SINK="" LISTENER="" AGENT_PID="" SSHD_PIDS=()
@@ -169,12 +170,12 @@ setup() {
 
 	# Accounts, in the namespace's /etc only.
 	NS groupadd --system "$GROUP" || return 1
-	for u in $AGENT $EPH $FLOOR; do
+	for u in $AGENT $EPH $FLOOR $LIMIT; do
 		NS useradd --system -M -g "$GROUP" -s "$WN/bin/agent-shell" -d "$WN/home/$u" "$u" ||
 			return 1
 	done
 	NS useradd --system -M -g "$GROUP" -s /bin/bash -d "$WN/home/$WRONG" "$WRONG" || return 1
-	for u in $AGENT $EPH $FLOOR $WRONG; do
+	for u in $AGENT $EPH $FLOOR $LIMIT $WRONG; do
 		NS id -u "$u" >>"$T/uids" || return 1
 		mkdir -m 0755 "$W/home/$u" "$W/ws/$u"
 		NS chown "$u:$GROUP" "$WN/ws/$u"
@@ -216,11 +217,16 @@ setup() {
 	inherit = e2e
 	require = exec_boundary
 
+	[profile e2e-limit]
+	inherit = e2e-eph
+	max_sessions = 2
+
 	[match]
 	user $AGENT = e2e
 	user $WRONG = e2e
 	user $EPH = e2e-eph
 	user $FLOOR = e2e-floor
+	user $LIMIT = e2e-limit
 	EOF
 	NS chmod 0644 /etc/agent-sandbox/agent-sandbox.conf
 	NS "$WN/bin/agent-shell" --check-config >"$T/check-config.out" 2>&1 || {
@@ -246,7 +252,7 @@ setup() {
 	# Keys.
 	ssh-keygen -q -t ed25519 -N '' -C e2e-host -f "$W/sshd/hostkey" || return 1
 	ssh-keygen -q -t ed25519 -N '' -C e2e-client -f "$W/client/id" || return 1
-	for u in $AGENT $EPH $FLOOR $WRONG; do
+	for u in $AGENT $EPH $FLOOR $LIMIT $WRONG; do
 		install -m 0644 "$W/client/id.pub" "$W/keys/$u"
 	done
 	echo "sbxe2e $(cut -d' ' -f1,2 "$W/sshd/hostkey.pub")" >"$W/client/known_hosts"
@@ -274,7 +280,7 @@ setup() {
 			AuthorizedKeysFile $WN/keys/%u
 			StrictModes yes
 			LogLevel VERBOSE
-			AllowUsers $AGENT $EPH $FLOOR $WRONG
+			AllowUsers $AGENT $EPH $FLOOR $LIMIT $WRONG
 			MaxStartups 100:30:200
 			MaxSessions 20
 			AllowTcpForwarding yes
@@ -721,6 +727,49 @@ t_fifty_concurrent_sessions() {
 	return $ok
 }
 
+# max_sessions over sshd: two sessions held, a third refused; then the
+# sshd process that opened one of them is killed (a crashed sshd: PAM's
+# close never runs) and the next login gets its slot back.
+limit_records() { NS grep -l "^user=$LIMIT\$" -r /run/agent-sandbox/sessions 2>/dev/null; }
+t_max_sessions_and_crashed_sshd() {
+	local pids=() i rc opener rec ok=0
+	# Each session reads its stdin until the test closes the fifo's write end.
+	for i in 1 2; do
+		mkfifo "$T/limit$i.in"
+		sshc a "$LIMIT" 'echo up; cat >/dev/null' <"$T/limit$i.in" >"$T/limit$i.out" 2>&1 &
+		pids+=($!)
+	done
+	exec 7>"$T/limit1.in" 8>"$T/limit2.in"
+	for i in 1 2; do wait_for grep -qx up "$T/limit$i.out" || { echo "  session $i did not start"; ok=1; }; done
+	sshc a "$LIMIT" 'echo ran' >"$T/limit3.out" 2>&1
+	rc=$?
+	echo "  third login: exit $rc"
+	[ $rc -ne 0 ] && ! grep -qx ran "$T/limit3.out" || { echo "  the third session ran"; ok=1; }
+	wait_for syslog_has "user $LIMIT: refused: 2 sessions open, max_sessions is 2" ||
+		{ echo "  no max_sessions refusal logged"; ok=1; }
+	# The record names the process that opened the session: it is alive.
+	rec=$(limit_records | head -1)
+	opener=$(NS sed -n 's/^opener_pid=//p' "$rec")
+	echo "  record opener: pid $opener ($(tr '\0' ' ' </proc/$opener/cmdline 2>/dev/null | cut -c1-60))"
+	[ -n "$opener" ] && [ -d "/proc/$opener" ] || { echo "  no live opener"; ok=1; }
+	# It must be one of our sshd's own session processes before we kill it.
+	if [ -n "$opener" ] && [ "$(awk '{print $4}' /proc/$opener/stat)" = "$(cat "$W/sshd/a.pid")" ]; then
+		kill -KILL "$opener"
+	else
+		echo "  opener $opener is not a child of our sshd A: not killed"; ok=1
+	fi
+	sshc a "$LIMIT" 'echo ran' >"$T/limit4.out" 2>&1
+	rc=$?
+	echo "  after the crash: exit $rc, $(head -1 "$T/limit4.out")"
+	grep -qx ran "$T/limit4.out" || ok=1
+	wait_for syslog_has "removed 1 stale session record(s)" || { echo "  no stale removal logged"; ok=1; }
+	exec 7>&- 8>&-
+	for i in "${pids[@]}"; do wait "$i" 2>/dev/null; done
+	wait_for no_procs || { echo "  processes left:"; agent_procs | head; ok=1; }
+	wait_for no_records || { echo "  records left:"; NS find /run/agent-sandbox -type f | head; ok=1; }
+	return $ok
+}
+
 run_test() {
 	local name=$1 t0=$SECONDS
 	echo "[ RUN      ] $name"
@@ -749,7 +798,7 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 	t_scp_workspace_only t_sftp_external_confined t_internal_sftp_pam_view_only \
 	t_forwarding_refused_with_dropin t_forwarding_netns_without_dropin \
 	t_forwarding_hole_without_dropin_and_netns t_wrong_login_shell_refused \
-	t_floor_unmet_refused t_fifty_concurrent_sessions; do
+	t_floor_unmet_refused t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd; do
 	run_test "$t"
 done
 if [ "$n_fail" -gt 0 ] || [ -n "${SBX_E2E_VERBOSE:-}" ]; then

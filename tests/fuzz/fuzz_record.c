@@ -41,6 +41,7 @@ static void same(const struct sbx_record *a, const struct sbx_record *b)
 	must(a->started == b->started, "started");
 	must(!strcmp(a->home, b->home) && !strcmp(a->home_source, b->home_source), "home");
 	must(a->home_kind == b->home_kind, "home_kind");
+	must(a->opener_pid == b->opener_pid && a->opener_start == b->opener_start, "opener");
 }
 
 /* The writer's format (record.c's record_format), so an accepted record
@@ -56,6 +57,9 @@ static size_t format(const struct sbx_record *r, char *buf, size_t size)
 			 r->profile, r->hash, r->client, r->service, (long long)r->started,
 			 r->home, r->home_source, kinds[r->home_kind]);
 
+	if (n > 0 && (size_t)n < size && r->opener_pid > 0)
+		n += snprintf(buf + n, size - (size_t)n, "opener_pid=%d\nopener_start=%llu\n",
+			      (int)r->opener_pid, (unsigned long long)r->opener_start);
 	must(n > 0 && (size_t)n < size, "re-format");
 	return (size_t)n;
 }
@@ -85,6 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	must((unsigned)a.home_kind <= SBX_HOME_REAL, "home_kind");
 	must(a.uid != (uid_t)-1, "uid -1");
 	must(a.started >= 0, "started < 0");
+	must(a.opener_pid >= 0 && (a.opener_pid > 0 || a.opener_start == 0), "opener");
 
 	len = format(&a, buf, sizeof(buf));
 	must(sbx_record_parse(buf, len, &b, &err) == 0, "re-parse of the writer's format");
