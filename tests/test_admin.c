@@ -247,6 +247,12 @@ static void write_sshd_configs(void)
 	write_text(path, text);
 }
 
+static int group_teardown(void **state);
+static void teardown_on_signal(void)
+{
+	group_teardown(NULL);
+}
+
 static int group_setup(void **state)
 {
 	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
@@ -257,6 +263,7 @@ static int group_setup(void **state)
 	memset(&fx, 0, sizeof(fx));
 	if (geteuid() != 0)
 		return 0;
+	sbx_test_cleanup_on_signal(teardown_on_signal);
 	snprintf(path, sizeof(path), "%s/tests/agent-shell-testable", build);
 	if (!realpath(path, fx.shell))
 		return -1;

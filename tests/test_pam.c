@@ -257,11 +257,18 @@ static int group_setup_inner(void)
 	return 0;
 }
 
+static int group_teardown(void **state);
+static void teardown_on_signal(void)
+{
+	group_teardown(NULL);
+}
+
 /* On a failed set-up, undo what was made: cmocka skips the group teardown. */
 static int group_setup(void **state)
 {
 	if (geteuid() != 0)
 		return 0;
+	sbx_test_cleanup_on_signal(teardown_on_signal);
 	if (group_setup_inner() != 0) {
 		group_teardown(state);
 		return -1;
@@ -756,6 +763,118 @@ static void test_concurrent_sessions(void **state)
 	assert_int_equal(n_homes, 1);
 }
 
+/*
+ * max_sessions (4 for the scratch profile), end to end: eight logins race
+ * for the four slots and exactly four get a session; a fifth account
+ * phase is refused; two holders then die without closing (a crashed
+ * sshd), and the next login gets in, the module removing their records.
+ */
+struct holder {
+	pid_t pid;
+	int to[2], from[2];	/* parent -> holder, holder -> parent */
+};
+
+static int hold_session(struct holder *me, int go)
+{
+	pam_handle_t *h = NULL;
+	char c = 0;
+	int r;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* never outlive a failed test */
+	if (read(go, &c, 1) != 0)
+		return 70;
+	if (pam_start_confdir("sbxtest-eph", W.agent, &conv, W.confdir, &h) != PAM_SUCCESS)
+		return 71;
+	r = pam_open_session(h, 0);
+	c = r == PAM_SUCCESS ? 'o' : r == PAM_SESSION_ERR ? 'f' : '?';
+	if (write(me->from[1], &c, 1) != 1)
+		return 72;
+	if (r != PAM_SUCCESS) {
+		pam_end(h, r);
+		return 0;
+	}
+	if (read(me->to[0], &c, 1) != 1)
+		return 73;
+	if (c == 'x')
+		_exit(0);	/* dies holding the session */
+	r = pam_close_session(h, 0);
+	pam_end(h, r);
+	return r == PAM_SUCCESS ? 0 : 74;
+}
+
+static void test_max_sessions(void **state)
+{
+	struct holder hs[8];
+	unsigned open_n = 0, refused = 0;
+	int go[2];
+	size_t i;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	fflush(NULL);
+	for (i = 0; i < ARRAY_SIZE(hs); i++) {
+		assert_int_equal(pipe2(hs[i].to, O_CLOEXEC), 0);
+		assert_int_equal(pipe2(hs[i].from, O_CLOEXEC), 0);
+		hs[i].pid = fork();
+		assert_true(hs[i].pid >= 0);
+		if (hs[i].pid == 0) {
+			close(go[1]);
+			_exit(hold_session(&hs[i], go[0]));
+		}
+		close(hs[i].to[0]);
+		close(hs[i].from[1]);
+	}
+	close(go[0]);
+	close(go[1]);		/* all eight log in at once */
+	for (i = 0; i < ARRAY_SIZE(hs); i++) {
+		char c = 0;
+
+		assert_int_equal(read(hs[i].from[0], &c, 1), 1);
+		if (c == 'o')
+			open_n++;
+		else if (c == 'f')
+			refused++;
+		else
+			fail_msg("holder %zu: pam_open_session gave an unexpected code", i);
+	}
+	assert_int_equal(open_n, 4);
+	assert_int_equal(refused, 4);
+	/* The account phase refuses the fifth early, naming the limit. */
+	run_acct("sbxtest-eph", W.agent, PAM_PERM_DENIED, "4 sessions open",
+		 "max_sessions is 4");
+	/* Two session holders die without closing... */
+	for (i = 0, open_n = 0; i < ARRAY_SIZE(hs); i++) {
+		int status = 0;
+
+		if (waitpid(hs[i].pid, &status, WNOHANG) != 0) {
+			hs[i].pid = 0;	/* a refused one, already gone */
+			continue;
+		}
+		if (open_n++ >= 2)
+			continue;
+		assert_int_equal(write(hs[i].to[1], "x", 1), 1);
+		assert_int_equal(waitpid(hs[i].pid, &status, 0), hs[i].pid);
+		assert_int_equal(sbx_test_status_code(status), 0);
+		hs[i].pid = 0;
+	}
+	/* ...and their slots come back, the stale records removed. */
+	run_acct("sbxtest-eph", W.agent, PAM_SUCCESS, "removed 2 stale session record(s)",
+		 NULL);
+	for (i = 0; i < ARRAY_SIZE(hs); i++) {
+		int status = 0;
+
+		if (hs[i].pid > 0) {
+			assert_int_equal(write(hs[i].to[1], "c", 1), 1);
+			assert_int_equal(waitpid(hs[i].pid, &status, 0), hs[i].pid);
+			assert_int_equal(sbx_test_status_code(status), 0);
+		}
+		close(hs[i].to[1]);
+		close(hs[i].from[0]);
+	}
+	assert_no_records();
+}
+
 static void test_dlopen_exports(void **state)
 {
 	void *so;
@@ -825,6 +944,7 @@ int main(void)
 		cmocka_unit_test(test_session_open_close),
 		cmocka_unit_test(test_concurrent_sessions),
 		cmocka_unit_test(test_ephemeral_netns),
+		cmocka_unit_test(test_max_sessions),
 		cmocka_unit_test(test_open_failure_undone),
 	};
 	return cmocka_run_group_tests_name("pam", tests, group_setup, group_teardown);

@@ -309,3 +309,31 @@ int sbx_test_remove_group(const char *group)
 	}
 	return 0;
 }
+
+static void (*volatile signal_cleanup)(void);
+static volatile pid_t signal_cleanup_pid;
+
+static void on_stop_signal(int sig)
+{
+	void (*fn)(void) = signal_cleanup;
+
+	signal_cleanup = NULL;
+	if (fn && getpid() == signal_cleanup_pid)
+		fn();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void sbx_test_cleanup_on_signal(void (*fn)(void))
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigfillset(&sa.sa_mask);
+	signal_cleanup_pid = getpid();
+	signal_cleanup = fn;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}

@@ -69,6 +69,12 @@ int sbx_test_procs_of(uid_t uid, bool kill_them);
 int sbx_test_remove_account(const char *user);
 int sbx_test_remove_group(const char *group);
 
+/* Run fn (a group teardown) when this process is ended by SIGTERM, SIGINT
+ * or SIGHUP (a timeout, ^C), then die of the signal as before: what a test
+ * made on the host goes even when the test is stopped. Forked children
+ * inherit the handler but only die. */
+void sbx_test_cleanup_on_signal(void (*fn)(void));
+
 /* Checks inside a forked child (a function returning its exit code): on
  * failure say what and where on stderr and return 1. CHILD_ERRNO wants the
  * call to fail with exactly that errno. */
