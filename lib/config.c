@@ -206,7 +206,7 @@ static int plain_path_check(struct parser *ps, unsigned line, const char *key,
 enum key {
 	K_INHERIT, K_WS_ROOT, K_WS_READ, K_WS_WRITE, K_HOST_READ, K_HOST_WRITE,
 	K_NETWORK, K_COMMAND, K_HOME, K_ISOLATION, K_ACK, K_SHELL, K_ROOT,
-	K_DENY, K_GATE, K_SERVICES, K_MIN_LEVEL, K_REQUIRE, K_LIMIT0,
+	K_DENY, K_GATE, K_SERVICES, K_MIN_LEVEL, K_REQUIRE, K_PAM_STAGE, K_LIMIT0,
 	K_COUNT = K_LIMIT0 + SBX_LIMIT_COUNT,
 };
 
@@ -214,7 +214,7 @@ static const char *const key_names[K_LIMIT0] = {
 	"inherit", "workspace_root", "workspace_read", "workspace_write",
 	"host_read", "host_write", "network", "command", "home", "isolation",
 	"ack_unconfined", "shell", "root", "deny_read", "gate_allow", "services",
-	"min_level", "require",
+	"min_level", "require", "pam_stage",
 };
 
 static int key_lookup(const char *k)
@@ -240,6 +240,19 @@ static const uint64_t limit_max[SBX_LIMIT_COUNT] = {
 
 #define BAD(fmt, ...) sbx_error_set(ps->err, EINVAL, "%s:%u: key '%s': " fmt, \
 				    ps->file, kv->line, kv->key, ##__VA_ARGS__)
+
+/* A key with exactly two values: on -> true, off -> false. */
+static int set_two_words(struct parser *ps, const struct kv *kv, const char *on,
+			 const char *off, bool *out)
+{
+	if (strcmp(kv->val, on) == 0)
+		*out = true;
+	else if (strcmp(kv->val, off) == 0)
+		*out = false;
+	else
+		return BAD("bad value '%s' (%s | %s)", kv->val, on, off);
+	return 0;
+}
 
 static int set_fs_access(struct parser *ps, const struct kv *kv, enum sbx_access *out)
 {
@@ -296,18 +309,14 @@ static int apply_one(struct parser *ps, const struct kv *kv, int key,
 		if (sbx_home_parse(kv->val, &p->home) < 0)
 			return BAD("bad value '%s' (isolated | ephemeral | real)", kv->val);
 		return 0;
+	case K_PAM_STAGE:
+		return set_two_words(ps, kv, "required", "optional", &p->pam_required);
 	case K_ISOLATION:
 		if (sbx_isolation_parse(kv->val, &p->isolation) < 0)
 			return BAD("bad value '%s' (sandboxed | unconfined)", kv->val);
 		return 0;
 	case K_ACK:
-		if (strcmp(kv->val, "yes") == 0)
-			p->ack_unconfined = true;
-		else if (strcmp(kv->val, "no") == 0)
-			p->ack_unconfined = false;
-		else
-			return BAD("bad value '%s' (yes | no)", kv->val);
-		return 0;
+		return set_two_words(ps, kv, "yes", "no", &p->ack_unconfined);
 	case K_SHELL:
 		if ((r = template_check(ps, kv->line, kv->key, kv->val)) < 0)
 			return r;

@@ -134,6 +134,7 @@ static void emit_json(const struct sbx_profile *p, struct sink *s)
 	put_key(s, "ack_unconfined", false);
 	puts_(s, p->ack_unconfined ? "true" : "false");
 	put_kv(s, "shell", p->shell, sizeof(p->shell));
+	put_kv(s, "pam_stage", p->pam_required ? "required" : "optional", 16);
 
 	put_key(s, "roots", false);
 	puts_(s, "[");
@@ -232,6 +233,7 @@ int sbx_profile_to_text(const struct sbx_profile *p, FILE *out)
 	ROW("isolation", "%s%s", sbx_isolation_name(p->isolation),
 	    p->ack_unconfined ? " (acknowledged)" : "");
 	ROW("shell", "%.*s", SBX_PATH_MAX - 1, or_dash(p->shell));
+	ROW("pam_stage", "%s", p->pam_required ? "required" : "optional");
 	for (i = 0; i < clamp(p->n_roots, SBX_MAX_ROOTS); i++)
 		ROW(i ? "" : "roots", "read %-5s  write %-5s  %.*s",
 		    sbx_access_name(p->roots[i].read), sbx_access_name(p->roots[i].write),

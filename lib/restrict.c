@@ -202,6 +202,7 @@ int sbx_profile_restrict(const struct sbx_profile *a, const struct sbx_profile *
 	o->ack_unconfined = a->ack_unconfined && b->ack_unconfined &&
 			    o->isolation == SBX_ISOLATION_UNCONFINED;
 	o->min_level = a->min_level > b->min_level ? a->min_level : b->min_level;
+	o->pam_required = a->pam_required || b->pam_required;
 	o->require = a->require | b->require;
 
 	for (l = 0; l < SBX_LIMIT_COUNT; l++) {

@@ -124,6 +124,9 @@ struct sbx_profile {
 	enum sbx_isolation isolation;
 	bool ack_unconfined;		/* required for isolation = unconfined */
 	char shell[SBX_PATH_MAX];	/* the real shell run inside; "" = /bin/bash */
+	/* pam_stage = required: refuse a session that pam_agent_sandbox.so's
+	 * session stage did not prepare (no verified record for this login). */
+	bool pam_required;
 
 	size_t n_roots;
 	struct sbx_root roots[SBX_MAX_ROOTS];		/* additional roots */

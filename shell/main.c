@@ -310,6 +310,13 @@ static int start_session(const struct run_opts *o)
 		}
 		pam_stage = ret == 0;
 	}
+	if (p->pam_required && !pam_stage) {
+		ret = sbx_error_set(&err, EPERM,
+				    "refusing the session: profile %s has pam_stage = required, and "
+				    "no pam_agent_sandbox.so session stage prepared this login "
+				    "(add it to the PAM service's session stack)", p->name);
+		goto refuse;
+	}
 	ret = shell_build_session(cfg, &id, p, o->service, pam_stage, &s, home_note,
 				  sizeof(home_note), &err);
 	if (ret)

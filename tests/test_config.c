@@ -156,7 +156,7 @@ static void test_inherit(void **state)
 	assert_int_equal(parse("[profile c]\ninherit = b\nnetwork = allow\n"
 			       "[profile b]\ninherit = a\nroot = /opt/b rw\n"
 			       "[profile a]\nworkspace_root = /w/%u\nroot = /opt/a ro\n"
-			       "home = real\nservices = sshd\n", &cfg, &err), 0);
+			       "home = real\nservices = sshd\npam_stage = required\n", &cfg, &err), 0);
 	p = sbx_config_find_profile(cfg, "c");
 	assert_string_equal(p->name, "c");
 	assert_string_equal(p->workspace_root, "/w/%u");
@@ -165,6 +165,7 @@ static void test_inherit(void **state)
 	assert_int_equal(p->n_roots, 2);
 	assert_string_equal(p->roots[1].path, "/opt/b");
 	assert_int_equal(p->n_services, 1);
+	assert_true(p->pam_required);		/* inherited */
 	/* The parent itself is unchanged by its child's keys. */
 	p = sbx_config_find_profile(cfg, "a");
 	assert_int_equal(p->network, SBX_ACCESS_DENY);
@@ -311,6 +312,7 @@ static struct bad bad_rows[] = {
 	ROW("bad_value_access", P "network = maybe\n", -EINVAL, NAME ":3:", "'network'"),
 	ROW("bad_value_fs_gated", P "host_read = gated\n", -EINVAL, NAME ":3:", "'host_read'"),
 	ROW("bad_value_home", P "home = shared\n", -EINVAL, NAME ":3:", "'home'"),
+	ROW("bad_value_pam_stage", P "pam_stage = yes\n", -EINVAL, NAME ":3:", "'pam_stage'"),
 	ROW("bad_value_yesno", P "ack_unconfined = true\n", -EINVAL, NAME ":3:", "'ack_unconfined'"),
 	ROW("bad_value_root_mode", P "root = /opt rx\n", -EINVAL, NAME ":3:", "'root'"),
 	ROW("bad_value_root_arity", P "root = /opt\n", -EINVAL, NAME ":3:", "'root'"),
@@ -440,6 +442,7 @@ static void test_positive_controls(void **state)
 		P "# \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 UTF-8 is fine\n",
 		P "command = gated\ngate_allow = /usr/bin/git\n",
 		P "isolation = unconfined\nack_unconfined = yes\n",
+		P "pam_stage = required\n",
 		"[ceiling]\nisolation = sandboxed\n" P,
 	};
 	struct sbx_config *cfg;

@@ -108,6 +108,7 @@ static void test_fields(void **state)
 	b->min_level = SBX_LEVEL_FULL;
 	b->require = SBX_G_READ_BOUNDARY;
 	b->home = SBX_HOME_ISOLATED;
+	b->pam_required = true;
 	SET(b->deny_read[0], "/etc/shadow");	/* duplicate of a's */
 	SET(b->deny_read[1], "/srv/secret");
 	b->n_deny_read = 2;
@@ -129,6 +130,8 @@ static void test_fields(void **state)
 	assert_int_equal(r->min_level, SBX_LEVEL_FULL);
 	assert_int_equal(r->require, a->require | SBX_G_READ_BOUNDARY);
 	assert_int_equal(r->home, SBX_HOME_EPHEMERAL);
+	assert_true(r->pam_required);		/* either side requiring it wins */
+	assert_false(a->pam_required);
 	assert_int_equal(r->n_deny_read, 7);	/* 6 defaults + /srv/secret */
 	assert_int_equal(r->command, SBX_ACCESS_GATED);
 	assert_int_equal(r->n_gate, 2);		/* only a is gated: its list */

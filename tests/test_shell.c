@@ -49,7 +49,7 @@ struct world {
 	char ws[128], user_ws[128], secret_dir[128], secret[160];
 	char xdg_agent[128], xdg_user[128];
 	char conf_main[128], conf_gated[128], conf_deny[128], conf_strict[128];
-	char conf_untrusted[128];
+	char conf_untrusted[128], conf_needpam[128];
 	uid_t agent_uid, user_uid;
 	gid_t agent_gid, user_gid;
 	bool agent_made, user_made, group_made;
@@ -215,6 +215,10 @@ static int write_config(const char *path, const char *profile, mode_t mode)
 		 "inherit = coder\n"
 		 "min_level = full\n"
 		 "\n"
+		 "[profile needpam]\n"
+		 "inherit = coder\n"
+		 "pam_stage = required\n"
+		 "\n"
 		 "[match]\n"
 		 "group %s = %s\n",
 		 W.base, W.shell, W.ws, W.secret_dir, W.group, profile);
@@ -328,10 +332,12 @@ static int group_setup_inner(void)
 	snprintf(W.conf_deny, sizeof(W.conf_deny), "%s/conf/deny.conf", W.base);
 	snprintf(W.conf_strict, sizeof(W.conf_strict), "%s/conf/strict.conf", W.base);
 	snprintf(W.conf_untrusted, sizeof(W.conf_untrusted), "%s/conf/untrusted.conf", W.base);
+	snprintf(W.conf_needpam, sizeof(W.conf_needpam), "%s/conf/needpam.conf", W.base);
 	if (write_config(W.conf_main, "coder", 0644) ||
 	    write_config(W.conf_gated, "gated", 0644) ||
 	    write_config(W.conf_deny, "nothing", 0644) ||
 	    write_config(W.conf_strict, "strict", 0644) ||
+	    write_config(W.conf_needpam, "needpam", 0644) ||
 	    write_config(W.conf_untrusted, "coder", 0664))
 		return -1;
 	return 0;
@@ -922,6 +928,15 @@ static void test_degraded(void **state)
 	assert_int_equal(run_c(W.conf_strict, cmd, r), 0);
 	assert_true(exists(marker));
 	unlink(marker);
+
+	/* pam_stage = required, and no PAM stage ran for this login: refused,
+	 * 126, nothing run, the reason on stderr and in the log. (The e2e tier
+	 * shows the same profile key admitting sessions that came through PAM.) */
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(run_c(W.conf_needpam, cmd, r), 126);
+	assert_false(exists(marker));
+	assert_non_null(strstr(r->err, "pam_stage = required"));
+	assert_non_null(strstr(r->log, "refused: refusing the session: profile needpam"));
 	assert_no_agent_procs();
 	result_free(r);
 }

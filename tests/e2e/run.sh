@@ -204,6 +204,7 @@ setup() {
 	deny_read = $WN/secret
 	services = $SVC $SVC-b $SVC-c $SVC-d
 	max_sessions = 64
+	pam_stage = required
 	min_level = degraded
 	require = write_boundary no_privilege_gain syscall_filter env_scrub
 
