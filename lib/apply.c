@@ -26,9 +26,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -199,6 +201,8 @@ struct plans {
 	struct sbx_seccomp_opts seccomp;
 	struct sbx_canary_ctx canary;
 	char **env;
+	bool relay;			/* the program gets a pty of its own */
+	char slave[64];			/* its name in the sandbox's devpts */
 	int landlock_abi;		/* from the probe */
 	char landlock_why[256];
 	bool userns;
@@ -217,6 +221,22 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 	/* Signals were blocked across the forks so none is lost before the
 	 * supervisors run; the program gets default dispositions. */
 	sbx_signals_reset();
+	if (pl->slave[0]) {
+		int tty, fd;
+
+		/* A session of its own with the sandbox's pty as its
+		 * controlling terminal, on each of 0-2 that was a terminal. */
+		if (setsid() < 0)
+			die_errno("setsid");
+		tty = open(pl->slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (tty < 0 || ioctl(tty, TIOCSCTTY, 0) != 0)
+			die_errno("open the session's pty");
+		for (fd = 0; fd <= 2; fd++)
+			if (isatty(fd) && dup2(tty, fd) < 0)
+				die_errno("dup2(pty)");
+		if (tty > 2)
+			close(tty);
+	}
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		die_errno("prctl(PR_SET_PDEATHSIG)");
 
@@ -292,11 +312,47 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
+/*
+ * In init, after the mount view: a pty from the sandbox's devpts with the
+ * session terminal's modes and size, and the session terminal in raw mode
+ * so every byte (^C included) reaches the pty, whose line discipline the
+ * program controls. The outer process restores the terminal's modes.
+ * The init keeps a slave fd open until the program is gone: with no slave
+ * open, a read of the master fails with EIO, and a relay that polled before
+ * the worker opened its slave would stop for good (the lost first prompt).
+ */
+static int open_session_pty(struct plans *pl, int *slave_out)
+{
+	struct termios tio, raw;
+	struct winsize ws;
+	int master, slave;
+
+	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0 ||
+	    ptsname_r(master, pl->slave, sizeof(pl->slave)) != 0)
+		die_errno("posix_openpt in the sandbox's devpts");
+	slave = open(pl->slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (slave < 0)
+		die_errno("open the session's pty");
+	if (tcgetattr(STDIN_FILENO, &tio) == 0)
+		(void)tcsetattr(slave, TCSANOW, &tio);
+	if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+		(void)ioctl(slave, TIOCSWINSZ, &ws);
+	*slave_out = slave;
+	if (tcgetattr(STDIN_FILENO, &raw) == 0) {
+		cfmakeraw(&raw);
+		(void)tcsetattr(STDIN_FILENO, TCSADRAIN, &raw);
+	}
+	return master;
+}
+
 /* PID 1 of the new pid namespace: never returns. */
 static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struct plans *pl,
 						struct sbx_report *r, int report_fd)
 {
 	struct sbx_error err = { 0 };
+	struct sbx_relay relay = { .master = -1, .slave = -1, .in_fd = STDIN_FILENO,
+				   .out_fd = STDOUT_FILENO };
 	char detail[256] = "";
 	pid_t child;
 
@@ -319,17 +375,26 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 			       "%zu secret(s) masked and left out of Landlock rules",
 			       run->profile->n_deny_read);
 
+	if (pl->relay)
+		relay.master = open_session_pty(pl, &relay.slave);
 	child = fork();
 	if (child < 0)
 		die_errno("fork(worker)");
-	if (child == 0)
+	if (child == 0) {
+		if (relay.master >= 0) {
+			close(relay.master);
+			close(relay.slave);
+		}
 		worker(run, pl, r, report_fd);
+	}
 	close(report_fd);
 	/* init keeps nothing it does not need. */
 	if (sbx_caps_drop_all(&err) != 0)
 		die("init: capabilities", &err);
 	if (run->profile->limits.set_mask & (1u << SBX_LIMIT_SESSION_TIME))
 		alarm((unsigned)run->profile->limits.value[SBX_LIMIT_SESSION_TIME]);
+	if (relay.master >= 0)
+		_exit(sbx_init_supervise_relay(child, &relay));
 	_exit(sbx_init_supervise(child));
 }
 
@@ -378,6 +443,12 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	 * fallback: without it, take the degraded path (no namespaces)
 	 * rather than refuse every session. */
 	pl->userns = probe->userns && probe->mountns && probe->pidns && probe->mount_setattr;
+	/* An interactive session's terminal belongs to the host's devpts,
+	 * which the sandbox's own devpts instance hides (no tty name, and
+	 * the program would hold a host terminal). With a mount view the
+	 * program gets a pty of the sandbox's devpts instead, relayed by
+	 * the init. */
+	pl->relay = pl->userns && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
 	pl->landlock_abi = probe->landlock_abi;
 	sbx_strlcpy(pl->landlock_why, sizeof(pl->landlock_why), probe->landlock_why);
 	netns = pl->userns && net_denied && probe->netns;
@@ -466,7 +537,8 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	int pipefd[2] = { -1, -1 };
 	int ret, status;
 	sigset_t old_mask;
-	bool mask_saved = false;
+	struct termios tty_modes;
+	bool mask_saved = false, tty_saved = false;
 	pid_t child;
 
 	if (!run->path || run->path[0] != '/' || !run->argv || !run->argv[0])
@@ -512,6 +584,9 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	 * them: nothing sent during set-up is lost. */
 	sigprocmask(SIG_SETMASK, NULL, &old_mask);
 	mask_saved = true;
+	/* The init puts the session's terminal in raw mode for the relay;
+	 * whatever happens inside, the outer process puts it back. */
+	tty_saved = pl->relay && tcgetattr(STDIN_FILENO, &tty_modes) == 0;
 	sbx_init_block_signals();
 	/* Point of no return: from here on children never return. */
 	child = fork();
@@ -535,6 +610,8 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	if (ret == 0)
 		*exit_code = status;
 out:
+	if (tty_saved)
+		(void)tcsetattr(STDIN_FILENO, TCSADRAIN, &tty_modes);
 	if (mask_saved)
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	if (pipefd[0] >= 0)

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The PID-1 init of the session's pid namespace and the outer supervisor. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -70,14 +73,69 @@ static void forward_signal(pid_t child, int sig, bool to_group)
 	(void)kill(child, sig);
 }
 
+/* ---- the terminal relay ------------------------------------------------ */
+
+static ssize_t write_full(int fd, const char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* Copy what is ready from one side to the other. false: that side is
+ * finished (EOF, EIO when the last slave fd closed, or an error). */
+static bool relay_once(int from, int to)
+{
+	char buf[16384];
+	ssize_t n = read(from, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n <= 0)
+		return false;
+	return write_full(to, buf, (size_t)n) == n;
+}
+
+static void relay_winsize(const struct sbx_relay *r)
+{
+	struct winsize ws;
+
+	if (ioctl(r->in_fd, TIOCGWINSZ, &ws) == 0)
+		(void)ioctl(r->master, TIOCSWINSZ, &ws);
+}
+
+/* What is still buffered in the pty once the program is gone. */
+static void relay_drain(const struct sbx_relay *r)
+{
+	int flags = fcntl(r->master, F_GETFL);
+
+	if (flags >= 0 && fcntl(r->master, F_SETFL, flags | O_NONBLOCK) == 0)
+		while (relay_once(r->master, r->out_fd)) {
+			struct pollfd p = { .fd = r->master, .events = POLLIN };
+
+			if (poll(&p, 1, 0) <= 0)
+				break;
+		}
+}
+
 /* Shared loop. as_init: we are PID 1 of the namespace, reap everything and
- * kill what is left once the main child is gone. */
-static int supervise(pid_t child, bool as_init)
+ * kill what is left once the main child is gone. relay: copy between the
+ * session's terminal and the program's pty while waiting. */
+static int supervise(pid_t child, bool as_init, const struct sbx_relay *relay)
 {
 	struct signalfd_siginfo si;
 	sigset_t set, old;
 	int sfd, status = 0, code = 255;
-	bool done = false;
+	bool done = false, in_open = relay != NULL, master_open = relay != NULL;
 
 	supervised_set(&set);
 	if (sigprocmask(SIG_BLOCK, &set, &old) != 0)
@@ -107,6 +165,29 @@ static int supervise(pid_t child, bool as_init)
 			break;
 		if (p < 0 && errno == ECHILD)	/* the child is not ours */
 			break;
+		if (in_open || master_open) {
+			struct pollfd pf[3] = {
+				{ .fd = sfd, .events = POLLIN },
+				{ .fd = in_open ? relay->in_fd : -1, .events = POLLIN },
+				{ .fd = master_open ? relay->master : -1, .events = POLLIN },
+			};
+
+			if (poll(pf, 3, -1) < 0) {
+				if (errno == EINTR)
+					continue;
+				break;
+			}
+			/* A pending signal first: a resize is signalled before
+			 * the bytes typed after it arrive, and must reach the
+			 * pty before they do. The bytes wait one turn. */
+			if (!(pf[0].revents & POLLIN)) {
+				if (pf[1].revents && !relay_once(relay->in_fd, relay->master))
+					in_open = false;
+				if (pf[2].revents && !relay_once(relay->master, relay->out_fd))
+					master_open = false;
+				continue;
+			}
+		}
 		if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si)) {
 			if (errno == EINTR)
 				continue;
@@ -114,6 +195,15 @@ static int supervise(pid_t child, bool as_init)
 		}
 		switch (si.ssi_signo) {
 		case SIGCHLD:
+			break;
+		case SIGWINCH:
+			/* The program's terminal is the pty: resizing it is
+			 * what tells the program (the kernel sends SIGWINCH to
+			 * the pty's foreground group). */
+			if (relay)
+				relay_winsize(relay);
+			else
+				forward_signal(child, SIGWINCH, as_init);
 			break;
 		case SIGALRM:
 			/* Session time limit hook: end it like a disconnect. */
@@ -125,6 +215,10 @@ static int supervise(pid_t child, bool as_init)
 		}
 	}
 	close(sfd);
+	if (relay && master_open)
+		relay_drain(relay);
+	if (relay)
+		close(relay->slave);
 	if (!done) {
 		pid_t p;
 
@@ -147,10 +241,15 @@ out:
 
 int sbx_init_supervise(pid_t child)
 {
-	return supervise(child, true);
+	return supervise(child, true, NULL);
+}
+
+int sbx_init_supervise_relay(pid_t child, const struct sbx_relay *relay)
+{
+	return supervise(child, true, relay);
 }
 
 int sbx_wait_forward(pid_t child)
 {
-	return supervise(child, false);
+	return supervise(child, false, NULL);
 }

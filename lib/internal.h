@@ -134,6 +134,17 @@ int sbx_init_supervise(pid_t child);
  * before fork(), then sbx_signals_reset() in the child. Without it a signal
  * that arrives before the supervisor runs is lost or kills the parent. */
 void sbx_init_block_signals(void);
+/* The program's terminal: a pty from the sandbox's own devpts, relayed to
+ * the session's terminal by the init. */
+struct sbx_relay {
+	int master;	/* the pty master (sandbox devpts) */
+	int slave;	/* held by the init until the program is gone */
+	int in_fd;	/* the session's terminal, read side (fd 0) */
+	int out_fd;	/* the session's terminal, write side (fd 1) */
+};
+/* sbx_init_supervise, and relay between the two while the child runs;
+ * SIGWINCH resizes the pty instead of being forwarded. */
+int sbx_init_supervise_relay(pid_t child, const struct sbx_relay *relay);
 /* Same for the outer process in the host pid namespace waiting for init. */
 int sbx_wait_forward(pid_t child);
 

@@ -1303,6 +1303,10 @@ static void test_interactive_pty(void **state)
 	assert_true(pty_expect(t, "login-4", 5, &at));
 	pty_send(t, "grep Seccomp: /proc/self/status\n");
 	assert_true(pty_expect(t, "Seccomp:\t2", 5, &at));
+	/* The terminal is a pty of the sandbox's own devpts (relayed by its
+	 * init), so it has a name there and is not the session's host pty. */
+	pty_send(t, "tty | sed 's/^/tty-is-/'\n");
+	assert_true(pty_expect(t, "tty-is-/dev/pts/0", 5, &at));
 	/* Ctrl-C ends the foreground job, not the session. */
 	pty_send(t, "sleep 100\n");
 	usleep(300 * 1000);

@@ -431,10 +431,10 @@ t_pty_session_confined() {
 	# Terminal output: drop CRs and readline's escape sequences.
 	tr -d '\r' <"$T/pty.out" | sed 's/\x1b\[[?0-9;]*[a-zA-Z]//g' >"$T/pty.txt"
 	[ $rc -eq 0 ] || { echo "  ssh -tt exit $rc"; tail -5 "$T/pty.txt"; return 1; }
-	# stdin/stdout are the session's PTY. It belongs to sshd's devpts, which
-	# the sandbox's own /dev (a new devpts instance) does not show, so
-	# ttyname() cannot name it inside (tty(1) says "not a tty"): noted.
+	# stdin/stdout are a pty of the sandbox's own devpts, relayed by its
+	# init to sshd's pty: it has a name inside, and it is not sshd's.
 	grep -m1 '^ttyname=' "$T/pty.txt" | sed 's/^/  /'
+	grep -qx 'ttyname=/dev/pts/0' "$T/pty.txt" || { echo "  the program's terminal is not the sandbox's /dev/pts/0"; return 1; }
 	grep -qx 't0=0' "$T/pty.txt" && grep -qx 't1=0' "$T/pty.txt" || { echo "  no pty:"; sed 's/^/  | /' "$T/pty.txt" | tail -30; return 1; }
 	check_confined "$T/pty.txt" && check_logged "$T/pty.txt"
 }
