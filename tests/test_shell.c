@@ -1366,6 +1366,51 @@ static void test_interactive_pty(void **state)
 	assert_no_agent_procs();
 }
 
+/* The terminal goes away (sshd closes the pty on a disconnect): the whole
+ * session ends, background jobs included, through the relay. */
+static void test_pty_hangup(void **state)
+{
+	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
+	struct pty *t = calloc(1, sizeof(*t));
+	size_t at = 0;
+	double t0;
+	int status = 0;
+	pid_t w;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_non_null(t);
+	fflush(NULL);
+	t->pid = forkpty(&t->master, NULL, NULL, &ws);
+	assert_true(t->pid >= 0);
+	if (t->pid == 0) {
+		struct run_spec sp = { .argv0 = "-agent-shell" };
+		struct result dummy;
+
+		exec_shell(&sp, &dummy);
+	}
+	pty_send(t, "PS1='sbx''-prompt$ '\n");
+	assert_true(pty_expect(t, "sbx-prompt$ ", 10, &at));
+	pty_send(t, "sleep 100 & echo bg-$((2*4))\n");
+	assert_true(pty_expect(t, "bg-8", 5, &at));
+	pty_send(t, "sleep 100\n");
+	usleep(300 * 1000);
+	assert_int_equal(waitpid(t->pid, &status, WNOHANG), 0);	/* still running */
+	t0 = now_s();
+	close(t->master);
+	while ((w = waitpid(t->pid, &status, WNOHANG)) == 0 && now_s() - t0 < 10)
+		usleep(10 * 1000);
+	if (w == 0) {
+		kill(t->pid, SIGKILL);
+		waitpid(t->pid, &status, 0);
+	}
+	fprintf(stderr, "hangup to exit: %.3f s, status 0x%x\n", now_s() - t0, status);
+	free(t);
+	assert_int_equal(w > 0, 1);
+	assert_true(now_s() - t0 < 5.0);
+	assert_no_agent_procs();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1380,6 +1425,7 @@ int main(void)
 		cmocka_unit_test(test_no_syslog_sink),
 		cmocka_unit_test(test_file_transfer),
 		cmocka_unit_test(test_interactive_pty),
+		cmocka_unit_test(test_pty_hangup),
 	};
 
 	return cmocka_run_group_tests_name("shell", tests, group_setup, group_teardown);
