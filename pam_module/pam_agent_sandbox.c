@@ -357,8 +357,8 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 		}
 		if (stale)
 			pam_syslog(pamh, LOG_AUTHPRIV | LOG_NOTICE,
-				   "removed %u stale session record(s): no process was left in their mount namespace (a session that ended without closing)",
-				   stale);
+				   "removed %u stale session record(s): the process that opened "
+				   "each is gone (a session that ended without closing)", stale);
 		if (n >= p->limits.value[SBX_LIMIT_MAX_SESSIONS]) {
 			pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
 				   "user %s: refused: %u sessions open, max_sessions is %llu",
