@@ -248,10 +248,6 @@ static void write_sshd_configs(void)
 }
 
 static int group_teardown(void **state);
-static void teardown_on_signal(void)
-{
-	group_teardown(NULL);
-}
 
 static int group_setup(void **state)
 {
@@ -263,7 +259,7 @@ static int group_setup(void **state)
 	memset(&fx, 0, sizeof(fx));
 	if (geteuid() != 0)
 		return 0;
-	sbx_test_cleanup_on_signal(teardown_on_signal);
+	sbx_test_cleanup_on_signal(group_teardown);
 	snprintf(path, sizeof(path), "%s/tests/agent-shell-testable", build);
 	if (!realpath(path, fx.shell))
 		return -1;

@@ -343,22 +343,10 @@ static int group_setup_inner(void)
 	return 0;
 }
 
-static int group_teardown(void **state);
-static void teardown_on_signal(void)
-{
-	group_teardown(NULL);
-}
-
 static int group_setup(void **state)
 {
-	if (geteuid() != 0)
-		return 0;
-	sbx_test_cleanup_on_signal(teardown_on_signal);
-	if (group_setup_inner() != 0) {
-		group_teardown(state);
-		return -1;
-	}
-	return 0;
+	(void)state;
+	return sbx_test_group_setup(group_setup_inner, group_teardown);
 }
 
 static int group_teardown(void **state)

@@ -310,21 +310,33 @@ int sbx_test_remove_group(const char *group)
 	return 0;
 }
 
-static void (*volatile signal_cleanup)(void);
+static int (*volatile signal_cleanup)(void **state);
 static volatile pid_t signal_cleanup_pid;
 
 static void on_stop_signal(int sig)
 {
-	void (*fn)(void) = signal_cleanup;
+	int (*fn)(void **) = signal_cleanup;
 
 	signal_cleanup = NULL;
 	if (fn && getpid() == signal_cleanup_pid)
-		fn();
+		fn(NULL);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
 
-void sbx_test_cleanup_on_signal(void (*fn)(void))
+int sbx_test_group_setup(int (*inner)(void), int (*teardown)(void **state))
+{
+	if (geteuid() != 0)
+		return 0;
+	sbx_test_cleanup_on_signal(teardown);
+	if (inner() != 0) {
+		teardown(NULL);
+		return -1;
+	}
+	return 0;
+}
+
+void sbx_test_cleanup_on_signal(int (*teardown)(void **state))
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 	struct sigaction sa;
@@ -333,7 +345,7 @@ void sbx_test_cleanup_on_signal(void (*fn)(void))
 	sa.sa_handler = on_stop_signal;
 	sigfillset(&sa.sa_mask);
 	signal_cleanup_pid = getpid();
-	signal_cleanup = fn;
+	signal_cleanup = teardown;
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 }

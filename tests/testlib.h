@@ -69,11 +69,16 @@ int sbx_test_procs_of(uid_t uid, bool kill_them);
 int sbx_test_remove_account(const char *user);
 int sbx_test_remove_group(const char *group);
 
-/* Run fn (a group teardown) when this process is ended by SIGTERM, SIGINT
- * or SIGHUP (a timeout, ^C), then die of the signal as before: what a test
- * made on the host goes even when the test is stopped. Forked children
- * inherit the handler but only die. */
-void sbx_test_cleanup_on_signal(void (*fn)(void));
+/* Run teardown(NULL) (a group teardown) when this process is ended by
+ * SIGTERM, SIGINT or SIGHUP (a timeout, ^C), then die of the signal as
+ * before: what a test made on the host goes even when the test is stopped.
+ * Forked children inherit the handler but only die. */
+void sbx_test_cleanup_on_signal(int (*teardown)(void **state));
+
+/* A cmocka group set-up for a suite that changes the host: as root, arm
+ * sbx_test_cleanup_on_signal(teardown), run inner, and on its failure run
+ * teardown (cmocka skips the group teardown after a failed set-up). */
+int sbx_test_group_setup(int (*inner)(void), int (*teardown)(void **state));
 
 /* Checks inside a forked child (a function returning its exit code): on
  * failure say what and where on stderr and return 1. CHILD_ERRNO wants the
