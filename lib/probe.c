@@ -19,18 +19,8 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "landlock_compat.h"
 
-/* uapi <linux/landlock.h> (Linux 6.15+, include/uapi/linux/landlock.h):
- * Debian 12's header stops at ABI 2, so the flag values are carried here. */
-#ifndef LANDLOCK_CREATE_RULESET_VERSION
-#define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
-#endif
-#ifndef LANDLOCK_CREATE_RULESET_ERRATA
-#define LANDLOCK_CREATE_RULESET_ERRATA (1U << 1)
-#endif
-#ifndef SYS_landlock_create_ruleset
-#define SYS_landlock_create_ruleset 444
-#endif
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
 #endif

@@ -862,7 +862,6 @@ static int probe_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *ou
 	}
 	if (pid == 0) {
 		const struct sbx_probe *res;
-		const char *b = (const char *)&p;
 
 		close(fds[0]);
 		if ((user ? initgroups(user, gid) : setgroups(0, NULL)) != 0 ||
@@ -870,15 +869,7 @@ static int probe_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *ou
 		    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0 || sbx_probe_get(&res, NULL) != 0)
 			_exit(1);
 		p = *res;
-		for (size_t off = 0; off < sizeof(p);) {
-			ssize_t n = write(fds[1], b + off, sizeof(p) - off);
-
-			if (n <= 0 && errno != EINTR)
-				_exit(1);
-			if (n > 0)
-				off += (size_t)n;
-		}
-		_exit(0);
+		_exit(sbx_write_all(fds[1], (const char *)&p, sizeof(p)) == 0 ? 0 : 1);
 	}
 	close(fds[1]);
 	while (got < sizeof(p)) {
