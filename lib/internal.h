@@ -76,9 +76,19 @@ bool sbx_limit_is_bytes(enum sbx_limit l);
  * O_RDONLY|O_NOFOLLOW|O_NONBLOCK; symlinks anywhere are refused (-ELOOP),
  * the file must be regular (-EINVAL otherwise) and at most max_bytes
  * (-EFBIG). When trusted, every directory and the file must pass
- * sbx_trust_check_fd() and the file must have st_nlink == 1 (-EMLINK). */
+ * sbx_trust_check_fd(). The link count is not checked (a second name
+ * anyone may make where fs.protected_hardlinks = 0 changes nothing about
+ * who can write the inode). */
 int sbx_trust_open_file(const char *path, bool trusted, uint64_t max_bytes,
 			int *out_fd, struct sbx_error *err);
+/* Resolve an absolute path to the canonical path of what it names, by an fd
+ * walk from "/" that follows a symlink only when it is root-owned and sits
+ * in a root-owned directory nobody else may write (-ELOOP otherwise, the
+ * message naming the link). -ENOENT (err filled) when a component is
+ * missing. What out names held no symlink at the time: callers open it
+ * later with RESOLVE_NO_SYMLINKS, so a link swapped in meanwhile fails. */
+int sbx_path_resolve_trusted(const char *path, char *out, size_t out_size,
+			     struct sbx_error *err);
 
 /* ---- session: what the caller knows about this session ----------------- */
 
@@ -344,6 +354,8 @@ struct sbx_landlock_plan {
 	bool scope_signal;	/* ABI 6 */
 	bool scope_abstract_unix;	/* ABI 6 */
 	bool log_new_exec;	/* ABI 7: audit denials after exec too */
+	/* Optional rules dropped at plan time (an untrusted symlink). */
+	char skipped[512];
 };
 
 struct sbx_landlock_result {

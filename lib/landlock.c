@@ -101,6 +101,63 @@ static int plan_add_tree(struct sbx_landlock_plan *plan, const char *path,
 	return plan_add(plan, path, rights, false, err);
 }
 
+/* Append "item" to a ", "-separated list; a full buffer ends in "...". */
+static void list_append(char *buf, size_t size, const char *item);
+
+/*
+ * Resolve every path of the plan here, in the caller's user namespace,
+ * where a root-owned symlink (/lib64 -> usr/lib64, /usr/bin/cc ->
+ * /etc/alternatives/cc) can be told from one an agent planted: inside the
+ * session's user namespace root shows as the overflow uid. Rules that then
+ * name the same file merge. A missing path stays as written (the apply
+ * step skips or refuses it); an untrusted symlink drops an optional rule
+ * (noted) and refuses a mandatory rule or a deny path.
+ */
+static int resolve_plan_paths(struct sbx_landlock_plan *plan, struct sbx_error *err)
+{
+	char real[SBX_PATH_MAX];
+	size_t i, j, kept = 0;
+	int r;
+
+	for (i = 0; i < plan->n_deny; i++) {
+		r = sbx_path_resolve_trusted(plan->deny[i], real, sizeof(real), err);
+		if (r == -ENOENT) {
+			sbx_error_clear(err);
+			continue;
+		}
+		if (r)
+			return r;
+		memcpy(plan->deny[i], real, strlen(real) + 1);
+	}
+	for (i = 0; i < plan->n_rules; i++) {
+		struct sbx_landlock_rule *rule = &plan->rules[i];
+
+		r = sbx_path_resolve_trusted(rule->path, real, sizeof(real), err);
+		if (r == -ENOENT) {
+			sbx_error_clear(err);
+		} else if (r == -ELOOP && rule->optional) {
+			sbx_error_clear(err);
+			list_append(plan->skipped, sizeof(plan->skipped), rule->path);
+			continue;
+		} else if (r) {
+			return r;
+		} else {
+			memcpy(rule->path, real, strlen(real) + 1);
+		}
+		for (j = 0; j < kept; j++) {
+			if (strcmp(plan->rules[j].path, rule->path) == 0) {
+				plan->rules[j].rights |= rule->rights;
+				plan->rules[j].optional = plan->rules[j].optional && rule->optional;
+				break;
+			}
+		}
+		if (j == kept)
+			plan->rules[kept++] = *rule;
+	}
+	plan->n_rules = kept;
+	return 0;
+}
+
 int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			    bool netns, struct sbx_landlock_plan *plan,
 			    struct sbx_error *err)
@@ -210,6 +267,9 @@ int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_sessio
 	out->scope_abstract_unix = true;
 	out->log_new_exec = true;
 
+	r = resolve_plan_paths(out, err);
+	if (r)
+		goto out;
 	memcpy(plan, out, sizeof(*plan));
 	r = 0;
 out:
@@ -245,8 +305,6 @@ out:
 
 /* Snapshot expansion of deny holes: cap on rules added, fail closed past it. */
 #define EXPAND_MAX_RULES 4096
-/* Symlinks followed while resolving one rule path (the kernel's MAXSYMLINKS). */
-#define MAX_SYMLINKS 40
 
 struct apply_ctx {
 	const struct sbx_landlock_plan *plan;
@@ -312,103 +370,21 @@ static int openat2_nosymlinks(const char *path)
 }
 
 /*
- * Resolve path lexically, following only symlinks owned by root (e.g.
- * /lib64 -> usr/lib64 on merged-/usr Debian). A symlink anyone else owns
- * could point a grant anywhere, so it is refused. Returns 0, -ENOENT, or
- * -errno with err filled.
- */
-static int resolve_root_symlinks(const char *path, char *out, size_t out_size,
-				 struct sbx_error *err)
-{
-	char resolved[PATH_MAX] = "";
-	char rest[PATH_MAX], tmp[PATH_MAX], target[PATH_MAX];
-	unsigned links = 0;
-	struct stat st;
-
-	if (sbx_strlcpy(rest, sizeof(rest), path) != 0)
-		return sbx_error_set(err, ENAMETOOLONG, "landlock rule %s: path too long", path);
-	while (rest[0]) {
-		char *comp = rest, *slash;
-		size_t clen, rlen;
-		ssize_t n;
-
-		while (*comp == '/')
-			comp++;
-		if (!*comp)
-			break;
-		slash = strchr(comp, '/');
-		clen = slash ? (size_t)(slash - comp) : strlen(comp);
-		if (clen == 1 && comp[0] == '.') {
-			memmove(rest, comp + clen, strlen(comp + clen) + 1);
-			continue;
-		}
-		if (clen == 2 && comp[0] == '.' && comp[1] == '.') {
-			char *last = strrchr(resolved, '/');
-
-			if (last)
-				*last = '\0';
-			memmove(rest, comp + clen, strlen(comp + clen) + 1);
-			continue;
-		}
-		rlen = strlen(resolved);
-		if (rlen + 1 + clen >= sizeof(resolved))
-			return sbx_error_set(err, ENAMETOOLONG,
-					     "landlock rule %s: path too long", path);
-		resolved[rlen] = '/';
-		memcpy(resolved + rlen + 1, comp, clen);
-		resolved[rlen + 1 + clen] = '\0';
-		memmove(rest, comp + clen, strlen(comp + clen) + 1);
-
-		if (lstat(resolved, &st) != 0) {
-			if (errno == ENOENT)
-				return -ENOENT;
-			return sbx_error_set(err, errno, "landlock rule %s: lstat(%s): %s",
-					     path, resolved, strerror(errno));
-		}
-		if (!S_ISLNK(st.st_mode))
-			continue;
-		if (st.st_uid != 0)
-			return sbx_error_set(err, EPERM,
-					     "landlock rule %s: symlink %s is owned by uid %u, not root; refusing to follow",
-					     path, resolved, (unsigned)st.st_uid);
-		if (++links > MAX_SYMLINKS)
-			return sbx_error_set(err, ELOOP, "landlock rule %s: too many symlinks",
-					     path);
-		n = readlink(resolved, target, sizeof(target) - 1);
-		if (n < 0)
-			return sbx_error_set(err, errno, "landlock rule %s: readlink(%s): %s",
-					     path, resolved, strerror(errno));
-		target[n] = '\0';
-		if (sbx_snprintf(tmp, sizeof(tmp), "%s/%s", target, rest) != 0)
-			return sbx_error_set(err, ENAMETOOLONG,
-					     "landlock rule %s: path too long", path);
-		memcpy(rest, tmp, sizeof(rest));
-		/* Relative targets resolve from the link's directory. */
-		if (target[0] == '/')
-			resolved[0] = '\0';
-		else
-			*strrchr(resolved, '/') = '\0';
-	}
-	if (!resolved[0])
-		memcpy(resolved, "/", 2);
-	if (sbx_strlcpy(out, out_size, resolved) != 0)
-		return sbx_error_set(err, ENAMETOOLONG, "landlock rule %s: path too long", path);
-	return 0;
-}
-
-/*
- * Open a rule path as O_PATH without ever traversing a symlink in the final
- * open (RESOLVE_NO_SYMLINKS). Paths that contain root-owned symlinks are
- * resolved first and the result re-opened the same way, so a link swapped in
- * between fails closed with ELOOP. *fd_out = -1 with 0 returned means an
- * optional path is missing (listed in res->skipped).
+ * Open a rule path as O_PATH without traversing any symlink
+ * (RESOLVE_NO_SYMLINKS). The plan's paths were resolved by the outer
+ * process (sbx_landlock_plan_build), where root-owned links can still be
+ * told from others: in the session's user namespace root shows as the
+ * overflow uid. A link found here now was swapped in since, or belongs to
+ * the sandbox's own view (its /dev/ptmx -> pts/ptmx, covered by the
+ * /dev/pts rule): an optional rule is then skipped, a mandatory one fails.
+ * *fd_out = -1 with 0 returned means an optional path was skipped (listed in
+ * res->skipped).
  */
 static int open_rule_path(struct apply_ctx *c, const char *path, bool optional,
 			  int *fd_out, struct stat *st_out)
 {
-	char resolved[PATH_MAX];
 	struct stat st;
-	int fd, r;
+	int fd, e, r;
 
 	*fd_out = -1;
 	fd = openat2_nosymlinks(path);
@@ -418,50 +394,20 @@ static int open_rule_path(struct apply_ctx *c, const char *path, bool optional,
 		close(fd);
 		return r;
 	}
-	if (fd < 0 && errno != ELOOP && errno != ENOENT)
-		return sbx_error_set(c->err, errno, "landlock rule %s: open: %s", path,
-				     strerror(errno));
-	if ((fd < 0 && errno == ELOOP) || (fd >= 0 && S_ISLNK(st.st_mode))) {
-		if (fd >= 0)
-			close(fd);
+	if (fd >= 0 && S_ISLNK(st.st_mode)) {
+		close(fd);
 		fd = -1;
-		r = resolve_root_symlinks(path, resolved, sizeof(resolved), c->err);
-		if (r == -ENOENT) {
-			errno = ENOENT;
-		} else if (r == -EPERM && optional) {
-			/* An optional rule through a symlink we may not
-			 * follow (e.g. the /dev/ptmx -> pts/ptmx link in
-			 * the sandbox's own /dev, which covers its target
-			 * with the /dev/pts rule) only narrows: skip it. */
-			list_append(c->res->skipped, sizeof(c->res->skipped), path);
-			return 0;
-		} else if (r != 0) {
-			return r;
-		}
-		else
-			fd = openat2_nosymlinks(resolved);
-		if (fd >= 0 && fstat(fd, &st) != 0) {
-			r = sbx_error_set(c->err, errno, "landlock rule %s: fstat: %s",
-					  path, strerror(errno));
-			close(fd);
-			return r;
-		}
-		if (fd >= 0 && S_ISLNK(st.st_mode)) {
-			close(fd);
-			return sbx_error_set(c->err, ELOOP,
-					     "landlock rule %s: %s changed into a symlink",
-					     path, resolved);
-		}
-		if (fd < 0 && errno != ENOENT)
-			return sbx_error_set(c->err, errno, "landlock rule %s: open(%s): %s",
-					     path, resolved, strerror(errno));
+		errno = ELOOP;
 	}
 	if (fd < 0) {
-		/* errno is ENOENT here */
+		e = errno;
+		if (e != ENOENT && e != ELOOP)
+			return sbx_error_set(c->err, e, "landlock rule %s: open: %s", path,
+					     strerror(e));
 		if (!optional)
-			return sbx_error_set(c->err, ENOENT,
-					     "landlock rule %s: No such file or directory (mandatory)",
-					     path);
+			return sbx_error_set(c->err, e, "landlock rule %s: %s (mandatory)", path,
+					     e == ELOOP ? "is or passes through a symlink" :
+					     "No such file or directory");
 		list_append(c->res->skipped, sizeof(c->res->skipped), path);
 		return 0;
 	}
@@ -728,6 +674,7 @@ int sbx_landlock_apply(const struct sbx_landlock_plan *plan, int abi_limit,
 		break;
 	}
 	note_dropped(plan, abi, out.dropped, sizeof(out.dropped));
+	memcpy(out.skipped, plan->skipped, sizeof(out.skipped));
 
 	c.handled_fs = attr.handled_access_fs;
 	c.ruleset_fd = (int)syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0);

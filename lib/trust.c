@@ -140,13 +140,10 @@ int sbx_trust_open_file(const char *path, bool trusted, uint64_t max_bytes,
 		r = sbx_error_set(err, errno, "fstat(%s): %s", path, strerror(errno));
 		goto out;
 	}
-	/* A second name for the file could sit in a directory the checks
-	 * above never saw, and be replaced by a writable copy there. */
-	if (trusted && st.st_nlink != 1) {
-		r = sbx_error_set(err, EMLINK, "%s: has %lu hard links; refused", path,
-				  (unsigned long)st.st_nlink);
-		goto out;
-	}
+	/* The link count is not checked: another name for this root-owned,
+	 * not group/world-writable inode changes nothing anyone can write,
+	 * while refusing it would let any local user lock every agent out
+	 * by making one (where fs.protected_hardlinks = 0). */
 	if ((uint64_t)st.st_size > max_bytes) {
 		r = sbx_error_set(err, EFBIG, "%s: larger than %" PRIu64 " bytes", path,
 				  max_bytes);
@@ -160,5 +157,147 @@ out:
 		close(fd);
 	if (dir >= 0)
 		close(dir);
+	return r;
+}
+
+/*
+ * A symlink may be followed only when nobody but root could have put it
+ * there or changed it: the link is root-owned and sits in a directory that
+ * is root-owned and not group/world writable. Debian's merged-/usr links
+ * (/lib64 -> usr/lib64), /usr/bin/cc -> /etc/alternatives/cc and the like
+ * pass; a link an agent made in a directory it may write does not, so it
+ * cannot point a grant, a bind or a gate rule somewhere else.
+ */
+static int symlink_trusted(int dir, int link, const char *what, struct sbx_error *err)
+{
+	struct stat dst, lst;
+
+	if (fstat(link, &lst) != 0 || fstat(dir, &dst) != 0)
+		return sbx_error_set(err, errno, "%s: fstat: %s", what, strerror(errno));
+	if (lst.st_uid != 0)
+		return sbx_error_set(err, ELOOP,
+				     "%s: symlink owned by uid %u, not root; refusing to follow it",
+				     what, (unsigned)lst.st_uid);
+	if (dst.st_uid != 0 || (dst.st_mode & (S_IWGRP | S_IWOTH)))
+		return sbx_error_set(err, ELOOP,
+				     "%s: symlink in a directory others may write (owner uid %u, mode %04o); refusing to follow it",
+				     what, (unsigned)dst.st_uid, (unsigned)(dst.st_mode & 07777));
+	return 0;
+}
+
+int sbx_path_resolve_trusted(const char *path, char *out, size_t out_size,
+			     struct sbx_error *err)
+{
+	char resolved[SBX_PATH_MAX] = "";
+	char rest[SBX_PATH_MAX], target[SBX_PATH_MAX], tmp[2 * SBX_PATH_MAX];
+	unsigned links = 0;
+	int dir = -1, r = 0;
+
+	if (!path || path[0] != '/' || sbx_strlcpy(rest, sizeof(rest), path) != 0)
+		return sbx_error_set(err, EINVAL, "resolve %.200s: not an absolute path that fits",
+				     path ? path : "(null)");
+	dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return sbx_error_set(err, errno, "open(/): %s", strerror(errno));
+	while (rest[0]) {
+		char *comp = rest, name[SBX_PATH_MAX];
+		size_t clen, rlen;
+		struct stat st;
+		ssize_t n;
+		int next;
+
+		while (*comp == '/')
+			comp++;
+		if (!*comp)
+			break;
+		clen = strcspn(comp, "/");
+		memcpy(name, comp, clen);
+		name[clen] = '\0';
+		memmove(rest, comp + clen, strlen(comp + clen) + 1);
+		if (strcmp(name, ".") == 0)
+			continue;
+		if (strcmp(name, "..") == 0) {
+			/* resolved holds no symlink, so ".." is lexical. */
+			char *last = strrchr(resolved, '/');
+
+			if (last)
+				*last = '\0';
+			next = open(resolved[0] ? resolved : "/",
+				    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (next < 0) {
+				r = sbx_error_set(err, errno, "resolve %s: open(%s): %s", path,
+						  resolved[0] ? resolved : "/", strerror(errno));
+				goto out;
+			}
+			close(dir);
+			dir = next;
+			continue;
+		}
+		rlen = strlen(resolved);
+		if (rlen + 1 + clen >= sizeof(resolved)) {
+			r = sbx_error_set(err, ENAMETOOLONG, "resolve %s: path too long", path);
+			goto out;
+		}
+		next = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			r = errno == ENOENT ? -ENOENT :
+			    sbx_error_set(err, errno, "resolve %s: open(%s/%s): %s", path,
+					  resolved, name, strerror(errno));
+			if (r == -ENOENT)
+				sbx_error_set(err, ENOENT, "resolve %s: %s/%s: No such file or directory",
+					      path, resolved, name);
+			goto out;
+		}
+		if (fstat(next, &st) != 0) {
+			r = sbx_error_set(err, errno, "resolve %s: fstat: %s", path, strerror(errno));
+			close(next);
+			goto out;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			resolved[rlen] = '/';
+			memcpy(resolved + rlen + 1, name, clen + 1);
+			close(dir);
+			dir = next;
+			continue;
+		}
+		snprintf(tmp, sizeof(tmp), "%s/%s", resolved, name);
+		r = symlink_trusted(dir, next, tmp, err);
+		if (r == 0 && ++links > 40)
+			r = sbx_error_set(err, ELOOP, "resolve %s: too many symlinks", path);
+		n = r == 0 ? readlinkat(next, "", target, sizeof(target) - 1) : 0;
+		close(next);
+		if (r)
+			goto out;
+		if (n <= 0 || (size_t)n >= sizeof(target) - 1) {
+			r = sbx_error_set(err, n < 0 ? errno : ENAMETOOLONG,
+					  "resolve %s: readlink(%s): %s", path, tmp,
+					  n < 0 ? strerror(errno) : "target too long");
+			goto out;
+		}
+		target[n] = '\0';
+		if (sbx_snprintf(tmp, sizeof(tmp), "%s/%s", target, rest) != 0 ||
+		    strlen(tmp) >= sizeof(rest)) {
+			r = sbx_error_set(err, ENAMETOOLONG, "resolve %s: path too long", path);
+			goto out;
+		}
+		memcpy(rest, tmp, strlen(tmp) + 1);
+		if (target[0] == '/') {
+			resolved[0] = '\0';
+			next = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (next < 0) {
+				r = sbx_error_set(err, errno, "open(/): %s", strerror(errno));
+				goto out;
+			}
+			close(dir);
+			dir = next;
+		}
+		/* A relative target resolves from the link's directory: dir. */
+	}
+	if (!resolved[0])
+		memcpy(resolved, "/", 2);
+	if (sbx_strlcpy(out, out_size, resolved) != 0)
+		r = sbx_error_set(err, ENAMETOOLONG, "resolve %s: path too long", path);
+out:
+	close(dir);
 	return r;
 }
