@@ -90,6 +90,27 @@ int sbx_trust_open_file(const char *path, bool trusted, uint64_t max_bytes,
 int sbx_path_resolve_trusted(const char *path, char *out, size_t out_size,
 			     struct sbx_error *err);
 
+/* ---- account.c: an account's passwd entry and group names --------------- */
+
+struct sbx_account {
+	char user[SBX_NAME_MAX];
+	uid_t uid;
+	gid_t gid;
+	char home[SBX_PATH_MAX];
+	char shell[SBX_PATH_MAX];
+	size_t n_groups;
+	char **groups;		/* names (heap), for [match] group rules */
+};
+
+/* Look an account up with its group names. Buffers grow on ERANGE; any
+ * lookup error is returned (callers refuse the login: a group missing
+ * from the list could turn an agent into a non-agent). -ENOENT when there
+ * is no such account. Free with sbx_account_free. */
+int sbx_account_by_name(const char *user, struct sbx_account *out, struct sbx_error *err);
+int sbx_account_by_uid(uid_t uid, struct sbx_account *out, struct sbx_error *err);
+void sbx_account_free(struct sbx_account *a);
+bool sbx_account_in_group(const struct sbx_account *a, const char *group);
+
 /* ---- session: what the caller knows about this session ----------------- */
 
 struct sbx_session {
@@ -268,6 +289,7 @@ struct sbx_record {
 	char home[SBX_PATH_MAX];	/* $HOME as the session sees it */
 	char home_source[SBX_PATH_MAX];	/* isolated: the state-dir home; else "" */
 	enum sbx_home home_kind;
+	bool private_tmp;		/* the PAM stage mounted private /tmp and /dev/shm */
 	pid_t opener_pid;		/* the process that opened the session */
 	uint64_t opener_start;		/* its start time (sbx_proc_start_time) */
 };
@@ -278,18 +300,31 @@ int sbx_session_id_new(char out[SBX_SESSION_ID_HEX + 1], struct sbx_error *err);
 bool sbx_session_id_is_valid(const char *id);
 
 /* Root: write <runtime_dir>/sessions/<rec->session> atomically (temp name +
- * renameat2 RENAME_NOREPLACE), root-owned 0644. runtime_dir (last component)
- * and sessions/ are created 0755 when missing; every directory must be
- * root-owned and not group/world writable. With max_live > 0, under an
- * exclusive lock on sessions/, stale records are removed and the write is
- * refused with -EUSERS when rec->uid already has max_live live records. */
+ * renameat2 RENAME_NOREPLACE), root-owned 0600. runtime_dir (last
+ * component, 0755) and sessions/ (0700; an older, wider one is tightened)
+ * are created when missing; every directory must be root-owned and not
+ * group/world writable. With max_live > 0, under a root-only lock file
+ * (sessions/.lock, waited for at most 5 s, then -ETIMEDOUT), stale records
+ * are removed and the write is refused with -EUSERS when rec->uid already
+ * has max_live live records. */
 int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 		     unsigned max_live, struct sbx_error *err);
 
-/* The shell: open by fd walk and refuse a record that is a symlink (-ELOOP),
- * hard-linked (-EMLINK), not a regular root-owned file or group/world
- * writable (-EPERM), names another uid (-EPERM) or session (-EINVAL), or
- * whose mntns differs from expect_mntns (-ESTALE). Malformed -> -EINVAL. */
+/* Root, in the session's own mount namespace (propagation to the host cut):
+ * mount a read-only tmpfs on <runtime_dir>/session (made 0755 when missing)
+ * holding the record as "record" (root, 0444): the copy the session's shell
+ * reads; nobody outside the session sees it. Undo: unmount that path. */
+int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
+		       struct sbx_error *err);
+/* "<runtime_dir>/session": 0 or -ENAMETOOLONG. */
+int sbx_record_view_path(const char *runtime_dir, char *out, size_t size);
+
+/* The shell: read <runtime_dir>/session/record (the PAM stage's copy in this
+ * mount namespace) by fd walk and refuse one that is missing (-ENOENT), a
+ * symlink (-ELOOP), hard-linked (-EMLINK), not a regular root-owned file or
+ * group/world writable (-EPERM), names another uid (-EPERM) or session
+ * (-EINVAL), or whose mntns differs from expect_mntns (-ESTALE).
+ * Malformed -> -EINVAL. */
 int sbx_record_read_verified(const char *runtime_dir, const char *session_id,
 			     uid_t expect_uid, unsigned long expect_mntns,
 			     struct sbx_record *out, struct sbx_error *err);

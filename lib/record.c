@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,12 +16,29 @@
 #include "internal.h"
 
 /*
- * <runtime_dir>/sessions/<id>: "key=value\n" lines, root-owned 0644, one
- * link. The shell trusts it only after checking, on the opened fd, that
- * nobody but root could have written it, and that it describes the mount
- * namespace the shell is actually in (so a record cannot be replayed into
- * another session).
+ * <runtime_dir>/sessions/<id>: "key=value\n" lines, root-owned 0600 in a
+ * root-only (0700) directory: the records name every agent's client
+ * address, and only root counts them (max_sessions) or removes them.
+ *
+ * The shell gets its own session's record another way: the PAM stage
+ * mounts, in the session's mount namespace only, a small read-only tmpfs at
+ * <runtime_dir>/session holding a copy ("record", 0444). Only processes of
+ * that session see it. The shell trusts it after checking, on the opened
+ * fd, that nobody but root could have written it and that it describes the
+ * mount namespace the shell is actually in (so it cannot be replayed).
+ *
+ * The lock that makes "count, then write" atomic is a root-only file
+ * (sessions/.lock), taken without blocking for more than LOCK_WAIT_MS: a
+ * lock anyone can open is a lock anyone can hold, and sshd's monitor must
+ * never hang on it.
  */
+
+#define SESSIONS_MODE 0700
+#define RECORD_MODE 0600
+#define LOCK_NAME ".lock"
+#define LOCK_WAIT_MS 5000
+#define SESSION_VIEW "session"		/* <runtime_dir>/session, per mount ns */
+#define SESSION_VIEW_FILE "record"
 
 #define RECORD_VERSION 1
 
@@ -88,6 +106,59 @@ static int sessions_path(const char *runtime_dir, char *out, size_t size,
 	return 0;
 }
 
+/* The root-only lock file in the open sessions/ directory, taken within
+ * LOCK_WAIT_MS. Returns the locked fd or -errno (err filled). */
+static int sessions_lock(int dir_fd, const char *sessions, struct sbx_error *err)
+{
+	struct stat st;
+	int fd, waited = 0;
+
+	fd = openat(dir_fd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+		    0600);
+	if (fd < 0)
+		return sbx_error_set(err, errno, "open(%s/%s): %s", sessions, LOCK_NAME,
+				     strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 077)) {
+		close(fd);
+		return sbx_error_set(err, EPERM, "%s/%s: not a root-only regular file",
+				     sessions, LOCK_NAME);
+	}
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		if (e == EINTR)
+			continue;
+		if (e != EWOULDBLOCK || waited >= LOCK_WAIT_MS) {
+			close(fd);
+			return sbx_error_set(err, e == EWOULDBLOCK ? ETIMEDOUT : e,
+					     "flock(%s/%s): %s", sessions, LOCK_NAME,
+					     e == EWOULDBLOCK ? "still held after 5 s" : strerror(e));
+		}
+		usleep(10 * 1000);
+		waited += 10;
+	}
+	return fd;
+}
+
+/* sessions/ is root-only; an older install made it 0755: tighten it. */
+static int sessions_dir_private(int dir_fd, const char *sessions, struct sbx_error *err)
+{
+	char link[32];
+	struct stat st;
+
+	if (fstat(dir_fd, &st) != 0)
+		return sbx_error_set(err, errno, "fstat(%s): %s", sessions, strerror(errno));
+	if ((st.st_mode & 07777) == SESSIONS_MODE)
+		return 0;
+	/* dir_fd is O_PATH: chmod the directory it pins through its
+	 * /proc/self/fd link, never by name. */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", dir_fd);
+	if (chmod(link, SESSIONS_MODE) != 0)
+		return sbx_error_set(err, errno, "chmod(%s, 0700): %s", sessions, strerror(errno));
+	return 0;
+}
+
 static int record_format(const struct sbx_record *rec, char *buf, size_t size,
 			 size_t *len, struct sbx_error *err)
 {
@@ -113,6 +184,8 @@ static int record_format(const struct sbx_record *rec, char *buf, size_t size,
 		     rec->mntns, rec->netns, rec->profile, rec->hash, rec->client,
 		     rec->service, rec->started, rec->home, rec->home_source,
 		     home_kind_names[rec->home_kind]);
+	if (n >= 0 && (size_t)n < size && rec->private_tmp)
+		n += snprintf(buf + n, size - (size_t)n, "private_tmp=1\n");
 	if (n >= 0 && (size_t)n < size && rec->opener_pid > 0)
 		n += snprintf(buf + n, size - (size_t)n, "opener_pid=%d\nopener_start=%" PRIu64 "\n",
 			      (int)rec->opener_pid, rec->opener_start);
@@ -150,21 +223,23 @@ int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 	r = sbx_dir_open_walk(runtime_dir, true, 0755, &rt_fd, err);
 	if (r)
 		goto out;
-	r = sbx_dir_open_walk(sessions, true, 0755, &dir_fd, err);
+	r = sbx_dir_open_walk(sessions, true, SESSIONS_MODE, &dir_fd, err);
+	if (r)
+		goto out;
+	r = sessions_dir_private(dir_fd, sessions, err);
 	if (r)
 		goto out;
 	/*
-	 * The limit is checked and the record written under one lock on the
-	 * directory (released when lock_fd closes), so two logins racing for
-	 * the last slot cannot both get it.
+	 * The limit is checked and the record written under one lock
+	 * (released when lock_fd closes), so two logins racing for the last
+	 * slot cannot both get it.
 	 */
 	if (max_live) {
 		unsigned live = 0;
 
-		lock_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (lock_fd < 0 || flock(lock_fd, LOCK_EX) != 0) {
-			r = sbx_error_set(err, errno, "flock(%s): %s", sessions,
-					  strerror(errno));
+		lock_fd = sessions_lock(dir_fd, sessions, err);
+		if (lock_fd < 0) {
+			r = lock_fd;
 			goto out;
 		}
 		r = count_live(dir_fd, sessions, rec->uid, true, &live, NULL, err);
@@ -187,7 +262,7 @@ int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 	}
 	made_tmp = true;
 	/* Exact owner and mode whatever the caller's fsgid and umask. */
-	if (fchown(fd, 0, 0) != 0 || fchmod(fd, 0644) != 0) {
+	if (fchown(fd, 0, 0) != 0 || fchmod(fd, RECORD_MODE) != 0) {
 		r = sbx_error_set(err, errno, "fchown/fchmod(%s/%s): %s", sessions, tmp,
 				  strerror(errno));
 		goto out;
@@ -253,11 +328,11 @@ int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
 {
 	enum { K_VERSION, K_SESSION, K_USER, K_UID, K_MNTNS, K_NETNS, K_PROFILE,
 	       K_HASH, K_CLIENT, K_SERVICE, K_STARTED, K_HOME, K_HOME_SOURCE,
-	       K_HOME_KIND, K_OPENER_PID, K_OPENER_START, K_COUNT };
+	       K_HOME_KIND, K_OPENER_PID, K_OPENER_START, K_PRIVATE_TMP, K_COUNT };
 	static const char *const keys[K_COUNT] = {
 		"version", "session", "user", "uid", "mntns", "netns", "profile",
 		"hash", "client", "service", "started", "home", "home_source",
-		"home_kind", "opener_pid", "opener_start",
+		"home_kind", "opener_pid", "opener_start", "private_tmp",
 	};
 	const uint32_t required = 1u << K_VERSION | 1u << K_SESSION | 1u << K_USER |
 				  1u << K_UID | 1u << K_MNTNS | 1u << K_STARTED |
@@ -374,6 +449,10 @@ int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
 			r = parse_num(eq, UINT64_MAX, &v, line, name, err);
 			rec.opener_start = v;
 			break;
+		case K_PRIVATE_TMP:
+			r = parse_num(eq, 1, &v, line, name, err);
+			rec.private_tmp = v == 1;
+			break;
 		}
 		if (r)
 			return r;
@@ -389,11 +468,95 @@ int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
 	return 0;
 }
 
+int sbx_record_view_path(const char *runtime_dir, char *out, size_t size)
+{
+	if (!runtime_dir || sbx_snprintf(out, size, "%s/" SESSION_VIEW,
+					 strcmp(runtime_dir, "/") ? runtime_dir : "") != 0)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/*
+ * In the session's mount namespace (after the PAM stage's unshare, with
+ * propagation to the host cut): a fresh tmpfs, the record written into it
+ * while it is still detached, made read-only, then attached on
+ * <runtime_dir>/session by fd. The host and every other session see only
+ * the empty mountpoint.
+ */
+int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
+		       struct sbx_error *err)
+{
+	char view[SBX_PATH_MAX], *buf = NULL;
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	size_t len = 0;
+	int rt_fd = -1, view_fd = -1, fsfd = -1, mfd = -1, fd = -1, r;
+
+	if (sbx_record_view_path(runtime_dir, view, sizeof(view)) != 0)
+		return sbx_error_set(err, ENAMETOOLONG, "record: runtime dir path too long");
+	buf = malloc(SBX_RECORD_MAX_BYTES);
+	if (!buf)
+		return sbx_error_set(err, ENOMEM, "record %s: out of memory", rec->session);
+	r = record_format(rec, buf, SBX_RECORD_MAX_BYTES, &len, err);
+	if (r)
+		goto out;
+	r = sbx_dir_open_walk(runtime_dir, true, 0755, &rt_fd, err);
+	if (r == 0)
+		r = sbx_dir_open_walk(view, true, 0755, &view_fd, err);
+	if (r)
+		goto out;
+	fsfd = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fsfd < 0 ||
+	    fsconfig(fsfd, FSCONFIG_SET_STRING, "size", "16k", 0) != 0 ||
+	    fsconfig(fsfd, FSCONFIG_SET_STRING, "nr_inodes", "4", 0) != 0 ||
+	    fsconfig(fsfd, FSCONFIG_SET_STRING, "mode", "0755", 0) != 0 ||
+	    fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) {
+		r = sbx_error_set(err, errno, "record view %s: tmpfs: %s", view, strerror(errno));
+		goto out;
+	}
+	mfd = fsmount(fsfd, FSMOUNT_CLOEXEC,
+		      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	if (mfd < 0) {
+		r = sbx_error_set(err, errno, "record view %s: fsmount: %s", view, strerror(errno));
+		goto out;
+	}
+	fd = openat(mfd, SESSION_VIEW_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0444);
+	if (fd < 0 || fchown(fd, 0, 0) != 0 || fchmod(fd, 0444) != 0 ||
+	    sbx_write_all(fd, buf, len) != 0) {
+		r = sbx_error_set(err, errno, "record view %s/%s: write: %s", view,
+				  SESSION_VIEW_FILE, strerror(errno));
+		goto out;
+	}
+	/* A file still open for writing would keep the mount from going
+	 * read-only (EBUSY). */
+	close(fd);
+	fd = -1;
+	if (mount_setattr(mfd, "", AT_EMPTY_PATH, &ro, sizeof(ro)) != 0 ||
+	    move_mount(mfd, "", view_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+		r = sbx_error_set(err, errno, "record view %s: mount: %s", view, strerror(errno));
+		goto out;
+	}
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (mfd >= 0)
+		close(mfd);
+	if (fsfd >= 0)
+		close(fsfd);
+	if (view_fd >= 0)
+		close(view_fd);
+	if (rt_fd >= 0)
+		close(rt_fd);
+	free(buf);
+	return r;
+}
+
 int sbx_record_read_verified(const char *runtime_dir, const char *session_id,
 			     uid_t expect_uid, unsigned long expect_mntns,
 			     struct sbx_record *out, struct sbx_error *err)
 {
-	char sessions[SBX_PATH_MAX], path[SBX_PATH_MAX + SBX_SESSION_ID_HEX + 2];
+	char view[SBX_PATH_MAX], path[SBX_PATH_MAX + 16];
 	struct sbx_record rec;
 	struct stat st;
 	char *buf = NULL;
@@ -403,19 +566,22 @@ int sbx_record_read_verified(const char *runtime_dir, const char *session_id,
 	if (!sbx_session_id_is_valid(session_id))
 		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
 				     session_id ? session_id : "(null)");
-	r = sessions_path(runtime_dir, sessions, sizeof(sessions), err);
+	if (sbx_record_view_path(runtime_dir, view, sizeof(view)) != 0)
+		return sbx_error_set(err, ENAMETOOLONG, "record: runtime dir path too long");
+	snprintf(path, sizeof(path), "%s/%s", view, SESSION_VIEW_FILE);
+	r = sbx_dir_open_walk(view, true, 0, &dir_fd, err);
 	if (r)
 		return r;
-	snprintf(path, sizeof(path), "%s/%s", sessions, session_id);
-	r = sbx_dir_open_walk(sessions, true, 0, &dir_fd, err);
-	if (r)
-		return r;
-	fd = openat(dir_fd, session_id, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+	fd = openat(dir_fd, SESSION_VIEW_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
 		    O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ELOOP)
 			r = sbx_error_set(err, ELOOP,
 					  "record %s: is a symlink; refusing to follow it", path);
+		else if (errno == ENOENT)
+			r = sbx_error_set(err, ENOENT,
+					  "%s: no record in this mount namespace (no PAM session stage "
+					  "prepared it)", path);
 		else
 			r = sbx_error_set(err, errno, "open(%s): %s", path, strerror(errno));
 		goto out;
@@ -451,8 +617,8 @@ int sbx_record_read_verified(const char *runtime_dir, const char *session_id,
 	if (r)
 		goto out;
 	if (strcmp(rec.session, session_id) != 0) {
-		r = sbx_error_set(err, EINVAL, "record %s: names session %s", path,
-				  rec.session);
+		r = sbx_error_set(err, EINVAL, "record %s: names session %s, not %s", path,
+				  rec.session, session_id);
 		goto out;
 	}
 	if (rec.uid != expect_uid) {

@@ -53,7 +53,6 @@ SBX_EXPORT int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, con
 #define DATA_NAME "agent_sandbox_session"
 #define DEFAULT_SKEL "/etc/agent-sandbox/skel"
 #define DEFAULT_GROUP "agents"
-#define MAX_GROUPS 256
 
 /* PAM services an agent may use when a profile lists none: interactive
  * entries covered by agent-shell. cron, atd, systemd-user are not. */
@@ -70,22 +69,14 @@ struct args {
 	const char *group;
 };
 
-struct account {
-	char user[SBX_NAME_MAX];
-	uid_t uid;
-	gid_t gid;
-	char home[SBX_PATH_MAX];
-	char shell[SBX_PATH_MAX];
-	size_t n_groups;
-	char *groups[MAX_GROUPS];
-};
-
 /* What open_session did, kept with pam_set_data for close_session. */
 #define DID_TMP 1u
 #define DID_EPHEMERAL_HOME 2u
 #define DID_HOME_BIND 4u
 #define DID_NETNS 8u
 #define DID_CLOSED 16u
+#define DID_SHM 32u
+#define DID_VIEW 64u
 
 struct session_state {
 	char id[SBX_SESSION_ID_HEX + 1];
@@ -128,83 +119,30 @@ static void parse_args(pam_handle_t *pamh, int argc, const char **argv, struct a
 	}
 }
 
-static void account_free(struct account *acc)
+/* The passwd entry and group names of the PAM user. 0, or a PAM code.
+ * A lookup that fails (an NSS error, not "no such entry") refuses the
+ * login: with a group missing, an agent could be taken for a non-agent. */
+static int account_load(pam_handle_t *pamh, struct sbx_account *acc)
 {
-	size_t i;
-
-	for (i = 0; i < acc->n_groups; i++)
-		free(acc->groups[i]);
-	acc->n_groups = 0;
-}
-
-/* The passwd entry and group names of the PAM user. 0, or a PAM code. */
-static int account_load(pam_handle_t *pamh, struct account *acc)
-{
-	struct passwd pw, *pwp = NULL;
-	gid_t gids[MAX_GROUPS];
-	int ngids = MAX_GROUPS, i;
+	struct sbx_error err = { 0 };
 	const char *user = NULL;
-	char *buf = NULL;
-	long sz;
+	int r;
 
 	memset(acc, 0, sizeof(*acc));
 	if (pam_get_user(pamh, &user, NULL) != PAM_SUCCESS || !user || !user[0]) {
 		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "cannot determine the user name");
 		return PAM_USER_UNKNOWN;
 	}
-	sz = sysconf(_SC_GETPW_R_SIZE_MAX);
-	if (sz < 16384)
-		sz = 16384;
-	buf = malloc((size_t)sz);
-	if (!buf)
-		return PAM_BUF_ERR;
-	if (getpwnam_r(user, &pw, buf, (size_t)sz, &pwp) != 0 || !pwp) {
-		free(buf);
+	r = sbx_account_by_name(user, acc, &err);
+	if (r == -ENOENT) {
 		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: no passwd entry", user);
 		return PAM_USER_UNKNOWN;
 	}
-	if (sbx_strlcpy(acc->user, sizeof(acc->user), pw.pw_name) ||
-	    sbx_strlcpy(acc->home, sizeof(acc->home), pw.pw_dir) ||
-	    sbx_strlcpy(acc->shell, sizeof(acc->shell), pw.pw_shell)) {
-		free(buf);
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-			   "user %s: name, home or shell too long", user);
-		return PAM_USER_UNKNOWN;
+	if (r) {
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: refused: %s", user, err.msg);
+		return r == -ENOMEM ? PAM_BUF_ERR : PAM_SYSTEM_ERR;
 	}
-	acc->uid = pw.pw_uid;
-	acc->gid = pw.pw_gid;
-	if (getgrouplist(acc->user, acc->gid, gids, &ngids) < 0) {
-		/* More than MAX_GROUPS: use the first ones; selection errs on
-		 * the side of the user's own rule or the primary group. */
-		ngids = MAX_GROUPS;
-	}
-	for (i = 0; i < ngids && acc->n_groups < MAX_GROUPS; i++) {
-		struct group gr, *grp = NULL;
-
-		if (getgrgid_r(gids[i], &gr, buf, (size_t)sz, &grp) == 0 && grp) {
-			char *name = strdup(grp->gr_name);
-
-			if (!name) {
-				free(buf);
-				account_free(acc);
-				return PAM_BUF_ERR;
-			}
-			acc->groups[acc->n_groups++] = name;
-		}
-	}
-	free(buf);
 	return 0;
-}
-
-static bool account_in_group(const struct account *acc, const char *group)
-{
-	size_t i;
-
-	for (i = 0; i < acc->n_groups; i++) {
-		if (!strcmp(acc->groups[i], group))
-			return true;
-	}
-	return false;
 }
 
 /*
@@ -221,12 +159,12 @@ static bool account_in_group(const struct account *acc, const char *group)
  * unconfined shell.
  */
 static int config_failure(pam_handle_t *pamh, const struct args *a,
-			  const struct account *acc, const struct sbx_error *err)
+			  const struct sbx_account *acc, const struct sbx_error *err)
 {
 	const char *base = strrchr(acc->shell, '/');
 
 	base = base ? base + 1 : acc->shell;
-	if (account_in_group(acc, a->group) || !strcmp(base, "agent-shell")) {
+	if (sbx_account_in_group(acc, a->group) || !strcmp(base, "agent-shell")) {
 		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
 			   "user %s: refused: config %s unusable: %s",
 			   acc->user, a->conf, err->msg);
@@ -244,7 +182,7 @@ static int config_failure(pam_handle_t *pamh, const struct args *a,
  * caller), PAM_IGNORE for a non-agent, or a PAM error code (logged).
  */
 static int agent_select(pam_handle_t *pamh, const struct args *a,
-			const struct account *acc, struct sbx_config **cfg_out,
+			const struct sbx_account *acc, struct sbx_config **cfg_out,
 			struct sbx_profile *prof)
 {
 	struct sbx_error err = { 0 };
@@ -327,7 +265,7 @@ static const char *floor_unmeetable(const struct sbx_profile *p, const struct sb
 /* The account rules shared by acct_mgmt and open_session (the account
  * phase does not always run: su as root skips it in some stacks). */
 static int agent_policy(pam_handle_t *pamh, const struct args *a,
-			const struct account *acc, const struct sbx_config *cfg,
+			const struct sbx_account *acc, const struct sbx_config *cfg,
 			const struct sbx_profile *p)
 {
 	struct sbx_error err = { 0 };
@@ -385,7 +323,7 @@ int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
 	struct sbx_config *cfg = NULL;
 	struct sbx_profile prof;
-	struct account acc;
+	struct sbx_account acc;
 	struct args a;
 	int r;
 
@@ -402,7 +340,7 @@ int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
 				   acc.user, prof.name);
 		sbx_config_free(cfg);
 	}
-	account_free(&acc);
+	sbx_account_free(&acc);
 	return r;
 }
 
@@ -412,7 +350,7 @@ int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
 struct undo {
 	int old_mnt, old_net, old_cwd;
 	size_t n;
-	char targets[SBX_MAX_DENY + 4][SBX_PATH_MAX];
+	char targets[SBX_MAX_DENY + 6][SBX_PATH_MAX];
 };
 
 static void undo_init(struct undo *u)
@@ -540,14 +478,14 @@ static void state_cleanup(pam_handle_t *pamh, void *data, int error_status)
 
 /* Steps in the order they run; the names go into the log line. */
 static int open_agent_session(pam_handle_t *pamh, const struct args *a,
-			      const struct account *acc, const struct sbx_config *cfg,
+			      const struct sbx_account *acc, const struct sbx_config *cfg,
 			      const struct sbx_profile *p)
 {
 	struct sbx_error err = { 0 };
 	struct session_state *ss = NULL;
 	struct sbx_record rec;
 	struct undo u;
-	char home_source[SBX_PATH_MAX] = "", env[64], done[256] = "";
+	char home_source[SBX_PATH_MAX] = "", env[64], done[256] = "", view[SBX_PATH_MAX];
 	char hash[65], client[128];
 	const char *service = pam_str_item(pamh, PAM_SERVICE);
 	const char *rhost = pam_str_item(pamh, PAM_RHOST);
@@ -612,7 +550,9 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 		strncat(done, ",home-tmpfs", sizeof(done) - strlen(done) - 1);
 	}
 
-	/* 4. A private /tmp. */
+	/* 4. A private /tmp and /dev/shm: without them a session that cannot
+	 * make its own mount view (no user namespaces) would share the host's
+	 * scratch space with every other process. */
 	{
 		char data[64];
 
@@ -625,6 +565,16 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 		undo_note(&u, "/tmp");
 		ss->did |= DID_TMP;
 		strncat(done, ",tmp", sizeof(done) - strlen(done) - 1);
+		r = sbx_root_mount("/dev/shm", -1, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV,
+				   data, &err);
+		if (r == 0) {
+			undo_note(&u, "/dev/shm");
+			ss->did |= DID_SHM;
+			strncat(done, ",shm", sizeof(done) - strlen(done) - 1);
+		} else if (r != -ENOENT) {
+			goto fail_undo;
+		}
+		sbx_error_clear(&err);
 	}
 
 	/* 5. Secrets. agent-shell still has to read its config and be
@@ -690,6 +640,7 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 	sbx_strlcpy(rec.home, sizeof(rec.home), acc->home);
 	sbx_strlcpy(rec.home_source, sizeof(rec.home_source), home_source);
 	rec.home_kind = p->home;
+	rec.private_tmp = (ss->did & DID_TMP) && (ss->did & DID_SHM);
 	/* This process stays until the session closes (sshd's monitor, su,
 	 * login): while it lives, the record is live. */
 	if (sbx_proc_start_time(getpid(), &rec.opener_start) == 0)
@@ -702,6 +653,13 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 	if (r)
 		goto fail_undo;
 	record_written = true;
+	/* 8. The shell's copy, visible in this session's namespace only. */
+	r = sbx_record_publish(a->runtime_dir, &rec, &err);
+	if (r)
+		goto fail_undo;
+	if (sbx_record_view_path(a->runtime_dir, view, sizeof(view)) == 0)
+		undo_note(&u, view);
+	ss->did |= DID_VIEW;
 
 	sbx_strlcpy(ss->user, sizeof(ss->user), acc->user);
 	ss->uid = acc->uid;
@@ -743,7 +701,7 @@ int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **ar
 {
 	struct sbx_config *cfg = NULL;
 	struct sbx_profile prof;
-	struct account acc;
+	struct sbx_account acc;
 	struct args a;
 	int r;
 
@@ -762,7 +720,7 @@ int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **ar
 	} else if (r != PAM_IGNORE) {
 		r = PAM_SESSION_ERR;
 	}
-	account_free(&acc);
+	sbx_account_free(&acc);
 	return r;
 }
 
@@ -793,15 +751,22 @@ static long proc_real_uid(const char *pid)
  * catches what runs without them, e.g. a setsid'ed daemon.) The namespace
  * inode makes it exact: other sessions of the same account have their
  * own. A pidfd pins each process between the check and the kill.
+ *
+ * One pass over /proc is not enough: a process that keeps forking can make
+ * a child after the scan went past the child's pid (seen: 2 of 3 such
+ * children survived one pass), and a survivor also drops out of the
+ * max_sessions count. So passes repeat until one finds nothing alive (a
+ * killed process loses its namespace links as it exits), at most
+ * LEFTOVER_PASSES times.
  */
-static unsigned kill_session_leftovers(uid_t uid, unsigned long mntns)
+#define LEFTOVER_PASSES 100
+
+static unsigned kill_pass(uid_t uid, unsigned long mntns)
 {
 	struct dirent *de;
 	unsigned killed = 0;
 	DIR *d;
 
-	if (uid == 0 || mntns == 0)
-		return 0;
 	d = opendir("/proc");
 	if (!d)
 		return 0;
@@ -830,13 +795,33 @@ static unsigned kill_session_leftovers(uid_t uid, unsigned long mntns)
 	return killed;
 }
 
+static unsigned kill_session_leftovers(uid_t uid, unsigned long mntns, unsigned *passes)
+{
+	unsigned total = 0, n, i;
+
+	*passes = 0;
+	if (uid == 0 || mntns == 0)
+		return 0;
+	for (i = 0; i < LEFTOVER_PASSES; i++) {
+		n = kill_pass(uid, mntns);
+		(*passes)++;
+		if (n == 0)
+			break;
+		total += n;
+		/* Let the killed ones leave their namespace before looking again. */
+		usleep(2000);
+	}
+	return total;
+}
+
 int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
 	struct sbx_error err = { 0 };
 	struct session_state *ss = NULL;
 	const void *data = NULL;
 	const char *outcome = "record removed";
-	unsigned killed;
+	char view[SBX_PATH_MAX];
+	unsigned killed, passes;
 	bool same_ns;
 	int r;
 
@@ -852,16 +837,21 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 		outcome = "record already gone";
 	else if (r)
 		outcome = err.msg;
-	killed = kill_session_leftovers(ss->uid, ss->mntns);
+	killed = kill_session_leftovers(ss->uid, ss->mntns, &passes);
 	/* Unmount by path only inside the session's own namespace. */
 	same_ns = sbx_ns_inode("mnt") == ss->mntns;
 	if (same_ns && (ss->did & DID_EPHEMERAL_HOME))
 		umount2(ss->home, MNT_DETACH | UMOUNT_NOFOLLOW);
 	if (same_ns && (ss->did & DID_TMP))
 		umount2("/tmp", MNT_DETACH | UMOUNT_NOFOLLOW);
+	if (same_ns && (ss->did & DID_SHM))
+		umount2("/dev/shm", MNT_DETACH | UMOUNT_NOFOLLOW);
+	if (same_ns && (ss->did & DID_VIEW) &&
+	    sbx_record_view_path(ss->runtime_dir, view, sizeof(view)) == 0)
+		umount2(view, MNT_DETACH | UMOUNT_NOFOLLOW);
 	pam_syslog(pamh, LOG_AUTHPRIV | (r && r != -ENOENT ? LOG_ERR : LOG_INFO),
-		   "session=%s user=%s closed after %llds: %s, %u leftover process(es) killed%s",
-		   ss->id, ss->user, (long long)(time(NULL) - ss->started), outcome, killed,
+		   "session=%s user=%s closed after %llds: %s, %u leftover process(es) killed in %u pass(es)%s",
+		   ss->id, ss->user, (long long)(time(NULL) - ss->started), outcome, killed, passes,
 		   same_ns ? "" : " (other mount namespace: mounts left to it)");
 	return r && r != -ENOENT ? PAM_SESSION_ERR : PAM_SUCCESS;
 }

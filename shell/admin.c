@@ -140,7 +140,7 @@ int shell_cmd_explain(const char *user, bool json)
 {
 	struct sbx_config *cfg = NULL;
 	struct sbx_error err = { 0 };
-	struct shell_identity id;
+	struct sbx_account id = { 0 };
 	struct sbx_profile *p = calloc(1, sizeof(*p));
 	struct sbx_report *r = calloc(1, sizeof(*r));
 	const struct sbx_probe *probe;
@@ -155,7 +155,7 @@ int shell_cmd_explain(const char *user, bool json)
 		fprintf(stderr, "agent-shell: --explain %s: no such user\n", user);
 		goto out;
 	}
-	if (shell_identity_of(pw, &id, &err) != 0) {
+	if (sbx_account_by_name(pw->pw_name, &id, &err) != 0) {
 		fprintf(stderr, "agent-shell: %s\n", err.msg);
 		goto out;
 	}
@@ -202,6 +202,7 @@ int shell_cmd_explain(const char *user, bool json)
 	status = 0;
 out:
 	sbx_config_free(cfg);
+	sbx_account_free(&id);
 	free(p);
 	free(r);
 	return status;

@@ -306,8 +306,7 @@ static void collect_agents(struct doctor *d)
 
 static void check_account(struct doctor *d, const struct doc_agent *a)
 {
-	struct shell_identity id;
-	struct passwd *pw;
+	struct sbx_account id = { 0 };
 	char bad[256] = "", path[SBX_PATH_MAX], fix[SBX_PATH_MAX + 256];
 
 	if (a->uid == 0)
@@ -329,11 +328,11 @@ static void check_account(struct doctor *d, const struct doc_agent *a)
 		    "lingering (%s): systemd --user runs the account's units outside any session",
 		    path);
 	}
-	pw = getpwnam(a->user);
-	if (pw && shell_identity_of(pw, &id, NULL) == 0) {
+	if (sbx_account_by_name(a->user, &id, NULL) == 0) {
 		for (size_t i = 0; i < id.n_groups; i++)
 			if (shell_group_is_privileged(id.groups[i]))
 				list_add(bad, sizeof(bad), "%s", id.groups[i]);
+		sbx_account_free(&id);
 	}
 	if (bad[0]) {
 		snprintf(fix, sizeof(fix), "gpasswd -d %s GROUP for each group listed", a->user);
@@ -353,14 +352,13 @@ static void check_account(struct doctor *d, const struct doc_agent *a)
 static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 {
 	struct sbx_error err = { 0 };
-	struct passwd *pw = getpwnam(a->user);
 	const struct sbx_profile *named = NULL;
 	struct sbx_profile *p = NULL;
-	struct shell_identity id;
+	struct sbx_account id = { 0 };
 	char fix[SBX_PATH_MAX + 128];
 	struct stat st;
 
-	if (!pw || shell_identity_of(pw, &id, NULL) != 0)
+	if (sbx_account_by_name(a->user, &id, NULL) != 0)
 		return;
 	p = malloc(sizeof(*p));
 	if (!p) {
@@ -397,6 +395,7 @@ static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 		    rt->write == SBX_ACCESS_ALLOW ? "rw" : "ro", strerror(e));
 	}
 out:
+	sbx_account_free(&id);
 	free(p);
 }
 

@@ -198,7 +198,7 @@ static int enroll(const struct enroll_opts *o, struct sbx_config *cfg)
 	const struct sbx_match *urule = rule_for(cfg, SBX_MATCH_USER, o->user);
 	const struct sbx_profile *named, *selected = NULL;
 	struct sbx_profile *p = calloc(1, sizeof(*p));
-	struct shell_identity id;
+	struct sbx_account id = { 0 };
 	char home[SBX_PATH_MAX], workspace[SBX_PATH_MAX], uidbuf[32];
 	const char *group, *profile;
 	struct passwd *pw;
@@ -331,7 +331,7 @@ static int enroll(const struct enroll_opts *o, struct sbx_config *cfg)
 		printf("%s is already enrolled: nothing changed\n", o->user);
 
 	/* Does the config now select it, and for the profile asked? */
-	ret = shell_identity_of(pw, &id, &err);
+	ret = sbx_account_by_name(pw->pw_name, &id, &err);
 	if (ret == 0)
 		ret = sbx_config_select(cfg, o->user, (const char *const *)id.groups, id.n_groups,
 					&selected, &err);
@@ -363,6 +363,7 @@ fail:
 		fprintf(stderr, "agent-shell: the changes printed above were made; run --enroll again "
 			"after fixing the cause\n");
 out:
+	sbx_account_free(&id);
 	free(p);
 	return status;
 }

@@ -253,7 +253,7 @@ static int start_session(const struct run_opts *o)
 {
 	struct sbx_error err = { 0 };
 	struct sbx_config *cfg = NULL;
-	struct shell_identity id;
+	struct sbx_account id = { 0 };
 	struct sbx_profile *p = NULL;
 	struct sbx_session s;
 	struct sbx_report *report = NULL;
@@ -425,6 +425,7 @@ out:
 		free(gate_argv);
 	}
 	sbx_config_free(cfg);
+	sbx_account_free(&id);
 	free(p);
 	free(report);
 	return exit_code;

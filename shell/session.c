@@ -44,46 +44,10 @@ const char *shell_config_path(void)
 	return SBX_CONFIG_PATH;
 }
 
-/* A passwd entry and its group names (for group rules). */
-int shell_identity_of(const struct passwd *pw, struct shell_identity *id,
-		      struct sbx_error *err)
-{
-	gid_t groups[SHELL_MAX_GROUPS];
-	int n = SHELL_MAX_GROUPS;
-
-	memset(id, 0, sizeof(*id));
-	id->uid = pw->pw_uid;
-	id->gid = pw->pw_gid;
-	if (sbx_strlcpy(id->user, sizeof(id->user), pw->pw_name) ||
-	    sbx_strlcpy(id->home, sizeof(id->home), pw->pw_dir) ||
-	    sbx_strlcpy(id->login_shell, sizeof(id->login_shell), pw->pw_shell))
-		return sbx_error_set(err, ENAMETOOLONG, "passwd entry of %s: field too long",
-				     pw->pw_name);
-	if (getgrouplist(id->user, id->gid, groups, &n) < 0)
-		n = SHELL_MAX_GROUPS;	/* truncated: the first groups still count */
-	for (int i = 0; i < n && id->n_groups < SHELL_MAX_GROUPS; i++) {
-		struct group *gr = getgrgid(groups[i]);
-
-		if (gr && sbx_strlcpy(id->group_store[id->n_groups], SBX_NAME_MAX,
-				      gr->gr_name) == 0) {
-			id->groups[id->n_groups] = id->group_store[id->n_groups];
-			id->n_groups++;
-		}
-	}
-	return 0;
-}
-
 /* The caller's identity. */
-int shell_identity(struct shell_identity *id, struct sbx_error *err)
+int shell_identity(struct sbx_account *id, struct sbx_error *err)
 {
-	struct passwd *pw;
-
-	errno = 0;
-	pw = getpwuid(getuid());
-	if (!pw)
-		return sbx_error_set(err, errno ? errno : ENOENT,
-				     "no passwd entry for uid %u", (unsigned)getuid());
-	return shell_identity_of(pw, id, err);
+	return sbx_account_by_uid(getuid(), id, err);
 }
 
 /* Membership of these gives an account authority outside any sandbox. */
@@ -164,7 +128,7 @@ static bool wider_field(const struct sbx_profile *want, const struct sbx_profile
  * An agent asking for something wider is refused (not silently narrowed),
  * so what it asked for and what it got never differ unnoticed.
  */
-int shell_resolve_profile(const struct sbx_config *cfg, const struct shell_identity *id,
+int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account *id,
 			  const char *want_profile, const char *want_workspace,
 			  bool login_mode, struct sbx_profile *out, bool *is_agent,
 			  struct sbx_error *err)
@@ -280,7 +244,7 @@ out:
 }
 
 /* Where the isolated home lives when the PAM stage did not bind it. */
-static bool isolated_home_ready(const struct sbx_config *cfg, const struct shell_identity *id,
+static bool isolated_home_ready(const struct sbx_config *cfg, const struct sbx_account *id,
 				char *path, size_t size)
 {
 	struct stat st;
@@ -299,7 +263,7 @@ static bool isolated_home_ready(const struct sbx_config *cfg, const struct shell
 	return true;
 }
 
-int shell_build_session(const struct sbx_config *cfg, const struct shell_identity *id,
+int shell_build_session(const struct sbx_config *cfg, const struct sbx_account *id,
 			const struct sbx_profile *p, const char *service, bool pam_stage,
 			struct sbx_session *s, char *home_note, size_t note_size,
 			struct sbx_error *err)

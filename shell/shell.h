@@ -5,33 +5,18 @@
 
 #include "internal.h"
 
-#define SHELL_MAX_GROUPS 64
-
-struct shell_identity {
-	uid_t uid;
-	gid_t gid;
-	char user[SBX_NAME_MAX];
-	char home[SBX_PATH_MAX];
-	char login_shell[SBX_PATH_MAX];
-	size_t n_groups;
-	char *groups[SHELL_MAX_GROUPS];
-	char group_store[SHELL_MAX_GROUPS][SBX_NAME_MAX];
-};
-
 /* session.c */
 int shell_config_load(struct sbx_config **out, struct sbx_error *err);
 const char *shell_config_path(void);
-int shell_identity(struct shell_identity *id, struct sbx_error *err);
-struct passwd;
-int shell_identity_of(const struct passwd *pw, struct shell_identity *id,
-		      struct sbx_error *err);
+/* The caller's account (sbx_account_by_uid(getuid())); free with sbx_account_free. */
+int shell_identity(struct sbx_account *id, struct sbx_error *err);
 bool shell_group_is_privileged(const char *group);
 void shell_new_session_id(char out[40]);
-int shell_resolve_profile(const struct sbx_config *cfg, const struct shell_identity *id,
+int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account *id,
 			  const char *want_profile, const char *want_workspace,
 			  bool login_mode, struct sbx_profile *out, bool *is_agent,
 			  struct sbx_error *err);
-int shell_build_session(const struct sbx_config *cfg, const struct shell_identity *id,
+int shell_build_session(const struct sbx_config *cfg, const struct sbx_account *id,
 			const struct sbx_profile *p, const char *service, bool pam_stage,
 			struct sbx_session *s, char *home_note, size_t note_size,
 			struct sbx_error *err);

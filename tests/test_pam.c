@@ -27,6 +27,8 @@
 
 #include "testlib.h"
 
+#define BIG_GROUP "sbx-test-pambig"
+
 /*
  * Everything this file creates: two accounts (useradd --system, so no
  * /etc/subuid lines; removed in the group teardown even after a failure),
@@ -219,7 +221,20 @@ static int group_setup_inner(void)
 	snprintf(path, sizeof(path), "%s/conf/eph.conf", W.base);
 	if (write_config(path, W.shell, 0644))
 		return -1;
-	if (write_service("sbxtest-eph", "conf/eph.conf", true) ||
+	snprintf(path, sizeof(path), "%s/conf/biggroup.conf", W.base);
+	{
+		char text[2 * PATH_MAX + 512];
+
+		snprintf(text, sizeof(text),
+			 "[global]\nstate_dir = %s\nagent_shell = %s\n\n"
+			 "[profile coder]\nworkspace_root = %%h/work\nhome = isolated\n"
+			 "services = sbxtest-big\n\n[match]\ngroup " BIG_GROUP " = coder\n",
+			 W.state, W.shell);
+		if (write_text(path, text, 0644))
+			return -1;
+	}
+	if (write_service("sbxtest-big", "conf/biggroup.conf", false) ||
+	    write_service("sbxtest-eph", "conf/eph.conf", true) ||
 	    write_service("sbxtest", "conf/good.conf", true) ||
 	    write_service("cron", "conf/good.conf", true) ||
 	    write_service("sbxtest-wrongshell", "conf/wrongshell.conf", true) ||
@@ -356,6 +371,63 @@ static void run_acct(const char *service, const char *user, int want, const char
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_acct, &c)), 0);
 }
 
+/*
+ * The agent is matched through a group whose entry is larger than the
+ * 16 KiB lookup buffer the module used to have (ERANGE dropped the group,
+ * and the agent got PAM_IGNORE: no record, no namespace, internal-sftp
+ * unconfined). The group lives in a copy of /etc/group bound over the
+ * real one in a mount namespace of this child only.
+ */
+#define BIG_GID 59873
+
+static int child_big_group(void *arg)
+{
+	bool bind = arg != NULL;
+	char tmpl[] = "/tmp/sbx-test-pamgrp-XXXXXX";
+	pam_handle_t *h = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int fd, r;
+
+	CHECK(unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0,
+	      100);
+	if (bind) {
+		fd = mkstemp(tmpl);
+		CHECK(fd >= 0 && sbx_read_file("/etc/group", 1u << 22, &buf, &len, NULL) == 0, 101);
+		f = fdopen(fd, "w");
+		CHECK(f != NULL, 102);
+		fwrite(buf, 1, len, f);
+		fprintf(f, "%s:x:%d:%s", BIG_GROUP, BIG_GID, W.agent);
+		for (int i = 0; i < 1200; i++)
+			fprintf(f, ",sbx-filler-member-%05d", i);
+		fputc('\n', f);
+		CHECK(fclose(f) == 0 && chmod(tmpl, 0644) == 0, 103);
+		CHECK(mount(tmpl, "/etc/group", NULL, MS_BIND, NULL) == 0, 104);
+		unlink(tmpl);
+		free(buf);
+	}
+	CHECK(pam_start_confdir("sbxtest-big", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS, 105);
+	r = pam_acct_mgmt(h, 0);
+	pam_end(h, r);
+	/* Matched: the module's own PAM_SUCCESS. Not matched: it ignores
+	 * and this stack (the module alone) fails. */
+	if (r != (bind ? PAM_SUCCESS : PAM_PERM_DENIED)) {
+		fprintf(stderr, "big group (bound %d): pam_acct_mgmt = %d\n", bind, r);
+		return 106;
+	}
+	return 0;
+}
+
+static void test_big_group(void **state)
+{
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_big_group, (void *)1)), 0);
+	/* Control: without the group the agent is not one. */
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_big_group, NULL)), 0);
+}
+
 static void test_account_phase(void **state)
 {
 	(void)state;
@@ -425,9 +497,9 @@ static int child_session(void *arg)
 {
 	int fds_before = count_fds();
 	mode_t mask_before = umask(022);
-	char rec_path[256], home_src[256], id[64] = "", logline[2048], marker[64];
+	char rec_path[256], view_path[256], home_src[256], id[64] = "", logline[2048], marker[64];
 	unsigned long mnt_before = ns_ino("mnt");
-	struct stat st, st2, host_tmp;
+	struct stat st, st2, host_tmp, host_shm;
 	struct statfs sfs;
 	pam_handle_t *h = NULL;
 	bool capture = arg != NULL;
@@ -441,6 +513,7 @@ static int child_session(void *arg)
 		mnt_before = ns_ino("mnt");
 	}
 	CHECK(stat("/tmp", &host_tmp) == 0, 21);
+	CHECK(stat("/dev/shm", &host_shm) == 0, 68);
 	CHECK(pam_start_confdir("sbxtest", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS, 22);
 	CHECK(pam_set_item(h, PAM_RHOST, "192.0.2.9") == PAM_SUCCESS, 23);
 	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 24);
@@ -468,17 +541,23 @@ static int child_session(void *arg)
 	free(env);
 	CHECK(sbx_session_id_is_valid(id), 27);
 
-	/* The record: root-owned 0644, naming this mount namespace. */
+	/* The record: root-only (0600 in a 0700 directory); the shell's copy
+	 * is the read-only one this session's namespace alone sees. */
 	snprintf(rec_path, sizeof(rec_path), "%s/sessions/%s", W.rt, id);
 	CHECK(lstat(rec_path, &st) == 0 && S_ISREG(st.st_mode), 28);
-	CHECK(st.st_uid == 0 && (st.st_mode & 07777) == 0644, 29);
+	CHECK(st.st_uid == 0 && (st.st_mode & 07777) == 0600, 29);
+	snprintf(view_path, sizeof(view_path), "%s/session/record", W.rt);
+	CHECK(lstat(view_path, &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0444, 65);
+	/* A private /dev/shm too (the host's would be shared). */
+	CHECK(statfs("/dev/shm", &sfs) == 0 && sfs.f_type == TMPFS_MAGIC, 66);
+	CHECK(stat("/dev/shm", &st) == 0 && st.st_dev != host_shm.st_dev, 67);
 	{
 		struct sbx_record rec;
 		struct sbx_error err = { 0 };
 
 		CHECK(sbx_record_read_verified(W.rt, id, W.agent_uid, ns_ino("mnt"), &rec,
 					       &err) == 0, 30);
-		CHECK(rec.home_kind == SBX_HOME_ISOLATED, 31);
+		CHECK(rec.home_kind == SBX_HOME_ISOLATED && rec.private_tmp, 31);
 		CHECK(!strcmp(rec.client, "192.0.2.9") && !strcmp(rec.service, "sbxtest"), 32);
 		CHECK(!strcmp(rec.profile, "coder") && strlen(rec.hash) == 64, 33);
 	}
@@ -509,7 +588,7 @@ static int child_session(void *arg)
 	if (capture) {
 		CHECK(sbx_test_log_has(s, "session=", id, logline, sizeof(logline)), 44);
 		CHECK(strstr(logline, "client=192.0.2.9") && strstr(logline, "profile=coder") &&
-		      strstr(logline, "pam_stage=mntns,home-bind,tmp,deny_read"), 45);
+		      strstr(logline, "pam_stage=mntns,home-bind,tmp,shm,deny_read"), 45);
 	}
 
 	/* A leftover of the session (the agent's uid, in the session's
@@ -560,7 +639,8 @@ static void assert_no_records(void)
 	if (!d)
 		return;
 	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+		/* ".", ".." and the lock file */
+		if (de->d_name[0] != '.')
 			fail_msg("leftover record %s", de->d_name);
 	}
 	closedir(d);
@@ -575,10 +655,11 @@ static void test_session_open_close(void **state)
 	(void)state;
 	SBX_TEST_REQUIRE_ROOT();
 	read_mountinfo(before, sizeof(before));
-	status = sbx_test_fork(false, child_session, NULL);
-	assert_int_equal(sbx_test_status_code(status), 0);
-	/* Again with syslog captured, checking the one-line summary. */
+	/* With syslog captured, checking the one-line summary, then again
+	 * without (fds are counted only then). */
 	status = sbx_test_fork(false, child_session, (void *)1);
+	assert_int_equal(sbx_test_status_code(status), 0);
+	status = sbx_test_fork(false, child_session, NULL);
 	assert_int_equal(sbx_test_status_code(status), 0);
 	read_mountinfo(after, sizeof(after));
 	assert_string_equal(before, after);
@@ -924,6 +1005,7 @@ static void test_non_agent_ignored(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_big_group),
 		cmocka_unit_test(test_dlopen_exports),
 		cmocka_unit_test(test_account_phase),
 		cmocka_unit_test(test_untrusted_config),

@@ -694,7 +694,7 @@ agent_procs() {
 		awk -v u="$uid" '/^Uid:/ { if ($2 == u) print FILENAME }' /proc/[0-9]*/status 2>/dev/null
 	done
 }
-records_left() { NS find /run/agent-sandbox -mindepth 1 -type f | grep -q .; }
+records_left() { NS find /run/agent-sandbox/sessions -mindepth 1 -type f ! -name .lock 2>/dev/null | grep -q .; }
 no_records() { ! records_left; }
 no_procs() { [ -z "$(agent_procs)" ]; }
 
@@ -717,7 +717,7 @@ t_fifty_concurrent_sessions() {
 	[ "$n_ok" -eq 50 ] || { ok=1; for i in $(seq 50); do grep -qP '^Seccomp:\t2$' "$T/c$i.out" || head -3 "$T/c$i.out"; done | head -10; }
 	[ "$(grep -l '^home=tmpfs$' "$T"/c*.out | wc -l)" -eq 50 ] || { echo "  not all homes ephemeral"; ok=1; }
 	wait_for no_procs || { echo "  processes left:"; agent_procs | head; ok=1; }
-	wait_for no_records || { echo "  session records left:"; NS find /run/agent-sandbox -type f | head; ok=1; }
+	wait_for no_records || { echo "  session records left:"; NS find /run/agent-sandbox/sessions -type f ! -name .lock | head; ok=1; }
 	grep -v " /proc" "/proc/$sshd_pid/mountinfo" >"$T/mi.after"
 	grep -v " /proc" /proc/self/mountinfo >"$T/host-mi.after"
 	cmp -s "$T/mi.before" "$T/mi.after" || { echo "  sshd namespace mounts changed"; diff "$T/mi.before" "$T/mi.after" | head; ok=1; }
@@ -767,7 +767,7 @@ t_max_sessions_and_crashed_sshd() {
 	exec 7>&- 8>&-
 	for i in "${pids[@]}"; do wait "$i" 2>/dev/null; done
 	wait_for no_procs || { echo "  processes left:"; agent_procs | head; ok=1; }
-	wait_for no_records || { echo "  records left:"; NS find /run/agent-sandbox -type f | head; ok=1; }
+	wait_for no_records || { echo "  records left:"; NS find /run/agent-sandbox/sessions -type f ! -name .lock | head; ok=1; }
 	return $ok
 }
 

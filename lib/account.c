@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Who an account is: its passwd entry and group names, looked up once, failing closed. */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/*
+ * Profiles are chosen by user and group names, so a group that silently
+ * drops out of the list can turn an agent into "not an agent" (the PAM
+ * stage then ignores it and internal-sftp runs unconfined). Every lookup
+ * here therefore grows its buffer on ERANGE instead of skipping the entry,
+ * and any other failure is an error the caller refuses the login on. A gid
+ * with no group entry has no name a rule could match; it is left out.
+ */
+
+#define LOOKUP_BUF_START 16384
+#define LOOKUP_BUF_MAX (16u << 20)	/* a group with a very long member list */
+#define GROUPS_MAX 65536		/* NGROUPS_MAX on Linux */
+
+/* Call getpwnam_r/getpwuid_r/getgrgid_r with a buffer that grows on ERANGE.
+ * Returns 0 (found or not: *found says), or a positive errno. */
+static int grow_lookup(int (*fn)(const void *key, void *ent, char *buf, size_t size, void **res),
+		       const void *key, void *ent, char **buf, size_t *size, bool *found)
+{
+	void *res = NULL;
+	int r;
+
+	for (;;) {
+		if (!*buf) {
+			*size = LOOKUP_BUF_START;
+			*buf = malloc(*size);
+			if (!*buf)
+				return ENOMEM;
+		}
+		errno = 0;
+		r = fn(key, ent, *buf, *size, &res);
+		if (r == ERANGE) {
+			char *bigger;
+
+			if (*size >= LOOKUP_BUF_MAX)
+				return ERANGE;
+			bigger = realloc(*buf, *size * 2);
+			if (!bigger)
+				return ENOMEM;
+			*buf = bigger;
+			*size *= 2;
+			continue;
+		}
+		/* glibc: 0 and NULL is "no such entry"; some NSS modules say
+		 * so with ENOENT or ESRCH instead. */
+		if (r == 0 || r == ENOENT || r == ESRCH) {
+			*found = r == 0 && res != NULL;
+			return 0;
+		}
+		return r;
+	}
+}
+
+static int pw_by_name(const void *key, void *ent, char *buf, size_t size, void **res)
+{
+	return getpwnam_r(key, ent, buf, size, (struct passwd **)res);
+}
+
+static int pw_by_uid(const void *key, void *ent, char *buf, size_t size, void **res)
+{
+	return getpwuid_r(*(const uid_t *)key, ent, buf, size, (struct passwd **)res);
+}
+
+static int gr_by_gid(const void *key, void *ent, char *buf, size_t size, void **res)
+{
+	return getgrgid_r(*(const gid_t *)key, ent, buf, size, (struct group **)res);
+}
+
+void sbx_account_free(struct sbx_account *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->n_groups; i++)
+		free(a->groups[i]);
+	free(a->groups);
+	a->groups = NULL;
+	a->n_groups = 0;
+}
+
+/* The group names of an account whose passwd entry is in out. */
+static int load_groups(struct sbx_account *out, char **buf, size_t *size,
+		       struct sbx_error *err)
+{
+	gid_t *gids = NULL;
+	int n = 64, i, r = 0;
+
+	for (;;) {
+		gid_t *grown = realloc(gids, (size_t)n * sizeof(*gids));
+		int want = n;
+
+		if (!grown) {
+			r = sbx_error_set(err, ENOMEM, "groups of %s: out of memory", out->user);
+			goto out;
+		}
+		gids = grown;
+		if (getgrouplist(out->user, out->gid, gids, &want) >= 0) {
+			n = want;
+			break;
+		}
+		/* -1 with want set to the number needed. */
+		if (want <= n || want > GROUPS_MAX) {
+			r = sbx_error_set(err, E2BIG, "groups of %s: getgrouplist failed (%d groups)",
+					  out->user, want);
+			goto out;
+		}
+		n = want;
+	}
+	out->groups = calloc((size_t)n + 1, sizeof(char *));
+	if (!out->groups) {
+		r = sbx_error_set(err, ENOMEM, "groups of %s: out of memory", out->user);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		struct group gr;
+		bool found = false;
+		int e = grow_lookup(gr_by_gid, &gids[i], &gr, buf, size, &found);
+
+		if (e) {
+			r = sbx_error_set(err, e, "group %u of %s: lookup failed: %s",
+					  (unsigned)gids[i], out->user, strerror(e));
+			goto out;
+		}
+		if (!found)
+			continue;
+		if (strlen(gr.gr_name) >= SBX_NAME_MAX) {
+			r = sbx_error_set(err, ENAMETOOLONG, "group %u of %s: name too long",
+					  (unsigned)gids[i], out->user);
+			goto out;
+		}
+		out->groups[out->n_groups] = strdup(gr.gr_name);
+		if (!out->groups[out->n_groups]) {
+			r = sbx_error_set(err, ENOMEM, "groups of %s: out of memory", out->user);
+			goto out;
+		}
+		out->n_groups++;
+	}
+out:
+	free(gids);
+	return r;
+}
+
+static int account_load(bool by_name, const char *name, uid_t uid,
+			struct sbx_account *out, struct sbx_error *err)
+{
+	struct sbx_account a;
+	struct passwd pw;
+	char *buf = NULL;
+	size_t size = 0;
+	bool found = false;
+	int e, r;
+
+	memset(&a, 0, sizeof(a));
+	e = by_name ? grow_lookup(pw_by_name, name, &pw, &buf, &size, &found) :
+		      grow_lookup(pw_by_uid, &uid, &pw, &buf, &size, &found);
+	if (e) {
+		r = by_name ? sbx_error_set(err, e, "user %s: passwd lookup failed: %s", name, strerror(e)) :
+			      sbx_error_set(err, e, "uid %u: passwd lookup failed: %s", (unsigned)uid,
+					    strerror(e));
+		goto out;
+	}
+	if (!found) {
+		r = by_name ? sbx_error_set(err, ENOENT, "user %s: no passwd entry", name) :
+			      sbx_error_set(err, ENOENT, "uid %u: no passwd entry", (unsigned)uid);
+		goto out;
+	}
+	if (sbx_strlcpy(a.user, sizeof(a.user), pw.pw_name) ||
+	    sbx_strlcpy(a.home, sizeof(a.home), pw.pw_dir ? pw.pw_dir : "") ||
+	    sbx_strlcpy(a.shell, sizeof(a.shell), pw.pw_shell ? pw.pw_shell : "")) {
+		r = sbx_error_set(err, ENAMETOOLONG, "user %s: name, home or shell too long",
+				  pw.pw_name);
+		goto out;
+	}
+	a.uid = pw.pw_uid;
+	a.gid = pw.pw_gid;
+	r = load_groups(&a, &buf, &size, err);
+	if (r)
+		goto out;
+	*out = a;
+	memset(&a, 0, sizeof(a));
+out:
+	sbx_account_free(&a);
+	free(buf);
+	return r;
+}
+
+int sbx_account_by_name(const char *user, struct sbx_account *out, struct sbx_error *err)
+{
+	if (!user || !user[0])
+		return sbx_error_set(err, EINVAL, "account: empty user name");
+	return account_load(true, user, 0, out, err);
+}
+
+int sbx_account_by_uid(uid_t uid, struct sbx_account *out, struct sbx_error *err)
+{
+	return account_load(false, NULL, uid, out, err);
+}
+
+bool sbx_account_in_group(const struct sbx_account *a, const char *group)
+{
+	for (size_t i = 0; i < a->n_groups; i++)
+		if (strcmp(a->groups[i], group) == 0)
+			return true;
+	return false;
+}
