@@ -66,6 +66,16 @@ static const char *const denied_syscalls[] = {
 	"unshare", "setns",
 };
 
+/* The low 32 bits of argument i equal v. For an int or unsigned int
+ * parameter the kernel reads only those bits (the C prototype truncates),
+ * while a plain SCMP_CMP_EQ compares all 64: with 1 << 32 added, the value
+ * would slip past an EQ rule and still mean v to the kernel. */
+static struct scmp_arg_cmp int_eq(unsigned int i, uint32_t v)
+{
+	return (struct scmp_arg_cmp){ .arg = i, .op = SCMP_CMP_MASKED_EQ,
+				      .datum_a = 0xffffffffULL, .datum_b = v };
+}
+
 /* clone(2) flags that create a namespace. CLONE_NEWTIME (0x80) overlaps the
  * exit-signal byte of clone(2); a signal >= 128 is invalid anyway, so the
  * extra refusal costs nothing. */
@@ -158,29 +168,40 @@ static int add_socket_rules(struct filter_ctx *f)
 	const uint32_t afnosupport = SCMP_ACT_ERRNO(EAFNOSUPPORT);
 	int r = 0;
 
-	/* Families other than unix, inet, inet6 and netlink: AF_VSOCK in
-	 * particular is not network-namespaced, AF_PACKET/AF_ALG are attack
-	 * surface. Anything >= AF_MAX (or with high bits set) too. */
+	/*
+	 * socket(int family, int type, int protocol): the kernel reads 32 bits
+	 * of each. Families other than unix, inet, inet6 and netlink: AF_VSOCK
+	 * in particular is not network-namespaced, AF_PACKET/AF_ALG are attack
+	 * surface. Low 32 bits >= AF_MAX too (families a later kernel adds).
+	 * That GE compares all 64 bits, so it also refuses any family with a
+	 * high bit set: it can only refuse more than the kernel's 32-bit view
+	 * (a value is >= AF_MAX if its low half is), and libcs sign-extend an
+	 * int, so no real caller puts bits there.
+	 */
 	for (int af = 0; r == 0 && af < AF_MAX; af++) {
 		if (af == AF_UNIX || af == AF_NETLINK)
 			continue;
 		if ((af == AF_INET || af == AF_INET6) && !o->inet_denied)
 			continue;
-		r = rule1(f, "socket", afnosupport, SCMP_A0(SCMP_CMP_EQ, (uint64_t)af));
+		r = rule1(f, "socket", afnosupport, int_eq(0, (uint32_t)af));
 	}
 	if (r == 0)
 		r = rule1(f, "socket", afnosupport, SCMP_A0(SCMP_CMP_GE, AF_MAX));
 	/* Netlink route only: getaddrinfo(AI_ADDRCONFIG) needs it and it is
 	 * per network namespace; audit, uevent, xfrm and the rest are not for
-	 * an agent. */
+	 * an agent. The 64-bit NE, like the GE above, errs on refusing. */
 	if (r == 0)
-		r = rule2(f, "socket", afnosupport, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+		r = rule2(f, "socket", afnosupport, int_eq(0, AF_NETLINK),
 			  SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
 	return r;
 }
 
 /* DESIGN 4.9 / 9: TCP Fast Open and MPTCP were both seen reaching a host
- * loopback listener past Landlock's TCP connect rule on 6.18. */
+ * loopback listener past Landlock's TCP connect rule on 6.18. Every compare
+ * is on the low 32 bits: socket's family and protocol, setsockopt's level
+ * and optname are int, the send* flags unsigned int (a one-bit mask in the
+ * low half needs nothing more). socket(AF_INET, SOCK_STREAM,
+ * 1 << 32 | IPPROTO_MPTCP) made an MPTCP socket past a 64-bit EQ. */
 static int add_network_denied_rules(struct filter_ctx *f)
 {
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
@@ -188,11 +209,11 @@ static int add_network_denied_rules(struct filter_ctx *f)
 
 	/* With inet_denied every inet socket is refused already. */
 	if (!f->opts->inet_denied) {
-		r = rule2(f, "socket", eperm, SCMP_A0(SCMP_CMP_EQ, AF_INET),
-			  SCMP_A2(SCMP_CMP_EQ, IPPROTO_MPTCP));
+		r = rule2(f, "socket", eperm, int_eq(0, AF_INET),
+			  int_eq(2, IPPROTO_MPTCP));
 		if (r == 0)
-			r = rule2(f, "socket", eperm, SCMP_A0(SCMP_CMP_EQ, AF_INET6),
-				  SCMP_A2(SCMP_CMP_EQ, IPPROTO_MPTCP));
+			r = rule2(f, "socket", eperm, int_eq(0, AF_INET6),
+				  int_eq(2, IPPROTO_MPTCP));
 	}
 	if (r == 0)
 		r = rule1(f, "sendto", eperm,
@@ -204,17 +225,18 @@ static int add_network_denied_rules(struct filter_ctx *f)
 		r = rule1(f, "sendmmsg", eperm,
 			  SCMP_A3(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN));
 	if (r == 0)
-		r = rule2(f, "setsockopt", eperm, SCMP_A1(SCMP_CMP_EQ, IPPROTO_TCP),
-			  SCMP_A2(SCMP_CMP_EQ, TCP_FASTOPEN_CONNECT));
+		r = rule2(f, "setsockopt", eperm, int_eq(1, IPPROTO_TCP),
+			  int_eq(2, TCP_FASTOPEN_CONNECT));
 	if (r == 0)
-		r = rule2(f, "setsockopt", eperm, SCMP_A1(SCMP_CMP_EQ, IPPROTO_TCP),
-			  SCMP_A2(SCMP_CMP_EQ, TCP_FASTOPEN));
+		r = rule2(f, "setsockopt", eperm, int_eq(1, IPPROTO_TCP),
+			  int_eq(2, TCP_FASTOPEN));
 	return r;
 }
 
 /* DESIGN 6: a memfd holding a binary runs through execveat(AT_EMPTY_PATH)
  * under the Landlock gate (memfds live on an internal mount Landlock does not
- * check), and vm.memfd_noexec cannot be set from a user namespace. */
+ * check), and vm.memfd_noexec cannot be set from a user namespace. Both
+ * flags arguments are 32-bit; one-bit masks in the low half ignore the rest. */
 static int add_gate_rules(struct filter_ctx *f)
 {
 	int r;
@@ -260,6 +282,8 @@ int sbx_seccomp_apply(const struct sbx_seccomp_opts *o, struct sbx_error *err)
 	if ((r = add_personality_rules(&f)) != 0)
 		goto out;
 
+	/* clone takes unsigned long flags but reads lower_32_bits() of them
+	 * (kernel/fork.c); the one-bit masks look at nothing else. */
 	for (i = 0; i < ARRAY_SIZE(clone_ns_flags); i++)
 		if ((r = rule1(&f, "clone", eperm,
 			       SCMP_A0(SCMP_CMP_MASKED_EQ, clone_ns_flags[i],
@@ -270,21 +294,20 @@ int sbx_seccomp_apply(const struct sbx_seccomp_opts *o, struct sbx_error *err)
 	if ((r = rule(&f, "clone3", SCMP_ACT_ERRNO(ENOSYS), 0, NULL)) != 0)
 		goto out;
 
-	/* The tty line discipline takes a 32-bit cmd: mask so that
-	 * TIOCSTI | 1 << 32 is caught too (CVE-2017-5226 class). */
-	if ((r = rule1(&f, "ioctl", eperm,
-		       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCSTI))) != 0 ||
-	    (r = rule1(&f, "ioctl", eperm,
-		       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCLINUX))) != 0)
+	/* ioctl(2) takes an unsigned int cmd: compare 32 bits so that
+	 * TIOCSTI | 1 << 32 is caught too. TIOCSTI types into the terminal
+	 * (CVE-2017-5226 class), TIOCLINUX reaches the console. */
+	if ((r = rule1(&f, "ioctl", eperm, int_eq(1, TIOCSTI))) != 0 ||
+	    (r = rule1(&f, "ioctl", eperm, int_eq(1, TIOCLINUX))) != 0)
 		goto out;
 
 	if ((r = add_socket_rules(&f)) != 0)
 		goto out;
 
 	/* A user-notification listener would let the sandbox answer syscalls
-	 * for its own children; nested plain filters stay allowed. */
-	if ((r = rule2(&f, "seccomp", eperm,
-		       SCMP_A0(SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER),
+	 * for its own children; nested plain filters stay allowed. The op is
+	 * an unsigned int: 1 << 32 | SET_MODE_FILTER is SET_MODE_FILTER. */
+	if ((r = rule2(&f, "seccomp", eperm, int_eq(0, SECCOMP_SET_MODE_FILTER),
 		       SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
 			       SECCOMP_FILTER_FLAG_NEW_LISTENER))) != 0)
 		goto out;

@@ -39,6 +39,9 @@
 #define AF_VSOCK 40
 #endif
 
+/* Bit 32: the kernel drops it from an int or unsigned int argument. */
+#define HI32 (1UL << 32)
+
 /* In the child: no_new_privs, then the filter. */
 static int child_apply(bool network_denied, bool inet_denied, bool gated)
 {
@@ -285,6 +288,45 @@ static void test_network_denied(void **state)
 	expect_child_ok(child_network_denied, NULL);
 }
 
+/* int arguments with bit 32 set: the kernel reads the low 32 bits, so must
+ * the filter. Raw syscalls, since the libc wrappers take an int. */
+static int child_int_args(void *arg)
+{
+	int s, one = 1;
+
+	(void)arg;
+	CHILD_CHECK(child_apply(true, false, false) == 0);
+	/* controls: plain TCP works, and the kernel does drop bit 32 of an
+	 * int (level and optname below still mean IPPROTO_TCP, TCP_NODELAY) */
+	CHILD_CHECK((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+	CHILD_CHECK(syscall(SYS_setsockopt, s, HI32 | IPPROTO_TCP, TCP_NODELAY, &one,
+			    sizeof(one)) == 0);
+	CHILD_CHECK(syscall(SYS_setsockopt, s, IPPROTO_TCP, HI32 | TCP_NODELAY, &one,
+			    sizeof(one)) == 0);
+	CHILD_ERRNO(syscall(SYS_setsockopt, s, HI32 | IPPROTO_TCP, TCP_FASTOPEN, &one,
+			    sizeof(one)), EPERM);
+	CHILD_ERRNO(syscall(SYS_setsockopt, s, IPPROTO_TCP, HI32 | TCP_FASTOPEN, &one,
+			    sizeof(one)), EPERM);
+	CHILD_ERRNO(syscall(SYS_setsockopt, s, IPPROTO_TCP, HI32 | TCP_FASTOPEN_CONNECT,
+			    &one, sizeof(one)), EPERM);
+	close(s);
+	CHILD_ERRNO(syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
+			    HI32 | IPPROTO_MPTCP), EPERM);
+	CHILD_ERRNO(syscall(SYS_socket, AF_INET6, SOCK_STREAM | SOCK_CLOEXEC,
+			    HI32 | IPPROTO_MPTCP), EPERM);
+	CHILD_ERRNO(syscall(SYS_socket, HI32 | AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0),
+		    EAFNOSUPPORT);
+	CHILD_ERRNO(syscall(SYS_socket, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
+			    HI32 | NETLINK_AUDIT), EAFNOSUPPORT);
+	return 0;
+}
+
+static void test_int_args(void **state)
+{
+	(void)state;
+	expect_child_ok(child_int_args, NULL);
+}
+
 static int child_inet_denied(void *arg)
 {
 	int s;
@@ -429,8 +471,13 @@ static int child_listener(void *arg)
 	CHILD_CHECK(child_apply(false, false, false) == 0);
 	CHILD_ERRNO(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
 			    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog), EPERM);
-	/* a plain nested filter is fine (it can only narrow) */
+	/* op is an unsigned int: bit 32 changes nothing for the kernel */
+	CHILD_ERRNO(syscall(SYS_seccomp, HI32 | SECCOMP_SET_MODE_FILTER,
+			    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog), EPERM);
+	/* a plain nested filter is fine (it can only narrow), with bit 32
+	 * in op too, which shows the kernel ignoring it */
 	CHILD_CHECK(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0);
+	CHILD_CHECK(syscall(SYS_seccomp, HI32 | SECCOMP_SET_MODE_FILTER, 0, &prog) == 0);
 	return 0;
 }
 
@@ -470,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_tiocsti),
 		cmocka_unit_test(test_socket_families),
 		cmocka_unit_test(test_network_denied),
+		cmocka_unit_test(test_int_args),
 		cmocka_unit_test(test_inet_denied),
 		cmocka_unit_test(test_gated),
 		cmocka_unit_test(test_foreign_arch_killed),
