@@ -385,9 +385,10 @@ struct sbx_seccomp_opts {
 	bool network_denied;	/* deny MSG_FASTOPEN, MPTCP (TCP_FASTOPEN* sockopts) */
 	bool inet_denied;	/* also deny AF_INET/AF_INET6 sockets (no netns) */
 	bool gated;		/* deny memfd_create without MFD_NOEXEC_SEAL, execveat of fds */
-	/* Optional output (may be NULL): syscalls this libseccomp does not
-	 * know and therefore skipped, "; "-separated. Families other than
-	 * unix/inet/inet6/netlink-route are refused whatever these say. */
+	/* Optional output (may be NULL): syscalls neither this libseccomp nor
+	 * the built-in table of late numbers knows and therefore skipped,
+	 * "; "-separated. Families other than unix/inet/inet6/netlink-route are
+	 * refused whatever these say. */
 	char *notes;
 	size_t notes_size;
 };

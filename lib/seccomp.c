@@ -37,34 +37,102 @@
 #ifndef TIOCLINUX
 #define TIOCLINUX 0x541C
 #endif
+#ifndef TIOCSETD
+#define TIOCSETD 0x5423
+#endif
 #ifndef NETLINK_ROUTE
 #define NETLINK_ROUTE 0
 #endif
 
-/* DESIGN 4.9: refused with EPERM whatever the arguments. */
+/*
+ * DESIGN 4.9: refused with EPERM whatever the arguments.
+ *
+ * Checked against moby's default seccomp profile (moby/profiles
+ * seccomp/default.json, an allow-list) and the x86_64 table up to
+ * SBX_SECCOMP_NR_CUTOFF: every syscall it refuses to a container without
+ * capabilities is refused here too, except
+ *  - _sysctl, afs_syscall, create_module, get_kernel_syms, getpmsg, putpmsg,
+ *    nfsservctl, query_module, security, tuxcall, vserver: no entry point in
+ *    the x86_64 table, the kernel answers ENOSYS itself;
+ *  - file_getattr, file_setattr (6.17): the FS_IOC_FSGETXATTR/FSSETXATTR
+ *    ioctls by path, which stay allowed on an open fd anyway; the owner check
+ *    and the read-only mounts apply to both (the profile predates them);
+ *  - uprobe (336): the kernel lets it and uretprobe through seccomp
+ *    unfiltered (seccomp_uprobe_exception; only its own uprobe trampolines
+ *    call them, and refusing would kill a process the host traces), so a
+ *    rule would be dead code.
+ * Stricter than moby, which allows these: modify_ldt (LDT code has a CVE
+ * history, e.g. CVE-2017-17053; only Wine and DOS emulators need it on
+ * x86_64), ptrace, process_vm_*, name_to_handle_at.
+ */
 static const char *const denied_syscalls[] = {
 	/* keyrings are not namespaced */
 	"add_key", "keyctl", "request_key",
 	/* kernel attack surface with a CVE history */
 	"bpf", "perf_event_open", "userfaultfd",
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	"modify_ldt",
+	/* NUMA memory policy: moby asks for CAP_SYS_NICE; mempolicy and page
+	 * migration code has had use-after-frees (CVE-2018-10675 in
+	 * get_mempolicy) and move_pages/migrate_pages act on other pids. With
+	 * get_mempolicy refused too, libnuma's numa_available() answers "no
+	 * NUMA" (it treats EPERM like ENOSYS) instead of failing later. */
+	"get_mempolicy", "set_mempolicy", "mbind", "migrate_pages", "move_pages",
+	"set_mempolicy_home_node",
 	/* the machine itself */
 	"kexec_load", "kexec_file_load", "init_module", "finit_module",
 	"delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl",
-	"lookup_dcookie", "uselib", "vhangup", "iopl", "ioperm", "syslog",
+	"quotactl_fd", "lookup_dcookie", "uselib", "vhangup", "iopl", "ioperm",
+	"syslog",
+	/* need a capability the sandbox never holds, so EPERM is what the
+	 * kernel would say; refused before reaching it all the same */
+	"chroot", "settimeofday", "clock_settime", "sethostname", "setdomainname",
+	/* obsolete (no glibc wrapper), nothing an agent runs calls them */
+	"sysfs", "ustat",
 	/* mount API, old and new: the view is fixed before exec */
 	"mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount",
-	"fspick", "move_mount", "open_tree", "mount_setattr",
+	"fspick", "move_mount", "open_tree", "open_tree_attr", "mount_setattr",
+	/* filesystem-wide event watching: moby asks for CAP_SYS_ADMIN;
+	 * unprivileged fanotify (5.13) is new kernel surface, and inotify
+	 * serves file watchers */
+	"fanotify_init",
+	/* LSM attributes of the process (6.8): moby asks for CAP_SYS_ADMIN;
+	 * /proc/self/attr stays, under the LSM's own checks */
+	"lsm_get_self_attr", "lsm_set_self_attr", "lsm_list_modules",
+	/* namespace enumeration (6.19): nothing for an agent */
+	"listns",
 	/* other processes' memory */
 	"ptrace", "process_vm_readv", "process_vm_writev",
 	/* another process's fds and memory advice (defence in depth: the
-	 * pid namespace and Landlock's ptrace rule already stop these) */
-	"pidfd_getfd", "process_madvise",
+	 * pid namespace and Landlock's ptrace rule already stop these); kcmp
+	 * compares kernel pointers of two processes (moby asks for
+	 * CAP_SYS_PTRACE; only checkpoint/restore tools use it) */
+	"pidfd_getfd", "process_madvise", "kcmp",
 	/* file handles bypass path-based checks (Landlock, mount masks) */
 	"open_by_handle_at", "name_to_handle_at",
 	/* namespace creation and entry; clone/clone3 below */
 	"unshare", "setns",
 };
+
+#if defined(__x86_64__) || defined(__aarch64__)
+/*
+ * Refused syscalls newer than Debian 12's libseccomp 2.5.4, which resolves
+ * names up to futex_requeue (456, Linux 6.7). From 424 on, every arch but
+ * alpha takes its number from one shared table (scripts/syscall.tbl), so
+ * these hold for x86_64 and aarch64 alike. A newer libseccomp resolves the
+ * name itself and this table is not consulted.
+ */
+static const struct {
+	const char *name;
+	int nr;
+} late_syscalls[] = {
+	{ "lsm_get_self_attr", 459 },	/* 6.8 */
+	{ "lsm_set_self_attr", 460 },
+	{ "lsm_list_modules", 461 },
+	{ "open_tree_attr", 467 },	/* 6.15 */
+	{ "listns", 470 },		/* 6.19 */
+};
+#endif
 
 /* The low 32 bits of argument i equal v. For an int or unsigned int
  * parameter the kernel reads only those bits (the C prototype truncates),
@@ -90,7 +158,7 @@ struct filter_ctx {
 	struct sbx_error *err;
 };
 
-static void note_missing(const struct sbx_seccomp_opts *o, const char *name)
+static void note(const struct sbx_seccomp_opts *o, const char *what, const char *name)
 {
 	size_t len;
 
@@ -99,21 +167,35 @@ static void note_missing(const struct sbx_seccomp_opts *o, const char *name)
 	len = strnlen(o->notes, o->notes_size);
 	if (len >= o->notes_size - 1)
 		return;
-	snprintf(o->notes + len, o->notes_size - len, "%sunknown to libseccomp: %s",
-		 len ? "; " : "", name);
+	snprintf(o->notes + len, o->notes_size - len, "%s%s: %s", len ? "; " : "",
+		 what, name);
 }
 
-/* Add one rule by syscall name. A name this libseccomp does not know is
- * skipped with a note (the syscall then does not exist on the build's
- * notion of the arch either), not a failure. */
+/* The number of a syscall by name: libseccomp's, else late_syscalls'. */
+static int syscall_nr(const char *name)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+
+#if defined(__x86_64__) || defined(__aarch64__)
+	for (size_t i = 0; nr == __NR_SCMP_ERROR && i < ARRAY_SIZE(late_syscalls); i++)
+		if (strcmp(late_syscalls[i].name, name) == 0)
+			nr = late_syscalls[i].nr;
+#endif
+	return nr;
+}
+
+/* Add one rule by syscall name. A name neither libseccomp nor late_syscalls
+ * knows is skipped with a note, not a failure: the syscall is absent on this
+ * arch (modify_ldt on aarch64), or newer than this libseccomp on an arch
+ * without late_syscalls. */
 static int rule(struct filter_ctx *f, const char *name, uint32_t action,
 		unsigned n, const struct scmp_arg_cmp *cmp)
 {
-	int nr = seccomp_syscall_resolve_name(name);
+	int nr = syscall_nr(name);
 	int r;
 
 	if (nr == __NR_SCMP_ERROR) {
-		note_missing(f->opts, name);
+		note(f->opts, "unknown to libseccomp", name);
 		return 0;
 	}
 	r = seccomp_rule_add_array(f->ctx, action, nr, n, cmp);
@@ -296,9 +378,12 @@ int sbx_seccomp_apply(const struct sbx_seccomp_opts *o, struct sbx_error *err)
 
 	/* ioctl(2) takes an unsigned int cmd: compare 32 bits so that
 	 * TIOCSTI | 1 << 32 is caught too. TIOCSTI types into the terminal
-	 * (CVE-2017-5226 class), TIOCLINUX reaches the console. */
+	 * (CVE-2017-5226 class), TIOCLINUX reaches the console; TIOCSETD
+	 * switches line discipline, which loads rarely used ldisc code on
+	 * the pty (n_gsm: CVE-2023-6546, CVE-2024-36016). */
 	if ((r = rule1(&f, "ioctl", eperm, int_eq(1, TIOCSTI))) != 0 ||
-	    (r = rule1(&f, "ioctl", eperm, int_eq(1, TIOCLINUX))) != 0)
+	    (r = rule1(&f, "ioctl", eperm, int_eq(1, TIOCLINUX))) != 0 ||
+	    (r = rule1(&f, "ioctl", eperm, int_eq(1, TIOCSETD))) != 0)
 		goto out;
 
 	if ((r = add_socket_rules(&f)) != 0)
