@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* seccomp: the syscall filter loaded last, just before exec (libseccomp). */
+/* seccomp: the syscall filter loaded last, just before exec (libseccomp), and a
+ * raw-BPF cutoff that refuses syscall numbers newer than the last review. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sched.h>
+#include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <netinet/in.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 
@@ -331,6 +337,66 @@ static int add_gate_rules(struct filter_ctx *f)
 	return r;
 }
 
+/*
+ * The cutoff: a deny-list with default ALLOW lets through whatever syscall a
+ * later kernel adds, so on the native arch every number above
+ * SBX_SECCOMP_NR_CUTOFF answers ENOSYS (what an older kernel says, so libc
+ * falls back as for clone3) until someone reviews it and moves the cutoff.
+ * libseccomp cannot express a range, hence a second filter of raw BPF.
+ *
+ * x86_64: x86-only syscalls go after the last 64-bit entry (uretprobe 335,
+ * uprobe 336), so 337-423 is refused too; 424 on is the shared table.
+ * Numbers with __X32_SYSCALL_BIT are left to the first filter, which kills
+ * them. aarch64 has only the shared table: everything above the cutoff. A
+ * foreign arch gets KILL_PROCESS as in the first filter.
+ *
+ * The kernel runs every filter and takes the most severe answer, so this one
+ * can only narrow the first.
+ */
+#if defined(__x86_64__)
+#define SBX_NATIVE_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define SBX_NATIVE_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+static int load_cutoff_filter(const struct sbx_seccomp_opts *o, struct sbx_error *err)
+{
+#ifdef SBX_NATIVE_AUDIT_ARCH
+	struct sock_filter insns[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SBX_NATIVE_AUDIT_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#if defined(__x86_64__)
+		/* x32 -> ALLOW; > cutoff -> ENOSYS; 424..cutoff -> ALLOW;
+		 * 337..423 -> ENOSYS; 0..336 -> ALLOW */
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 4, 0),
+		BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, SBX_SECCOMP_NR_CUTOFF, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 424, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 336, 0, 1),
+#else
+		BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, SBX_SECCOMP_NR_CUTOFF, 0, 1),
+#endif
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = ARRAY_SIZE(insns), .filter = insns };
+
+	(void)o;
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
+		int e = errno;
+
+		return sbx_error_set(err, e,
+				     "seccomp(SET_MODE_FILTER, syscall cutoff above %d): %s",
+				     SBX_SECCOMP_NR_CUTOFF, strerror(e));
+	}
+#else
+	(void)err;
+	note(o, "no syscall cutoff on this arch", "new syscalls are allowed");
+#endif
+	return 0;
+}
+
 int sbx_seccomp_apply(const struct sbx_seccomp_opts *o, struct sbx_error *err)
 {
 	struct filter_ctx f = { .opts = o, .err = err };
@@ -403,8 +469,11 @@ int sbx_seccomp_apply(const struct sbx_seccomp_opts *o, struct sbx_error *err)
 		goto out;
 
 	r = seccomp_load(f.ctx);
-	if (r < 0)
+	if (r < 0) {
 		r = sbx_error_set(err, -r, "seccomp_load: %s", strerror(-r));
+		goto out;
+	}
+	r = load_cutoff_filter(o, err);
 out:
 	seccomp_release(f.ctx);
 	return r;

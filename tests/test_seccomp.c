@@ -61,8 +61,14 @@
 #ifndef SYS_lsm_list_modules
 #define SYS_lsm_list_modules 461
 #endif
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
 #ifndef SYS_open_tree_attr
 #define SYS_open_tree_attr 467
+#endif
+#ifndef SYS_file_getattr
+#define SYS_file_getattr 468
 #endif
 #ifndef SYS_listns
 #define SYS_listns 470
@@ -115,7 +121,7 @@ static void expect_child_ok(int (*fn)(void *), void *arg)
  * values"). Under sbx's filter a marked call therefore fails with sbx's errno
  * if sbx refused it and with EDOM if sbx let it through, whatever the kernel
  * would have answered (chroot or sethostname say EPERM without a capability
- * anyway).
+ * anyway, a number past the last syscall says ENOSYS anyway).
  */
 static int load_marker(const long *nrs, size_t n)
 {
@@ -656,6 +662,61 @@ static void test_moby_denied(void **state)
 #endif
 }
 
+#ifdef NATIVE_AUDIT_ARCH
+/* Syscall numbers past the cutoff answer ENOSYS from the filter itself
+ * (without it they reach the marker: EDOM). */
+static int child_cutoff(void *arg)
+{
+	const long marked[] = {
+		SBX_SECCOMP_NR_CUTOFF + 1, 1000,
+#ifdef __x86_64__
+		337, 400, 423,		/* unassigned x86-only range */
+#endif
+		SYS_file_getattr,	/* control: allowed, below the cutoff */
+	};
+	struct { uint64_t a[4]; } fattr;
+	char *p;
+
+	(void)arg;
+	p = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHILD_CHECK(p != MAP_FAILED);
+	/* probe: does this kernel have mseal (6.10), the positive control? */
+	if (syscall(SYS_mseal, p, 4096, 0) != 0)
+		return 77;
+	CHILD_CHECK(load_marker(marked, ARRAY_SIZE(marked)) == 0);
+	CHILD_CHECK(child_apply(false, false, false) == 0);
+	CHILD_ERRNO(syscall(SBX_SECCOMP_NR_CUTOFF + 1, 0, 0, 0, 0, 0), ENOSYS);
+	CHILD_ERRNO(syscall(1000, 0, 0, 0, 0, 0), ENOSYS);
+#ifdef __x86_64__
+	CHILD_ERRNO(syscall(337, 0, 0, 0, 0, 0), ENOSYS);
+	CHILD_ERRNO(syscall(400, 0, 0, 0, 0, 0), ENOSYS);
+	CHILD_ERRNO(syscall(423, 0, 0, 0, 0, 0), ENOSYS);
+#endif
+	/* controls: file_getattr (468) reaches the marker, so the cutoff
+	 * lies above it; mseal (462, newer than this libseccomp) works */
+	CHILD_ERRNO(syscall(SYS_file_getattr, AT_FDCWD, ".", &fattr, sizeof(fattr), 0), EDOM);
+	CHILD_CHECK(syscall(SYS_mseal, p + 4096, 4096, 0) == 0);
+	return 0;
+}
+#endif
+
+static void test_cutoff(void **state)
+{
+	(void)state;
+#ifndef NATIVE_AUDIT_ARCH
+	print_message("[  SKIP    ] the cutoff filter exists for x86_64 and aarch64 only\n");
+	skip();
+#else
+	int code = sbx_test_status_code(sbx_test_fork(true, child_cutoff, NULL));
+
+	if (code == 77) {
+		print_message("[  SKIP    ] kernel without mseal (6.10)\n");
+		skip();
+	}
+	assert_int_equal(code, 0);
+#endif
+}
+
 static int child_no_skipped(void *arg)
 {
 	(void)arg;
@@ -715,6 +776,7 @@ int main(void)
 		cmocka_unit_test(test_foreign_arch_killed),
 		cmocka_unit_test(test_new_listener),
 		cmocka_unit_test(test_moby_denied),
+		cmocka_unit_test(test_cutoff),
 		cmocka_unit_test(test_no_rule_skipped),
 		cmocka_unit_test(test_proc_status),
 	};
