@@ -420,15 +420,22 @@ struct sbx_seccomp_opts {
 	bool network_denied;	/* deny MSG_FASTOPEN, MPTCP (TCP_FASTOPEN* sockopts) */
 	bool inet_denied;	/* also deny AF_INET/AF_INET6 sockets (no netns) */
 	bool gated;		/* deny memfd_create without MFD_NOEXEC_SEAL, execveat of fds */
-	/* Optional output (may be NULL): syscalls this libseccomp does not
-	 * know and therefore skipped, "; "-separated. Families other than
-	 * unix/inet/inet6/netlink-route are refused whatever these say. */
+	/* Optional output (may be NULL): syscalls neither this libseccomp nor
+	 * the built-in table of late numbers knows and therefore skipped, and a
+	 * missing cutoff on an arch without one, "; "-separated. Families other
+	 * than unix/inet/inet6/netlink-route are refused whatever these say. */
 	char *notes;
 	size_t notes_size;
 };
 
+/* Newest syscall number reviewed for the deny list (listns, Linux 6.19;
+ * x86_64 and aarch64 share it). Native syscalls above it answer ENOSYS. */
+#define SBX_SECCOMP_NR_CUTOFF 470
+
 /* Load the filter (libseccomp): non-native arches and x32 killed; the
- * dangerous list of DESIGN 4.9 refused with EPERM (clone3 with ENOSYS). */
+ * dangerous list of DESIGN 4.9 refused with EPERM (clone3 with ENOSYS); then
+ * a second filter refusing syscall numbers above SBX_SECCOMP_NR_CUTOFF
+ * (x86_64, aarch64). */
 int sbx_seccomp_apply(const struct sbx_seccomp_opts *o, struct sbx_error *err);
 
 /* ---- probe.c ----------------------------------------------------------- */

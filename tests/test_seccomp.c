@@ -2,6 +2,8 @@
 /* seccomp: kernel tests that prove each refusal next to a positive control. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
+#include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -20,6 +22,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/netlink.h>
 #include <linux/sched.h>
@@ -38,6 +41,47 @@
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
 #endif
+#ifndef TIOCSETD
+#define TIOCSETD 0x5423
+#define TIOCGETD 0x5424
+#endif
+
+/* Bit 32: the kernel drops it from an int or unsigned int argument. */
+#define HI32 (1UL << 32)
+
+/* Syscalls newer than the C library's headers. From 424 on x86_64 and
+ * aarch64 share one table, and the tests below that use these are limited
+ * to those two arches (NATIVE_AUDIT_ARCH). */
+#ifndef SYS_lsm_get_self_attr
+#define SYS_lsm_get_self_attr 459
+#endif
+#ifndef SYS_lsm_set_self_attr
+#define SYS_lsm_set_self_attr 460
+#endif
+#ifndef SYS_lsm_list_modules
+#define SYS_lsm_list_modules 461
+#endif
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
+#ifndef SYS_open_tree_attr
+#define SYS_open_tree_attr 467
+#endif
+#ifndef SYS_file_getattr
+#define SYS_file_getattr 468
+#endif
+#ifndef SYS_listns
+#define SYS_listns 470
+#endif
+
+#if defined(__x86_64__)
+#define NATIVE_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* The notes of the last child_apply in this process. */
+static char child_notes[256];
 
 /* In the child: no_new_privs, then the filter. */
 static int child_apply(bool network_denied, bool inet_denied, bool gated)
@@ -48,11 +92,11 @@ static int child_apply(bool network_denied, bool inet_denied, bool gated)
 		.gated = gated,
 	};
 	struct sbx_error err = { 0 };
-	char notes[256];
+	char *notes = child_notes;
 	int r;
 
 	o.notes = notes;
-	o.notes_size = sizeof(notes);
+	o.notes_size = sizeof(child_notes);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		return -errno;
 	r = sbx_seccomp_apply(&o, &err);
@@ -67,6 +111,47 @@ static void expect_child_ok(int (*fn)(void *), void *arg)
 {
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, fn, arg)), 0);
 }
+
+#ifdef NATIVE_AUDIT_ARCH
+/*
+ * The marker: a filter loaded before sbx's that answers EDOM for the given
+ * syscall numbers and allows the rest. Over stacked filters the kernel takes
+ * the most severe action, and between equally severe ones the errno of the
+ * newest filter (Documentation/userspace-api/seccomp_filter.rst, "Return
+ * values"). Under sbx's filter a marked call therefore fails with sbx's errno
+ * if sbx refused it and with EDOM if sbx let it through, whatever the kernel
+ * would have answered (chroot or sethostname say EPERM without a capability
+ * anyway, a number past the last syscall says ENOSYS anyway).
+ */
+static int load_marker(const long *nrs, size_t n)
+{
+	struct sock_filter insns[64];
+	struct sock_fprog prog = { .filter = insns };
+	size_t k = 0;
+
+	if (n + 6 > ARRAY_SIZE(insns))
+		return -1;
+	insns[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						  offsetof(struct seccomp_data, arch));
+	insns[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+						  NATIVE_AUDIT_ARCH, 1, 0);
+	insns[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	insns[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						  offsetof(struct seccomp_data, nr));
+	/* JEQ nrs[i]: jump over the rest and the ALLOW to the EDOM */
+	for (size_t i = 0; i < n; i++)
+		insns[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+							  (uint32_t)nrs[i],
+							  (uint8_t)(n - i), 0);
+	insns[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	insns[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+						  SECCOMP_RET_ERRNO | EDOM);
+	prog.len = (unsigned short)k;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+#endif
 
 static int child_denied_syscalls(void *arg)
 {
@@ -193,7 +278,7 @@ static int child_tiocsti(void *arg)
 {
 	struct winsize ws;
 	char c = 'x';
-	int m, t;
+	int m, t, ldisc = -1, n_tty = 0 /* N_TTY */;
 
 	(void)arg;
 	CHILD_CHECK((m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)) >= 0);
@@ -210,6 +295,12 @@ static int child_tiocsti(void *arg)
 	CHILD_ERRNO(syscall(SYS_ioctl, t, (unsigned long)TIOCSTI | (1UL << 32), &c), EPERM);
 	CHILD_ERRNO(ioctl(t, TIOCLINUX, &c), EPERM);
 	CHILD_ERRNO(syscall(SYS_ioctl, t, (unsigned long)TIOCLINUX | (1UL << 32), &c), EPERM);
+	/* Line discipline: reading it works, setting it (even to the N_TTY
+	 * it already has, which the kernel grants without a capability) is
+	 * refused, with bit 32 in cmd too. */
+	CHILD_CHECK(ioctl(t, TIOCGETD, &ldisc) == 0 && ldisc == n_tty);
+	CHILD_ERRNO(ioctl(t, TIOCSETD, &n_tty), EPERM);
+	CHILD_ERRNO(syscall(SYS_ioctl, t, (unsigned long)TIOCSETD | HI32, &n_tty), EPERM);
 	CHILD_CHECK(ioctl(t, TIOCGWINSZ, &ws) == 0);
 	CHILD_CHECK(ioctl(m, TIOCGWINSZ, &ws) == 0);
 	close(t);
@@ -283,6 +374,45 @@ static void test_network_denied(void **state)
 {
 	(void)state;
 	expect_child_ok(child_network_denied, NULL);
+}
+
+/* int arguments with bit 32 set: the kernel reads the low 32 bits, so must
+ * the filter. Raw syscalls, since the libc wrappers take an int. */
+static int child_int_args(void *arg)
+{
+	int s, one = 1;
+
+	(void)arg;
+	CHILD_CHECK(child_apply(true, false, false) == 0);
+	/* controls: plain TCP works, and the kernel does drop bit 32 of an
+	 * int (level and optname below still mean IPPROTO_TCP, TCP_NODELAY) */
+	CHILD_CHECK((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+	CHILD_CHECK(syscall(SYS_setsockopt, s, HI32 | IPPROTO_TCP, TCP_NODELAY, &one,
+			    sizeof(one)) == 0);
+	CHILD_CHECK(syscall(SYS_setsockopt, s, IPPROTO_TCP, HI32 | TCP_NODELAY, &one,
+			    sizeof(one)) == 0);
+	CHILD_ERRNO(syscall(SYS_setsockopt, s, HI32 | IPPROTO_TCP, TCP_FASTOPEN, &one,
+			    sizeof(one)), EPERM);
+	CHILD_ERRNO(syscall(SYS_setsockopt, s, IPPROTO_TCP, HI32 | TCP_FASTOPEN, &one,
+			    sizeof(one)), EPERM);
+	CHILD_ERRNO(syscall(SYS_setsockopt, s, IPPROTO_TCP, HI32 | TCP_FASTOPEN_CONNECT,
+			    &one, sizeof(one)), EPERM);
+	close(s);
+	CHILD_ERRNO(syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
+			    HI32 | IPPROTO_MPTCP), EPERM);
+	CHILD_ERRNO(syscall(SYS_socket, AF_INET6, SOCK_STREAM | SOCK_CLOEXEC,
+			    HI32 | IPPROTO_MPTCP), EPERM);
+	CHILD_ERRNO(syscall(SYS_socket, HI32 | AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0),
+		    EAFNOSUPPORT);
+	CHILD_ERRNO(syscall(SYS_socket, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
+			    HI32 | NETLINK_AUDIT), EAFNOSUPPORT);
+	return 0;
+}
+
+static void test_int_args(void **state)
+{
+	(void)state;
+	expect_child_ok(child_int_args, NULL);
 }
 
 static int child_inet_denied(void *arg)
@@ -429,8 +559,13 @@ static int child_listener(void *arg)
 	CHILD_CHECK(child_apply(false, false, false) == 0);
 	CHILD_ERRNO(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
 			    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog), EPERM);
-	/* a plain nested filter is fine (it can only narrow) */
+	/* op is an unsigned int: bit 32 changes nothing for the kernel */
+	CHILD_ERRNO(syscall(SYS_seccomp, HI32 | SECCOMP_SET_MODE_FILTER,
+			    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog), EPERM);
+	/* a plain nested filter is fine (it can only narrow), with bit 32
+	 * in op too, which shows the kernel ignoring it */
 	CHILD_CHECK(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0);
+	CHILD_CHECK(syscall(SYS_seccomp, HI32 | SECCOMP_SET_MODE_FILTER, 0, &prog) == 0);
 	return 0;
 }
 
@@ -438,6 +573,171 @@ static void test_new_listener(void **state)
 {
 	(void)state;
 	expect_child_ok(child_listener, NULL);
+}
+
+#ifdef NATIVE_AUDIT_ARCH
+/* Refused since the comparison with moby's default profile; each under the
+ * marker, so EPERM is the filter's and not the kernel's own answer. */
+static const long moby_denied[] = {
+#ifdef __x86_64__
+	SYS_modify_ldt,
+#endif
+	SYS_kcmp, SYS_get_mempolicy, SYS_set_mempolicy, SYS_mbind,
+	SYS_migrate_pages, SYS_move_pages, SYS_set_mempolicy_home_node,
+	SYS_quotactl_fd, SYS_fanotify_init, SYS_open_tree_attr,
+	SYS_lsm_get_self_attr, SYS_lsm_set_self_attr, SYS_lsm_list_modules,
+	SYS_listns, SYS_chroot, SYS_settimeofday, SYS_clock_settime,
+	SYS_sethostname, SYS_setdomainname,
+#ifdef SYS_sysfs
+	SYS_sysfs,
+#endif
+#ifdef SYS_ustat
+	SYS_ustat,
+#endif
+	SYS_getppid,	/* control: allowed, so the marker answers */
+};
+
+static int child_moby_denied(void *arg)
+{
+	char buf[64] = { 0 };
+	unsigned long nodemask = 1;
+	struct timespec ts = { 0 };
+	size_t size = sizeof(buf);
+	void *page;
+	int fd;
+
+	(void)arg;
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHILD_CHECK(page != MAP_FAILED);
+	CHILD_CHECK((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0);
+	CHILD_CHECK(load_marker(moby_denied, ARRAY_SIZE(moby_denied)) == 0);
+	CHILD_CHECK(child_apply(false, false, false) == 0);
+	/* controls: an allowed marked call gets the marker's EDOM, an
+	 * unmarked one works */
+	CHILD_ERRNO(syscall(SYS_getppid), EDOM);
+	CHILD_CHECK(syscall(SYS_getpid) == getpid());
+#ifdef __x86_64__
+	CHILD_ERRNO(syscall(SYS_modify_ldt, 0 /* read */, buf, sizeof(buf)), EPERM);
+#endif
+	CHILD_ERRNO(syscall(SYS_kcmp, getpid(), getpid(), 0 /* KCMP_FILE */, 0, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_get_mempolicy, NULL, NULL, 0, NULL, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_set_mempolicy, 0 /* MPOL_DEFAULT */, NULL, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_mbind, page, 4096, 0 /* MPOL_DEFAULT */, NULL, 0, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_migrate_pages, 0, 8 * sizeof(nodemask), &nodemask,
+			    &nodemask), EPERM);
+	CHILD_ERRNO(syscall(SYS_move_pages, 0, 0, NULL, NULL, NULL, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_set_mempolicy_home_node, page, 4096, 0, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_quotactl_fd, fd, 0x800004 /* Q_GETFMT */, 0, buf), EPERM);
+	CHILD_ERRNO(syscall(SYS_fanotify_init, 0x200 /* FAN_REPORT_FID */, O_RDONLY), EPERM);
+	CHILD_ERRNO(syscall(SYS_open_tree_attr, AT_FDCWD, "/", 0, NULL, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_lsm_get_self_attr, 100 /* LSM_ATTR_CURRENT */, buf,
+			    &size, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_lsm_set_self_attr, 100, buf, sizeof(buf), 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_lsm_list_modules, buf, &size, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_listns, NULL, NULL, 0, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_chroot, "/"), EPERM);
+	CHILD_ERRNO(syscall(SYS_settimeofday, NULL, NULL), EPERM);
+	CHILD_ERRNO(syscall(SYS_clock_settime, CLOCK_REALTIME, &ts), EPERM);
+	CHILD_ERRNO(syscall(SYS_sethostname, "sbx", 3), EPERM);
+	CHILD_ERRNO(syscall(SYS_setdomainname, "sbx", 3), EPERM);
+#ifdef SYS_sysfs
+	CHILD_ERRNO(syscall(SYS_sysfs, 3 /* number of fs types */), EPERM);
+#endif
+#ifdef SYS_ustat
+	CHILD_ERRNO(syscall(SYS_ustat, 0, buf), EPERM);
+#endif
+	close(fd);
+	return 0;
+}
+#endif
+
+static void test_moby_denied(void **state)
+{
+	(void)state;
+#ifndef NATIVE_AUDIT_ARCH
+	print_message("[  SKIP    ] the marker filter is written for x86_64 and aarch64\n");
+	skip();
+#else
+	expect_child_ok(child_moby_denied, NULL);
+#endif
+}
+
+#ifdef NATIVE_AUDIT_ARCH
+/* Syscall numbers past the cutoff answer ENOSYS from the filter itself
+ * (without it they reach the marker: EDOM). */
+static int child_cutoff(void *arg)
+{
+	const long marked[] = {
+		SBX_SECCOMP_NR_CUTOFF + 1, 1000,
+#ifdef __x86_64__
+		337, 400, 423,		/* unassigned x86-only range */
+#endif
+		SYS_file_getattr,	/* control: allowed, below the cutoff */
+	};
+	struct { uint64_t a[4]; } fattr;
+	char *p;
+
+	(void)arg;
+	p = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHILD_CHECK(p != MAP_FAILED);
+	/* probe: does this kernel have mseal (6.10), the positive control? */
+	if (syscall(SYS_mseal, p, 4096, 0) != 0)
+		return 77;
+	CHILD_CHECK(load_marker(marked, ARRAY_SIZE(marked)) == 0);
+	CHILD_CHECK(child_apply(false, false, false) == 0);
+	CHILD_ERRNO(syscall(SBX_SECCOMP_NR_CUTOFF + 1, 0, 0, 0, 0, 0), ENOSYS);
+	CHILD_ERRNO(syscall(1000, 0, 0, 0, 0, 0), ENOSYS);
+#ifdef __x86_64__
+	CHILD_ERRNO(syscall(337, 0, 0, 0, 0, 0), ENOSYS);
+	CHILD_ERRNO(syscall(400, 0, 0, 0, 0, 0), ENOSYS);
+	CHILD_ERRNO(syscall(423, 0, 0, 0, 0, 0), ENOSYS);
+#endif
+	/* controls: file_getattr (468) reaches the marker, so the cutoff
+	 * lies above it; mseal (462, newer than this libseccomp) works */
+	CHILD_ERRNO(syscall(SYS_file_getattr, AT_FDCWD, ".", &fattr, sizeof(fattr), 0), EDOM);
+	CHILD_CHECK(syscall(SYS_mseal, p + 4096, 4096, 0) == 0);
+	return 0;
+}
+#endif
+
+static void test_cutoff(void **state)
+{
+	(void)state;
+#ifndef NATIVE_AUDIT_ARCH
+	print_message("[  SKIP    ] the cutoff filter exists for x86_64 and aarch64 only\n");
+	skip();
+#else
+	int code = sbx_test_status_code(sbx_test_fork(true, child_cutoff, NULL));
+
+	if (code == 77) {
+		print_message("[  SKIP    ] kernel without mseal (6.10)\n");
+		skip();
+	}
+	assert_int_equal(code, 0);
+#endif
+}
+
+static int child_no_skipped(void *arg)
+{
+	(void)arg;
+	CHILD_CHECK(child_apply(true, true, true) == 0);
+	if (child_notes[0])
+		fprintf(stderr, "skipped: %s\n", child_notes);
+	CHILD_CHECK(child_notes[0] == '\0');
+	return 0;
+}
+
+/* On x86_64 every refused name resolves (libseccomp or the late table):
+ * nothing is skipped with a note. */
+static void test_no_rule_skipped(void **state)
+{
+	(void)state;
+#ifndef __x86_64__
+	print_message("[  SKIP    ] aarch64 lacks x86-only names (modify_ldt, iopl)\n");
+	skip();
+#else
+	expect_child_ok(child_no_skipped, NULL);
+#endif
 }
 
 static int child_status(void *arg)
@@ -470,10 +770,14 @@ int main(void)
 		cmocka_unit_test(test_tiocsti),
 		cmocka_unit_test(test_socket_families),
 		cmocka_unit_test(test_network_denied),
+		cmocka_unit_test(test_int_args),
 		cmocka_unit_test(test_inet_denied),
 		cmocka_unit_test(test_gated),
 		cmocka_unit_test(test_foreign_arch_killed),
 		cmocka_unit_test(test_new_listener),
+		cmocka_unit_test(test_moby_denied),
+		cmocka_unit_test(test_cutoff),
+		cmocka_unit_test(test_no_rule_skipped),
 		cmocka_unit_test(test_proc_status),
 	};
 	return cmocka_run_group_tests_name("seccomp", tests, NULL, NULL);
