@@ -287,7 +287,14 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 		sbx_report_set(r, SBX_F_COMMAND_GATE, false, false,
 			       "no Landlock: the allow-list is checked by agent-shell only");
 
+	/* Fully confined now: the program will be dumpable after its exec
+	 * anyway, and the canaries need /proc/self files owned by this uid
+	 * (a non-dumpable process's are root's). */
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+		die_errno("prctl(PR_SET_DUMPABLE, 1)");
+
 	/* 10. canaries: verified, not hoped. */
+	pl->canary.envp = pl->env;
 	sbx_canary_run(p, s, &pl->canary, r);
 
 	/* 11. report and floor. */
@@ -391,8 +398,6 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 	/* init keeps nothing it does not need. */
 	if (sbx_caps_drop_all(&err) != 0)
 		die("init: capabilities", &err);
-	if (run->profile->limits.set_mask & (1u << SBX_LIMIT_SESSION_TIME))
-		alarm((unsigned)run->profile->limits.value[SBX_LIMIT_SESSION_TIME]);
 	if (relay.master >= 0)
 		_exit(sbx_init_supervise_relay(child, &relay));
 	_exit(sbx_init_supervise(child));
@@ -408,8 +413,24 @@ static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, stru
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		die_errno("prctl(PR_SET_PDEATHSIG)");
+	/*
+	 * /proc/self/uid_map of a non-dumpable process belongs to root, so
+	 * the map can only be written while dumpable. Nothing of this session
+	 * runs yet: the window is open only to another process of the same uid
+	 * in the host pid namespace, for the few syscalls until it closes.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+		die_errno("prctl(PR_SET_DUMPABLE, 1)");
 	if (sbx_userns_enter(s->uid, s->gid, &err) != 0)
 		die("user namespace", &err);
+	/* Not dumpable from here on, and so neither is the init forked
+	 * below: the sandboxed program runs as the same uid in the same user
+	 * namespace, and could otherwise open /proc/<pid>/mem of either
+	 * where no Landlock domain stops it (a ptrace access check needs a
+	 * dumpable target or CAP_SYS_PTRACE where the target's memory was
+	 * made, which is the host's user namespace). */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		die_errno("prctl(PR_SET_DUMPABLE, 0)");
 	sbx_report_set(r, SBX_F_USERNS, true, false, "uid %u mapped to itself; setgroups denied",
 		       (unsigned)s->uid);
 	if (sbx_ns_unshare(pl->ns_flags, &err) != 0)
@@ -538,7 +559,8 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	int ret, status;
 	sigset_t old_mask;
 	struct termios tty_modes;
-	bool mask_saved = false, tty_saved = false;
+	bool mask_saved = false, tty_saved = false, outer_set = false;
+	int dumpable_before = 1;
 	pid_t child;
 
 	if (!run->path || run->path[0] != '/' || !run->argv || !run->argv[0])
@@ -587,6 +609,21 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	/* The init puts the session's terminal in raw mode for the relay;
 	 * whatever happens inside, the outer process puts it back. */
 	tty_saved = pl->relay && tcgetattr(STDIN_FILENO, &tty_modes) == 0;
+	/*
+	 * The outer process runs as the agent's uid, unconfined, for the whole
+	 * session: not dumpable, so the sandboxed program cannot open its
+	 * /proc/<pid>/mem, fds or root where no pid namespace or Landlock
+	 * domain hides it. A subreaper, so whatever the session leaves behind
+	 * (a daemon that double-forked) comes back to it and is ended with it.
+	 */
+	dumpable_before = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+		ret = sbx_error_set(err, errno, "prctl(DUMPABLE 0, CHILD_SUBREAPER): %s",
+				    strerror(errno));
+		goto out;
+	}
+	outer_set = true;
 	sbx_init_block_signals();
 	/* Point of no return: from here on children never return. */
 	child = fork();
@@ -606,10 +643,15 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	ret = read_report(pipefd[0], report, err);
 	if (ret == 0 && run->on_report)
 		run->on_report(report, run->ctx);
-	status = sbx_wait_forward(child);
+	status = sbx_outer_supervise(child, (p->limits.set_mask & (1u << SBX_LIMIT_SESSION_TIME)) ?
+				     (unsigned)p->limits.value[SBX_LIMIT_SESSION_TIME] : 0);
 	if (ret == 0)
 		*exit_code = status;
 out:
+	if (outer_set) {
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+		(void)prctl(PR_SET_DUMPABLE, dumpable_before == 1 ? 1 : 0, 0, 0, 0);
+	}
 	if (tty_saved)
 		(void)tcsetattr(STDIN_FILENO, TCSADRAIN, &tty_modes);
 	if (mask_saved)

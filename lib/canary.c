@@ -29,8 +29,6 @@
 
 #include "internal.h"
 
-extern char **environ;
-
 /*
  * Rules every canary follows:
  * - it runs only for an entry already marked achieved, and marks it
@@ -656,15 +654,22 @@ static void canary_rlimits(const struct sbx_profile *p, struct sbx_report *r)
 	canary_pass(r, SBX_F_RLIMITS);
 }
 
-static void canary_env(struct sbx_report *r)
+/* The environment the program will get: the list execve is given (the
+ * worker's own environ is agent-shell's, which is not what runs). */
+static void canary_env(const struct sbx_canary_ctx *ctx, struct sbx_report *r)
 {
 	static const char *const bad[] = { "BASH_ENV=", "ENV=", "GLIBC_TUNABLES=" };
-	char **e;
+	char *const *e;
+	bool home = false, path = false;
 	size_t i;
 
 	if (!achieved(r, SBX_F_ENV_SCRUB))
 		return;
-	for (e = environ; e && *e; e++) {
+	if (!ctx || !ctx->envp) {
+		canary_fail(r, SBX_F_ENV_SCRUB, "the program's environment was not given to check");
+		return;
+	}
+	for (e = ctx->envp; *e; e++) {
 		if (strncmp(*e, "LD_", 3) == 0) {
 			canary_fail(r, SBX_F_ENV_SCRUB, "LD_* variable present");
 			return;
@@ -676,6 +681,12 @@ static void canary_env(struct sbx_report *r)
 				return;
 			}
 		}
+		home = home || strncmp(*e, "HOME=", 5) == 0;
+		path = path || strncmp(*e, "PATH=", 5) == 0;
+	}
+	if (!home || !path) {
+		canary_fail(r, SBX_F_ENV_SCRUB, "HOME or PATH not set");
+		return;
 	}
 	canary_pass(r, SBX_F_ENV_SCRUB);
 }
@@ -839,7 +850,7 @@ void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
 
 	/* fds first: every other canary opens and closes its own. */
 	canary_fds(ctx, r);
-	canary_env(r);
+	canary_env(ctx, r);
 	canary_namespaces(ctx, r);
 	canary_write_boundary(p, s, r);
 	canary_deny_read(p, r);

@@ -5,6 +5,8 @@
 #include <sys/ioctl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -127,19 +129,89 @@ static void relay_drain(const struct sbx_relay *r)
 		}
 }
 
-/* Shared loop. as_init: we are PID 1 of the namespace, reap everything and
- * kill what is left once the main child is gone. relay: copy between the
- * session's terminal and the program's pty while waiting. */
-static int supervise(pid_t child, bool as_init, const struct sbx_relay *relay)
+/* Every process left below the caller (a subreaper, so orphans came back
+ * to it): SIGKILL what is there, reap, and again, until nothing is left.
+ * A process can only fork while alive; each pass kills every current child
+ * and reaps it, and the grandchildren that reparent to us meanwhile are
+ * the next pass's children. Bounded, in case /proc is unreadable. */
+static void kill_descendants(void)
 {
+	char path[64], buf[4096];
+	int status;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	for (int pass = 0; pass < 1000; pass++) {
+		ssize_t n = -1;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		unsigned killed = 0;
+
+		if (fd >= 0) {
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+		}
+		if (n > 0) {
+			char *p = buf, *end;
+
+			buf[n] = '\0';
+			for (;;) {
+				long pid = strtol(p, &end, 10);
+
+				if (end == p)
+					break;
+				if (pid > 1 && kill((pid_t)pid, SIGKILL) == 0)
+					killed++;
+				p = end;
+			}
+		}
+		while (waitpid(-1, &status, WNOHANG) > 0)
+			;
+		if (killed == 0) {
+			pid_t p = waitpid(-1, &status, WNOHANG);
+
+			if (p < 0 && errno == ECHILD)
+				return;
+			usleep(1000);
+		}
+	}
+}
+
+/*
+ * Shared loop.
+ *   as_init: we are PID 1 of the namespace: reap everything, and kill what
+ *            is left once the main child is gone.
+ *   subreaper: the outer process (PR_SET_CHILD_SUBREAPER): reap orphans
+ *            that come back to us while waiting, kill every descendant at
+ *            the end.
+ *   relay:   copy between the session's terminal and the program's pty.
+ *   session_time: after that many seconds SIGHUP the session, and SIGKILL
+ *            it SBX_SESSION_GRACE seconds later if it is still there (a
+ *            program may ignore SIGHUP; the init may be stuck writing to a
+ *            terminal nobody reads). The kill goes to the child itself: the
+ *            setup process, whose death takes the init (PR_SET_PDEATHSIG)
+ *            and with it the whole pid namespace; without namespaces the
+ *            worker, and then every descendant.
+ */
+struct supervise_opts {
+	bool as_init;
+	bool subreaper;
+	const struct sbx_relay *relay;
+	unsigned session_time;
+};
+
+static int supervise(pid_t child, const struct supervise_opts *o)
+{
+	const struct sbx_relay *relay = o->relay;
+	bool as_init = o->as_init, reap_all = o->as_init || o->subreaper;
 	struct signalfd_siginfo si;
 	sigset_t set, old;
-	int sfd, status = 0, code = 255;
+	int sfd, status = 0, code = 255, timer_stage = 0;
 	bool done = false, in_open = relay != NULL, master_open = relay != NULL;
 
 	supervised_set(&set);
 	if (sigprocmask(SIG_BLOCK, &set, &old) != 0)
 		return 255;
+	if (o->session_time)
+		alarm(o->session_time);
 	sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	if (sfd < 0) {
 		/* Without a signalfd we cannot forward; still never return
@@ -155,7 +227,7 @@ static int supervise(pid_t child, bool as_init, const struct sbx_relay *relay)
 	for (;;) {
 		pid_t p;
 
-		while ((p = waitpid(as_init ? -1 : child, &status, WNOHANG)) > 0) {
+		while ((p = waitpid(reap_all ? -1 : child, &status, WNOHANG)) > 0) {
 			if (p == child) {
 				code = status_code(status);
 				done = true;
@@ -206,8 +278,18 @@ static int supervise(pid_t child, bool as_init, const struct sbx_relay *relay)
 				forward_signal(child, SIGWINCH, as_init);
 			break;
 		case SIGALRM:
-			/* Session time limit hook: end it like a disconnect. */
-			forward_signal(child, SIGHUP, as_init);
+			/* Only our own timer counts: another process of the
+			 * same uid may send SIGALRM too. */
+			if (!o->session_time || si.ssi_code != SI_KERNEL)
+				break;
+			if (timer_stage++ == 0) {
+				/* The session's time is up: end it like a
+				 * disconnect, then for good. */
+				forward_signal(child, SIGHUP, as_init);
+				alarm(SBX_SESSION_GRACE);
+			} else {
+				(void)kill(child, SIGKILL);
+			}
 			break;
 		default:
 			forward_signal(child, (int)si.ssi_signo, as_init);
@@ -226,6 +308,8 @@ static int supervise(pid_t child, bool as_init, const struct sbx_relay *relay)
 			;
 		code = p == child ? status_code(status) : 255;
 	}
+	if (o->session_time)
+		alarm(0);
 	if (as_init && getpid() == 1) {
 		/* kill(-1) from a namespace's init reaches every process in the
 		 * namespace and nothing outside it; orphans were reparented to
@@ -233,6 +317,8 @@ static int supervise(pid_t child, bool as_init, const struct sbx_relay *relay)
 		(void)kill(-1, SIGKILL);
 		while (waitpid(-1, &status, 0) > 0 || errno == EINTR)
 			;
+	} else if (o->subreaper) {
+		kill_descendants();
 	}
 out:
 	(void)sigprocmask(SIG_SETMASK, &old, NULL);
@@ -241,15 +327,28 @@ out:
 
 int sbx_init_supervise(pid_t child)
 {
-	return supervise(child, true, NULL);
+	const struct supervise_opts o = { .as_init = true };
+
+	return supervise(child, &o);
 }
 
 int sbx_init_supervise_relay(pid_t child, const struct sbx_relay *relay)
 {
-	return supervise(child, true, relay);
+	const struct supervise_opts o = { .as_init = true, .relay = relay };
+
+	return supervise(child, &o);
 }
 
 int sbx_wait_forward(pid_t child)
 {
-	return supervise(child, false, NULL);
+	const struct supervise_opts o = { 0 };
+
+	return supervise(child, &o);
+}
+
+int sbx_outer_supervise(pid_t child, unsigned session_time)
+{
+	const struct supervise_opts o = { .subreaper = true, .session_time = session_time };
+
+	return supervise(child, &o);
 }

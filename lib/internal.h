@@ -176,8 +176,16 @@ struct sbx_relay {
 /* sbx_init_supervise, and relay between the two while the child runs;
  * SIGWINCH resizes the pty instead of being forwarded. */
 int sbx_init_supervise_relay(pid_t child, const struct sbx_relay *relay);
-/* Same for the outer process in the host pid namespace waiting for init. */
+/* Forward the signals to child and wait for it (the setup process). */
 int sbx_wait_forward(pid_t child);
+/* Seconds between a session's SIGHUP (its time is up) and its SIGKILL. */
+#define SBX_SESSION_GRACE 3
+/* The outer process: the caller must be a subreaper
+ * (PR_SET_CHILD_SUBREAPER). Forward signals to child, reap orphans that
+ * come back, and when child is gone SIGKILL every descendant left. With
+ * session_time > 0: SIGHUP child after that many seconds, SIGKILL it
+ * SBX_SESSION_GRACE seconds later. Returns child's status as an exit code. */
+int sbx_outer_supervise(pid_t child, unsigned session_time);
 
 /* ---- mounts.c: the mount view (DESIGN 4.4) ----------------------------- */
 
@@ -462,6 +470,7 @@ struct sbx_canary_ctx {
 	unsigned long host_ns_user, host_ns_mnt, host_ns_pid, host_ns_net,
 		host_ns_ipc, host_ns_uts, host_ns_cgroup;	/* before unshare */
 	int keep_fd;	/* an fd above 2 the caller keeps open (report pipe), or -1 */
+	char *const *envp;	/* the environment execve will pass, or NULL */
 };
 
 /* Run inside the fully confined process (after seccomp): try the forbidden

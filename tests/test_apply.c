@@ -805,6 +805,97 @@ static void test_session_time(void **state)
 	assert_int_equal(o.exit_code, 3);
 }
 
+/* No process of the agent's uid is left (they may take a moment to go). */
+static bool agent_procs_gone(void)
+{
+	for (int i = 0; i < 100; i++) {
+		if (sbx_test_procs_of(sbx_test_uid(), false) == 0)
+			return true;
+		usleep(20 * 1000);
+	}
+	print_message("  %d process(es) of uid %u left\n", sbx_test_procs_of(sbx_test_uid(), false),
+		      (unsigned)sbx_test_uid());
+	sbx_test_procs_of(sbx_test_uid(), true);
+	return false;
+}
+
+static long run_timed(struct scenario *sc, struct outcome *o)
+{
+	struct timespec start, end;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	run_scenario(sc, o);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	return (end.tv_sec - start.tv_sec) * 1000 + (end.tv_nsec - start.tv_nsec) / 1000000;
+}
+
+/*
+ * session_time cannot be outlived: a program that ignores SIGHUP is killed
+ * SBX_SESSION_GRACE seconds later, with everything it started, on the full
+ * path and without user namespaces (where no pid namespace ends the tree).
+ * The deadline is kept by the outer process, which never blocks on the
+ * terminal relay.
+ */
+static void test_session_time_not_outlived(void **state)
+{
+	const struct fixture *fx = *state;
+	static const enum probe_edit paths[] = { PROBE_REAL, PROBE_NO_USERNS, PROBE_NO_LANDLOCK };
+	struct scenario sc;
+	struct outcome o;
+	long ms;
+
+	if (!ready(fx, false))
+		skip();
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		scenario_init(&sc, fx);
+		sc.probe = paths[i];
+		sc.profile.limits.value[SBX_LIMIT_SESSION_TIME] = 1;
+		sc.profile.limits.set_mask |= 1u << SBX_LIMIT_SESSION_TIME;
+		/* HUP ignored, and a detached child that ignores it too. */
+		sc.script = "trap '' HUP; setsid sh -c 'trap \"\" HUP; sleep 60' </dev/null >/dev/null 2>&1 & "
+			    "sleep 60";
+		ms = run_timed(&sc, &o);
+		print_message("  path %zu: exit %d after %ld ms\n", i, o.exit_code, ms);
+		assert_int_equal(o.ret, 0);
+		assert_int_equal(o.exit_code, 128 + SIGKILL);
+		if (ms < 1000 * (1 + SBX_SESSION_GRACE) - 200 || ms > 1000 * (1 + SBX_SESSION_GRACE) + 3000)
+			fail_msg("session_time 1 s + grace %d s: the run took %ld ms", SBX_SESSION_GRACE, ms);
+		assert_true(agent_procs_gone());
+		/* A SIGALRM from inside is not the session's timer. */
+		scenario_init(&sc, fx);
+		sc.probe = paths[i];
+		sc.profile.limits.value[SBX_LIMIT_SESSION_TIME] = 30;
+		sc.profile.limits.set_mask |= 1u << SBX_LIMIT_SESSION_TIME;
+		sc.script = "kill -ALRM $PPID 2>/dev/null; kill -ALRM 1 2>/dev/null; sleep 0.3; exit 4";
+		run_scenario(&sc, &o);
+		assert_int_equal(o.exit_code, 4);
+	}
+}
+
+/* What a session leaves running is ended with it, also without a pid
+ * namespace: the outer process is a subreaper and kills every descendant. */
+static void test_leftovers_ended(void **state)
+{
+	const struct fixture *fx = *state;
+	static const enum probe_edit paths[] = { PROBE_REAL, PROBE_NO_USERNS };
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		scenario_init(&sc, fx);
+		sc.probe = paths[i];
+		/* A daemon that double-forks away and keeps forking. */
+		sc.script = "setsid sh -c 'for i in 1 2 3 4 5 6 7 8; do (sleep 60 &) ; done; sleep 60' "
+			    "</dev/null >/dev/null 2>&1 & sleep 0.3; exit 0";
+		run_scenario(&sc, &o);
+		assert_int_equal(o.ret, 0);
+		assert_int_equal(o.exit_code, 0);
+		assert_true(agent_procs_gone());
+	}
+}
+
 static bool contains(const char *hay, const char *needle)
 {
 	if (strstr(hay, needle))
@@ -1120,6 +1211,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gated_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_time, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_time_not_outlived, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_landlock, setup, teardown),

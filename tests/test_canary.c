@@ -17,6 +17,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include "testlib.h"
 
 struct child {
@@ -31,6 +33,9 @@ static const enum sbx_feature boundary[] = {
 	SBX_F_LANDLOCK_IOCTL, SBX_F_LANDLOCK_SCOPE, SBX_F_SECCOMP,
 	SBX_F_COMMAND_GATE,
 };
+
+/* What execve would be given after the scrub. */
+static char *const clean_env[] = { "PATH=/usr/bin:/bin", "HOME=/tmp", "TERM=dumb", NULL };
 
 static void host_ns(struct sbx_canary_ctx *ctx, int keep_fd)
 {
@@ -47,6 +52,7 @@ static void host_ns(struct sbx_canary_ctx *ctx, int keep_fd)
 		*slot[i] = stat(path, &st) == 0 ? (unsigned long)st.st_ino : 0;
 	}
 	ctx->keep_fd = keep_fd;
+	ctx->envp = clean_env;
 }
 
 /* Only fds 0-2 and the report pipe, a scrubbed environment, the profile's
@@ -370,10 +376,97 @@ static int ws_teardown(void **state)
 	return 0;
 }
 
+/*
+ * The env canary checks the list execve is given, not this process's own
+ * environ (the worker's environ is agent-shell's; the program gets the
+ * rebuilt list). Here the two disagree on purpose, both ways.
+ */
+static int env_child(void *arg)
+{
+	const struct child *c = arg;
+	char *const dirty_env[] = { "PATH=/usr/bin", "HOME=/tmp", "LD_PRELOAD=/x.so", NULL };
+	char *const bash_env[] = { "PATH=/usr/bin", "HOME=/tmp", "BASH_ENV=/x", NULL };
+	char *const no_home[] = { "PATH=/usr/bin", NULL };
+	struct sbx_canary_ctx ctx;
+	struct sbx_profile p;
+	struct sbx_report r[4];
+
+	if (hygiene(c->fd))
+		return 2;
+	host_ns(&ctx, c->fd);
+	sbx_profile_init_default(&p);
+	/* Own environ dirty, the program's list clean: verified. */
+	if (setenv("BASH_ENV", "/x", 1) != 0 || setenv("LD_PRELOAD", "/x.so", 1) != 0)
+		return 3;
+	for (size_t i = 0; i < 4; i++) {
+		sbx_report_init(&r[i], &p);
+		sbx_report_set(&r[i], SBX_F_ENV_SCRUB, true, false, "claimed");
+	}
+	sbx_canary_run(&p, NULL, &ctx, &r[0]);
+	/* Own environ clean, the program's list dirty: refused. */
+	if (clearenv() != 0 || setenv("PATH", "/usr/bin", 1) != 0)
+		return 4;
+	ctx.envp = dirty_env;
+	sbx_canary_run(&p, NULL, &ctx, &r[1]);
+	ctx.envp = bash_env;
+	sbx_canary_run(&p, NULL, &ctx, &r[2]);
+	ctx.envp = no_home;
+	sbx_canary_run(&p, NULL, &ctx, &r[3]);
+	for (size_t i = 0; i < 4; i++)
+		if (write(c->fd, &r[i].entry[SBX_F_ENV_SCRUB], sizeof(r[i].entry[0])) !=
+		    (ssize_t)sizeof(r[i].entry[0]))
+			return 5;
+	return 0;
+}
+
+static void test_env_checks_the_programs_environment(void **state)
+{
+	struct sbx_report_entry e[4];
+	int fds[2], status;
+	struct child c;
+	pid_t pid;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(pipe(fds), 0);
+	c.fd = fds[1];
+	c.workspace = NULL;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		sbx_test_drop_to_agent();
+		_exit(env_child(&c));
+	}
+	close(fds[1]);
+	for (size_t i = 0; i < 4; i++) {
+		size_t got = 0;
+
+		while (got < sizeof(e[i])) {
+			ssize_t n = read(fds[0], (char *)&e[i] + got, sizeof(e[i]) - got);
+
+			assert_true(n > 0);
+			got += (size_t)n;
+		}
+	}
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(sbx_test_status_code(status), 0);
+	assert_true(e[0].verified);
+	assert_false(e[1].verified);
+	assert_non_null(strstr(e[1].detail, "LD_* variable present"));
+	assert_false(e[2].verified);
+	assert_non_null(strstr(e[2].detail, "BASH_ENV present"));
+	assert_false(e[3].verified);
+	assert_non_null(strstr(e[3].detail, "HOME or PATH not set"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unconfined_verifies_nothing),
+		cmocka_unit_test(test_env_checks_the_programs_environment),
 		cmocka_unit_test_setup_teardown(test_confined_verifies, ws_setup, ws_teardown),
 	};
 	return cmocka_run_group_tests_name("canary", tests, NULL, NULL);
