@@ -464,6 +464,26 @@ void sbx_report_set_requested(struct sbx_report *r, enum sbx_feature f,
  * < 0x20 and 0x7f; other bytes as they are. 0 or -EIO. */
 int sbx_json_put_string(FILE *out, const char *s);
 
+/* A strict, bounded reader for the JSON libsbx writes (the report, the
+ * probe): each returns 0 or -EINVAL with err naming what (the document)
+ * and the byte offset. Strings are bounded by the caller's buffer, \u
+ * escapes limited to 0x01-0x7f (the writer never emits more), numbers are
+ * unsigned integers up to max. sbx_jr_key reads "key": and returns the
+ * index of key in keys, refusing unknown and repeated ones (seen: bits). */
+struct sbx_jr {
+	const char *base, *p, *end;
+	const char *what;
+	struct sbx_error *err;
+};
+int sbx_jr_fail(struct sbx_jr *j, const char *msg);
+void sbx_jr_ws(struct sbx_jr *j);
+bool sbx_jr_peek(struct sbx_jr *j, char c);	/* consume c if it is next */
+int sbx_jr_expect(struct sbx_jr *j, char c);
+int sbx_jr_string(struct sbx_jr *j, char *out, size_t size);
+int sbx_jr_bool(struct sbx_jr *j, bool *out);
+int sbx_jr_uint(struct sbx_jr *j, uint64_t max, uint64_t *out);
+int sbx_jr_key(struct sbx_jr *j, const char *const *keys, size_t n, uint32_t *seen);
+
 /* ---- canary.c ---------------------------------------------------------- */
 
 struct sbx_canary_ctx {

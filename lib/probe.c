@@ -2,6 +2,7 @@
 /* Kernel probe: which confinement layers this kernel and this uid offer, and why not. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -618,4 +619,156 @@ int sbx_probe_to_json(const struct sbx_probe *p, FILE *out)
 	}
 	fputs("]}\n", out);
 	return ferror(out) ? -EIO : 0;
+}
+
+/* ---- read back ----------------------------------------------------------- */
+
+/* sbx_probe_to_json writes about 2 KiB; anything far larger is not ours. */
+#define PROBE_JSON_MAX (16u * 1024)
+
+static bool printable_ascii(const char *s)
+{
+	for (; *s; s++) {
+		if (*s < 0x20 || *s > 0x7e)
+			return false;
+	}
+	return true;
+}
+
+/* The field behind each of probe_rows' rows, in its order (landlock's is
+ * landlock_abi > 0, checked after the whole object is read). */
+static bool *probe_row_flag(struct sbx_probe *p, size_t i)
+{
+	bool *flags[ROW_COUNT] = {
+		NULL, &p->seccomp, &p->seccomp_kill_process, &p->userns, &p->mountns,
+		&p->pidns, &p->netns, &p->ipcns, &p->utsns, &p->cgroupns, &p->cgroup2,
+		&p->cgroup2_delegated, &p->mount_setattr,
+	};
+
+	return flags[i];
+}
+
+/* "features": exactly ROW_COUNT objects named as probe_rows names them. The
+ * details the writer derives are read (bounded) and dropped; only
+ * landlock's (its why when unavailable) and userns' (userns_why) are kept. */
+static int jr_features(struct sbx_jr *j, struct sbx_probe *p, bool *landlock_ok)
+{
+	static const char *const keys[] = { "name", "available", "detail" };
+	struct probe_row names[ROW_COUNT];
+	struct sbx_probe blank;
+	size_t i;
+
+	memset(&blank, 0, sizeof(blank));
+	probe_rows(&blank, names);	/* for the names only */
+	if (sbx_jr_expect(j, '['))
+		return -EINVAL;
+	for (i = 0; i < ROW_COUNT; i++) {
+		char name[32], detail[sizeof(names[0].detail)];
+		bool ok = false;
+		uint32_t seen = 0;
+		int k, rc;
+
+		if (i && sbx_jr_expect(j, ','))
+			return -EINVAL;
+		if (sbx_jr_expect(j, '{'))
+			return -EINVAL;
+		do {
+			k = sbx_jr_key(j, keys, ARRAY_SIZE(keys), &seen);
+			if (k < 0)
+				return k;
+			if (k == 0) {
+				rc = sbx_jr_string(j, name, sizeof(name));
+				if (!rc && strcmp(name, names[i].name) != 0)
+					rc = sbx_jr_fail(j, "features out of order or unknown feature");
+			} else if (k == 1) {
+				rc = sbx_jr_bool(j, &ok);
+			} else if (i == 0) {
+				rc = sbx_jr_string(j, p->landlock_why, sizeof(p->landlock_why));
+			} else if (i == 3) {
+				rc = sbx_jr_string(j, p->userns_why, sizeof(p->userns_why));
+			} else {
+				rc = sbx_jr_string(j, detail, sizeof(detail));
+			}
+			if (rc)
+				return rc;
+		} while (sbx_jr_peek(j, ','));
+		if (seen != (1u << ARRAY_SIZE(keys)) - 1)
+			return sbx_jr_fail(j, "feature: missing key");
+		if (sbx_jr_expect(j, '}'))
+			return -EINVAL;
+		if (i == 0)
+			*landlock_ok = ok;
+		else
+			*probe_row_flag(p, i) = ok;
+	}
+	return sbx_jr_expect(j, ']');
+}
+
+int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
+			struct sbx_error *err)
+{
+	static const char *const keys[] = {
+		"kernel", "landlock_abi", "landlock_errata", "features",
+	};
+	struct sbx_jr j = { buf, buf, buf + len, "probe JSON", err };
+	struct sbx_probe p;
+	bool landlock_ok = false;
+	uint32_t seen = 0;
+	uint64_t n = 0;
+	int k, rc;
+
+	if (!buf || !out)
+		return sbx_error_set(err, EINVAL, "probe JSON: no input");
+	if (len > PROBE_JSON_MAX)
+		return sbx_error_set(err, EINVAL, "probe JSON: larger than %u bytes",
+				     PROBE_JSON_MAX);
+	memset(&p, 0, sizeof(p));
+	if (sbx_jr_expect(&j, '{'))
+		return -EINVAL;
+	do {
+		k = sbx_jr_key(&j, keys, ARRAY_SIZE(keys), &seen);
+		if (k < 0)
+			return k;
+		switch (k) {
+		case 0:
+			rc = sbx_jr_string(&j, p.kernel, sizeof(p.kernel));
+			break;
+		case 1:
+			rc = sbx_jr_uint(&j, 1000, &n);
+			p.landlock_abi = (int)n;
+			break;
+		case 2:
+			rc = sbx_jr_uint(&j, INT_MAX, &n);
+			p.landlock_errata = (int)n;
+			break;
+		default:
+			rc = jr_features(&j, &p, &landlock_ok);
+			break;
+		}
+		if (rc)
+			return rc;
+	} while (sbx_jr_peek(&j, ','));
+	if (sbx_jr_expect(&j, '}'))
+		return -EINVAL;
+	for (k = 0; k < (int)ARRAY_SIZE(keys); k++) {
+		if (!(seen & (1u << k)))
+			return sbx_error_set(err, EINVAL, "probe JSON: missing key \"%s\"",
+					     keys[k]);
+	}
+	sbx_jr_ws(&j);
+	if (j.p != j.end)
+		return sbx_jr_fail(&j, "trailing bytes after the object");
+	/* The doctor prints these on root's terminal, and a process of the
+	 * agent's uid may have written them: no escape sequences. The writer's
+	 * own (uname, LANG=C strerror, fixed text) are printable ASCII. */
+	if (!printable_ascii(p.kernel) || !printable_ascii(p.landlock_why) ||
+	    !printable_ascii(p.userns_why))
+		return sbx_error_set(err, EINVAL, "probe JSON: a string holds a byte "
+				     "outside printable ASCII");
+	if (landlock_ok != (p.landlock_abi > 0))
+		return sbx_jr_fail(&j, "landlock available disagrees with landlock_abi");
+	if (landlock_ok)	/* the row's detail was "ABI n, errata x", not a why */
+		memset(p.landlock_why, 0, sizeof(p.landlock_why));
+	*out = p;
+	return 0;
 }

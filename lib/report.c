@@ -456,18 +456,14 @@ int sbx_report_to_json(const struct sbx_report *r, FILE *out)
 
 /* ---- JSON in: a strict reader for exactly the schema above ---------------------- */
 
-struct jr {
-	const char *base, *p, *end;
-	struct sbx_error *err;
-};
-
-static int jr_fail(struct jr *j, const char *what)
+/* The primitives (sbx_jr_*, internal.h) also read the probe's JSON. */
+int sbx_jr_fail(struct sbx_jr *j, const char *msg)
 {
-	return sbx_error_set(j->err, EINVAL, "report JSON: %s at byte %zu", what,
+	return sbx_error_set(j->err, EINVAL, "%s: %s at byte %zu", j->what, msg,
 			     (size_t)(j->p - j->base));
 }
 
-static void jr_ws(struct jr *j)
+void sbx_jr_ws(struct sbx_jr *j)
 {
 	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' ||
 				 *j->p == '\n' || *j->p == '\r'))
@@ -475,9 +471,9 @@ static void jr_ws(struct jr *j)
 }
 
 /* Skip whitespace and consume c if it is next. */
-static bool jr_peek(struct jr *j, char c)
+bool sbx_jr_peek(struct sbx_jr *j, char c)
 {
-	jr_ws(j);
+	sbx_jr_ws(j);
 	if (j->p < j->end && *j->p == c) {
 		j->p++;
 		return true;
@@ -485,14 +481,14 @@ static bool jr_peek(struct jr *j, char c)
 	return false;
 }
 
-static int jr_expect(struct jr *j, char c)
+int sbx_jr_expect(struct sbx_jr *j, char c)
 {
 	char msg[32];
 
-	if (jr_peek(j, c))
+	if (sbx_jr_peek(j, c))
 		return 0;
 	snprintf(msg, sizeof(msg), "expected '%c'", c);
-	return jr_fail(j, msg);
+	return sbx_jr_fail(j, msg);
 }
 
 static int hexval(char c)
@@ -508,25 +504,25 @@ static int hexval(char c)
 
 /* A string into out (bounded); only the escapes our writer emits plus the
  * short JSON ones; \u limited to 0x01..0x7f (we never write more). */
-static int jr_string(struct jr *j, char *out, size_t size)
+int sbx_jr_string(struct sbx_jr *j, char *out, size_t size)
 {
 	size_t n = 0;
 
-	if (jr_expect(j, '"'))
+	if (sbx_jr_expect(j, '"'))
 		return -EINVAL;
 	for (;;) {
 		unsigned char c;
 
 		if (j->p >= j->end)
-			return jr_fail(j, "unterminated string");
+			return sbx_jr_fail(j, "unterminated string");
 		c = (unsigned char)*j->p++;
 		if (c == '"')
 			break;
 		if (c < 0x20)
-			return jr_fail(j, "control byte in string");
+			return sbx_jr_fail(j, "control byte in string");
 		if (c == '\\') {
 			if (j->p >= j->end)
-				return jr_fail(j, "unterminated escape");
+				return sbx_jr_fail(j, "unterminated escape");
 			switch (*j->p++) {
 			case '"': c = '"'; break;
 			case '\\': c = '\\'; break;
@@ -540,34 +536,34 @@ static int jr_string(struct jr *j, char *out, size_t size)
 				int v = 0, k, h;
 
 				if (j->end - j->p < 4)
-					return jr_fail(j, "short \\u escape");
+					return sbx_jr_fail(j, "short \\u escape");
 				for (k = 0; k < 4; k++) {
 					h = hexval(j->p[k]);
 					if (h < 0)
-						return jr_fail(j, "bad \\u escape");
+						return sbx_jr_fail(j, "bad \\u escape");
 					v = v * 16 + h;
 				}
 				j->p += 4;
 				if (v < 1 || v > 0x7f)
-					return jr_fail(j, "\\u escape outside 0x01-0x7f");
+					return sbx_jr_fail(j, "\\u escape outside 0x01-0x7f");
 				c = (unsigned char)v;
 				break;
 			}
 			default:
-				return jr_fail(j, "unknown escape");
+				return sbx_jr_fail(j, "unknown escape");
 			}
 		}
 		if (n + 1 >= size)
-			return jr_fail(j, "string too long");
+			return sbx_jr_fail(j, "string too long");
 		out[n++] = (char)c;
 	}
 	out[n] = '\0';
 	return 0;
 }
 
-static int jr_bool(struct jr *j, bool *out)
+int sbx_jr_bool(struct sbx_jr *j, bool *out)
 {
-	jr_ws(j);
+	sbx_jr_ws(j);
 	if (j->end - j->p >= 4 && memcmp(j->p, "true", 4) == 0) {
 		j->p += 4;
 		*out = true;
@@ -578,40 +574,40 @@ static int jr_bool(struct jr *j, bool *out)
 		*out = false;
 		return 0;
 	}
-	return jr_fail(j, "expected true or false");
+	return sbx_jr_fail(j, "expected true or false");
 }
 
 /* A non-negative integer without sign, fraction or leading zeros. */
-static int jr_uint(struct jr *j, uint64_t max, uint64_t *out)
+int sbx_jr_uint(struct sbx_jr *j, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
 	const char *start;
 
-	jr_ws(j);
+	sbx_jr_ws(j);
 	start = j->p;
 	while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
 		unsigned d = (unsigned)(*j->p - '0');
 
 		if (v > (max - d) / 10)
-			return jr_fail(j, "number out of range");
+			return sbx_jr_fail(j, "number out of range");
 		v = v * 10 + d;
 		j->p++;
 	}
 	if (j->p == start)
-		return jr_fail(j, "expected a number");
+		return sbx_jr_fail(j, "expected a number");
 	if (j->p - start > 1 && *start == '0')
-		return jr_fail(j, "leading zero");
+		return sbx_jr_fail(j, "leading zero");
 	*out = v;
 	return 0;
 }
 
 /* An enum given by name: the index i < n for which name(i) matches. */
-static int jr_enum(struct jr *j, const char *(*name)(int), int n, int *out)
+static int jr_enum(struct sbx_jr *j, const char *(*name)(int), int n, int *out)
 {
 	char buf[40];
 	int i;
 
-	if (jr_string(j, buf, sizeof(buf)))
+	if (sbx_jr_string(j, buf, sizeof(buf)))
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		if (strcmp(buf, name(i)) == 0) {
@@ -619,7 +615,7 @@ static int jr_enum(struct jr *j, const char *(*name)(int), int n, int *out)
 			return 0;
 		}
 	}
-	return jr_fail(j, "unknown name");
+	return sbx_jr_fail(j, "unknown name");
 }
 
 static const char *access_name_i(int i) { return sbx_access_name((enum sbx_access)i); }
@@ -628,14 +624,14 @@ static const char *isolation_name_i(int i) { return sbx_isolation_name((enum sbx
 static const char *level_name_i(int i) { return sbx_level_name((enum sbx_level)i); }
 static const char *guarantee_name_i(int i) { return sbx_guarantee_name((enum sbx_guarantee)(1u << i)); }
 
-static int jr_guarantees(struct jr *j, uint32_t *out)
+static int jr_guarantees(struct sbx_jr *j, uint32_t *out)
 {
 	uint32_t set = 0;
 	int i = 0;
 
-	if (jr_expect(j, '['))
+	if (sbx_jr_expect(j, '['))
 		return -EINVAL;
-	if (jr_peek(j, ']')) {
+	if (sbx_jr_peek(j, ']')) {
 		*out = 0;
 		return 0;
 	}
@@ -643,59 +639,59 @@ static int jr_guarantees(struct jr *j, uint32_t *out)
 		if (jr_enum(j, guarantee_name_i, SBX_G_COUNT, &i))
 			return -EINVAL;
 		if (set & (1u << i))
-			return jr_fail(j, "duplicate guarantee");
+			return sbx_jr_fail(j, "duplicate guarantee");
 		set |= 1u << i;
-	} while (jr_peek(j, ','));
-	if (jr_expect(j, ']'))
+	} while (sbx_jr_peek(j, ','));
+	if (sbx_jr_expect(j, ']'))
 		return -EINVAL;
 	*out = set;
 	return 0;
 }
 
 /* Object keys: each known key exactly once, in any order, nothing else. */
-static int jr_key(struct jr *j, const char *const *keys, size_t n, uint32_t *seen)
+int sbx_jr_key(struct sbx_jr *j, const char *const *keys, size_t n, uint32_t *seen)
 {
 	char key[32];
 	size_t i;
 
-	if (jr_string(j, key, sizeof(key)))
+	if (sbx_jr_string(j, key, sizeof(key)))
 		return -EINVAL;
-	if (jr_expect(j, ':'))
+	if (sbx_jr_expect(j, ':'))
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		if (strcmp(key, keys[i]) == 0) {
 			if (*seen & (1u << i))
-				return jr_fail(j, "duplicate key");
+				return sbx_jr_fail(j, "duplicate key");
 			*seen |= 1u << i;
 			return (int)i;
 		}
 	}
-	return jr_fail(j, "unknown key");
+	return sbx_jr_fail(j, "unknown key");
 }
 
-static int jr_profile(struct jr *j, struct sbx_report *r)
+static int jr_profile(struct sbx_jr *j, struct sbx_report *r)
 {
 	static const char *const keys[] = { "name", "hash" };
 	uint32_t seen = 0;
 	int k;
 
-	if (jr_expect(j, '{'))
+	if (sbx_jr_expect(j, '{'))
 		return -EINVAL;
 	do {
-		k = jr_key(j, keys, ARRAY_SIZE(keys), &seen);
+		k = sbx_jr_key(j, keys, ARRAY_SIZE(keys), &seen);
 		if (k < 0)
 			return k;
-		if (k == 0 && jr_string(j, r->profile_name, sizeof(r->profile_name)))
+		if (k == 0 && sbx_jr_string(j, r->profile_name, sizeof(r->profile_name)))
 			return -EINVAL;
-		if (k == 1 && jr_string(j, r->profile_hash, sizeof(r->profile_hash)))
+		if (k == 1 && sbx_jr_string(j, r->profile_hash, sizeof(r->profile_hash)))
 			return -EINVAL;
-	} while (jr_peek(j, ','));
+	} while (sbx_jr_peek(j, ','));
 	if (seen != (1u << ARRAY_SIZE(keys)) - 1)
-		return jr_fail(j, "profile: missing key");
-	return jr_expect(j, '}');
+		return sbx_jr_fail(j, "profile: missing key");
+	return sbx_jr_expect(j, '}');
 }
 
-static int jr_policy(struct jr *j, struct sbx_report *r)
+static int jr_policy(struct sbx_jr *j, struct sbx_report *r)
 {
 	static const char *const keys[] = {
 		"host_read", "host_write", "network", "command", "home", "n_deny_read",
@@ -704,14 +700,14 @@ static int jr_policy(struct jr *j, struct sbx_report *r)
 	uint64_t n;
 	int k, v = 0;
 
-	if (jr_expect(j, '{'))
+	if (sbx_jr_expect(j, '{'))
 		return -EINVAL;
 	do {
-		k = jr_key(j, keys, ARRAY_SIZE(keys), &seen);
+		k = sbx_jr_key(j, keys, ARRAY_SIZE(keys), &seen);
 		if (k < 0)
 			return k;
 		if (k == 5) {
-			if (jr_uint(j, SBX_MAX_DENY, &n))
+			if (sbx_jr_uint(j, SBX_MAX_DENY, &n))
 				return -EINVAL;
 			r->n_deny_read = (size_t)n;
 			continue;
@@ -732,21 +728,21 @@ static int jr_policy(struct jr *j, struct sbx_report *r)
 			r->network = (enum sbx_access)v;
 		else
 			r->command = (enum sbx_access)v;
-	} while (jr_peek(j, ','));
+	} while (sbx_jr_peek(j, ','));
 	if (seen != (1u << ARRAY_SIZE(keys)) - 1)
-		return jr_fail(j, "policy: missing key");
-	return jr_expect(j, '}');
+		return sbx_jr_fail(j, "policy: missing key");
+	return sbx_jr_expect(j, '}');
 }
 
 /* entries: exactly SBX_F_COUNT objects, in enum order. */
-static int jr_entries(struct jr *j, struct sbx_report *r)
+static int jr_entries(struct sbx_jr *j, struct sbx_report *r)
 {
 	static const char *const keys[] = {
 		"feature", "requested", "achieved", "verified", "detail",
 	};
 	unsigned f;
 
-	if (jr_expect(j, '['))
+	if (sbx_jr_expect(j, '['))
 		return -EINVAL;
 	for (f = 0; f < SBX_F_COUNT; f++) {
 		struct sbx_report_entry *e = &r->entry[f];
@@ -754,35 +750,35 @@ static int jr_entries(struct jr *j, struct sbx_report *r)
 		uint32_t seen = 0;
 		int k;
 
-		if (f && jr_expect(j, ','))
+		if (f && sbx_jr_expect(j, ','))
 			return -EINVAL;
-		if (jr_expect(j, '{'))
+		if (sbx_jr_expect(j, '{'))
 			return -EINVAL;
 		do {
-			k = jr_key(j, keys, ARRAY_SIZE(keys), &seen);
+			k = sbx_jr_key(j, keys, ARRAY_SIZE(keys), &seen);
 			if (k < 0)
 				return k;
 			if (k == 0) {
-				if (jr_string(j, name, sizeof(name)))
+				if (sbx_jr_string(j, name, sizeof(name)))
 					return -EINVAL;
 				if (strcmp(name, sbx_feature_name((enum sbx_feature)f)))
-					return jr_fail(j, "entries out of order or unknown feature");
+					return sbx_jr_fail(j, "entries out of order or unknown feature");
 			} else if (k == 4) {
-				if (jr_string(j, e->detail, sizeof(e->detail)))
+				if (sbx_jr_string(j, e->detail, sizeof(e->detail)))
 					return -EINVAL;
-			} else if (jr_bool(j, k == 1 ? &e->requested :
+			} else if (sbx_jr_bool(j, k == 1 ? &e->requested :
 					    k == 2 ? &e->achieved : &e->verified)) {
 				return -EINVAL;
 			}
-		} while (jr_peek(j, ','));
+		} while (sbx_jr_peek(j, ','));
 		if (seen != (1u << ARRAY_SIZE(keys)) - 1)
-			return jr_fail(j, "entry: missing key");
+			return sbx_jr_fail(j, "entry: missing key");
 		if (e->verified && !e->achieved)
-			return jr_fail(j, "entry verified but not achieved");
-		if (jr_expect(j, '}'))
+			return sbx_jr_fail(j, "entry verified but not achieved");
+		if (sbx_jr_expect(j, '}'))
 			return -EINVAL;
 	}
-	return jr_expect(j, ']');
+	return sbx_jr_expect(j, ']');
 }
 
 int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
@@ -794,7 +790,7 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 		"required", "level", "min_level", "floor_met", "refusal",
 	};
 	struct sbx_report *r;
-	struct jr j = { buf, buf, buf + len, err };
+	struct sbx_jr j = { buf, buf, buf + len, "report JSON", err };
 	uint32_t seen = 0;
 	uint64_t n;
 	int k, v = 0, rc = -EINVAL;
@@ -807,24 +803,24 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return sbx_error_set(err, ENOMEM, "report JSON: out of memory");
-	if (jr_expect(&j, '{'))
+	if (sbx_jr_expect(&j, '{'))
 		goto out;
 	do {
-		k = jr_key(&j, keys, ARRAY_SIZE(keys), &seen);
+		k = sbx_jr_key(&j, keys, ARRAY_SIZE(keys), &seen);
 		if (k < 0) {
 			rc = k;
 			goto out;
 		}
 		switch (k) {
-		case 0: rc = jr_string(&j, r->session_id, sizeof(r->session_id)); break;
-		case 1: rc = jr_string(&j, r->user, sizeof(r->user)); break;
+		case 0: rc = sbx_jr_string(&j, r->session_id, sizeof(r->session_id)); break;
+		case 1: rc = sbx_jr_string(&j, r->user, sizeof(r->user)); break;
 		case 2:
 			/* (uid_t)-1 is "no uid" to the kernel: never a session's. */
-			rc = jr_uint(&j, UINT32_MAX - 1, &n);
+			rc = sbx_jr_uint(&j, UINT32_MAX - 1, &n);
 			r->uid = (uid_t)n;
 			break;
-		case 3: rc = jr_string(&j, r->client, sizeof(r->client)); break;
-		case 4: rc = jr_string(&j, r->service, sizeof(r->service)); break;
+		case 3: rc = sbx_jr_string(&j, r->client, sizeof(r->client)); break;
+		case 4: rc = sbx_jr_string(&j, r->service, sizeof(r->service)); break;
 		case 5: rc = jr_profile(&j, r); break;
 		case 6:
 			rc = jr_enum(&j, isolation_name_i, 2, &v);
@@ -832,7 +828,7 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 			break;
 		case 7: rc = jr_policy(&j, r); break;
 		case 8:
-			rc = jr_uint(&j, 1000, &n);
+			rc = sbx_jr_uint(&j, 1000, &n);
 			r->landlock_abi = (int)n;
 			break;
 		case 9: rc = jr_entries(&j, r); break;
@@ -846,14 +842,14 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 			rc = jr_enum(&j, level_name_i, 3, &v);
 			r->min_level = (enum sbx_level)v;
 			break;
-		case 14: rc = jr_bool(&j, &r->floor_met); break;
-		case 15: rc = jr_string(&j, r->refusal, sizeof(r->refusal)); break;
+		case 14: rc = sbx_jr_bool(&j, &r->floor_met); break;
+		case 15: rc = sbx_jr_string(&j, r->refusal, sizeof(r->refusal)); break;
 		}
 		if (rc)
 			goto out;
-	} while (jr_peek(&j, ','));
+	} while (sbx_jr_peek(&j, ','));
 	rc = -EINVAL;
-	if (jr_expect(&j, '}'))
+	if (sbx_jr_expect(&j, '}'))
 		goto out;
 	if (seen != (1u << ARRAY_SIZE(keys)) - 1) {
 		for (k = 0; k < (int)ARRAY_SIZE(keys); k++)
@@ -862,9 +858,9 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 		rc = sbx_error_set(err, EINVAL, "report JSON: missing key \"%s\"", keys[k]);
 		goto out;
 	}
-	jr_ws(&j);
+	sbx_jr_ws(&j);
 	if (j.p != j.end) {
-		rc = jr_fail(&j, "trailing bytes after the object");
+		rc = sbx_jr_fail(&j, "trailing bytes after the object");
 		goto out;
 	}
 	*out = *r;

@@ -280,6 +280,11 @@ int sbx_probe_get(const struct sbx_probe **out, struct sbx_error *err);
  * feature) or JSON. */
 int sbx_probe_to_text(const struct sbx_probe *p, FILE *out);
 int sbx_probe_to_json(const struct sbx_probe *p, FILE *out);
+/* Parse what sbx_probe_to_json wrote (agent-shell --doctor reads the probe
+ * a child ran as the agent). Strict and bounded: every key once, the
+ * features in the writer's order; *out set only on success. */
+int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
+			struct sbx_error *err);
 
 /* ---- the report ---------------------------------------------------------- */
 

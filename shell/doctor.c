@@ -838,61 +838,204 @@ static void check_sshd(struct doctor *d)
 
 /*
  * The probe runs as the caller; for root it would always find user
- * namespaces. So probe in a child that has become the agent: same groups,
- * uid and gid, and dumpable again (setresuid from root clears it, which
- * makes /proc/self/uid_map root-owned and the probe's own map writes fail).
- * The parent never probes, so the child starts with an empty probe cache.
+ * namespaces. So a child becomes the agent (same groups, gid, uid) and
+ * probes. It must not probe in the doctor's own image: a fork of root holds
+ * root's memory (the config, sshd -T output, PAM stacks) and fds (the
+ * admin's terminal on 0-2), and once it runs as the agent's uid another
+ * process of that uid may ptrace it or read /proc/<pid>/mem and
+ * /proc/<pid>/fd. So the child keeps only /dev/null and two pipes on 0-2,
+ * drops, proves root cannot be regained and execs a fresh
+ * "agent-shell --probe --json" with a fixed two-variable environment.
+ * The binary is the doctor's own, opened O_PATH from /proc/self/exe
+ * before the fork and run with execveat: no path an agent could influence
+ * is looked up after the drop. The exec also makes the child dumpable
+ * again (the kernel does, for a readable binary and equal ids), which the
+ * probe needs for its own /proc/self/uid_map writes. What it prints is
+ * parsed strictly and bounded (sbx_probe_from_json): an agent process may
+ * ptrace the fresh image and print anything, so the result is the agent's
+ * word, as the probe of any uid is.
  */
-static int probe_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *out)
+#define PROBE_TIMEOUT_MS 5000
+#define PROBE_OUT_MAX (16u * 1024)
+
+static void probe_child_die(const char *what)
 {
-	struct sbx_probe p;
-	int fds[2], status, ret = -EIO;
-	size_t got = 0;
+	dprintf(2, "%s: %s\n", what, strerror(errno));
+	_exit(126);
+}
+
+static void probe_child(int exe, int out, int errw, uid_t uid, gid_t gid, const char *user)
+{
+	static char *const argv[] = {
+		(char *)"agent-shell", (char *)"--probe", (char *)"--json", NULL,
+	};
+	static char *const envp[] = { (char *)"PATH=/usr/bin:/bin", (char *)"LANG=C", NULL };
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	/* 0-2 first (the doctor always has them open, so the pipes and exe
+	 * are above 2), then exe at 3, close-on-exec: nothing else survives. */
+	if (null < 0 || dup2(null, 0) != 0 || dup2(out, 1) != 1 || dup2(errw, 2) != 2)
+		_exit(126);
+	if (exe != 3 && dup3(exe, 3, O_CLOEXEC) != 3)
+		probe_child_die("dup3(agent-shell)");
+	if (sbx_fd_close_above(3, NULL) != 0)
+		probe_child_die("close_range(4, ~0)");
+	if ((user ? initgroups(user, gid) : setgroups(0, NULL)) != 0)
+		probe_child_die(user ? "initgroups" : "setgroups");
+	if (setresgid(gid, gid, gid) != 0)
+		probe_child_die("setresgid");
+	if (setresuid(uid, uid, uid) != 0)
+		probe_child_die("setresuid");
+	/* The uid change set dumpable to fs.suid_dumpable: with 1 ("debug")
+	 * this image, still root's memory, would be open to the agent. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		probe_child_die("prctl(PR_SET_DUMPABLE, 0)");
+	if (setresuid(0, 0, 0) == 0 || errno != EPERM) {
+		dprintf(2, "setresuid(0) after the drop to uid %u did not fail with EPERM: "
+			"root could be regained\n", (unsigned)uid);
+		_exit(126);
+	}
+	/* Whatever initgroups' NSS modules left open. */
+	if (sbx_fd_close_above(3, NULL) != 0)
+		probe_child_die("close_range(4, ~0)");
+	execveat(3, "", argv, envp, AT_EMPTY_PATH);
+	probe_child_die("execveat(agent-shell --probe --json)");
+}
+
+/* Read the child's stdout (bounded) and stderr (first line kept) until both
+ * end or the deadline passes; on the deadline or overflow kill it (by pid:
+ * our unreaped child, so the pid cannot be reused). */
+static int probe_collect(pid_t pid, int out, int errr, char *buf, size_t *len, char *msg,
+			 size_t msg_size)
+{
+	struct pollfd pfd[2] = { { .fd = out, .events = POLLIN }, { .fd = errr, .events = POLLIN } };
+	struct timespec start, now;
+	size_t mlen = 0;
+	int ret = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	*len = 0;
+	while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
+		long left;
+		int pr;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = PROBE_TIMEOUT_MS - ((now.tv_sec - start.tv_sec) * 1000 +
+					   (now.tv_nsec - start.tv_nsec) / 1000000);
+		pr = left > 0 ? poll(pfd, 2, (int)left) : 0;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0) {
+			ret = pr == 0 ? -ETIMEDOUT : -errno;
+			break;
+		}
+		for (int i = 0; i < 2; i++) {
+			char junk[256], *dst = i ? junk : buf + *len;
+			size_t room = i ? sizeof(junk) : PROBE_OUT_MAX - *len;
+			ssize_t n;
+
+			if (pfd[i].fd < 0 || !pfd[i].revents)
+				continue;
+			if (!room) {
+				ret = -EFBIG;
+				goto out;
+			}
+			n = read(pfd[i].fd, dst, room);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				pfd[i].fd = -1;
+				continue;
+			}
+			if (!i) {
+				*len += (size_t)n;
+				continue;
+			}
+			/* The first line is enough. A process of the agent's uid
+			 * may write here: printable ASCII only reaches root's
+			 * terminal. */
+			for (ssize_t k = 0; k < n && mlen + 1 < msg_size; k++) {
+				if (junk[k] == '\n') {
+					msg[mlen] = '\0';
+					mlen = msg_size;
+					break;
+				}
+				msg[mlen++] = junk[k] >= 0x20 && junk[k] < 0x7f ? junk[k] : '?';
+				msg[mlen] = '\0';
+			}
+		}
+	}
+out:
+	if (ret != 0)
+		kill(pid, SIGKILL);
+	return ret;
+}
+
+/* The probe as uid/gid (user for its groups, NULL: none). 0, or -errno
+ * with why (for the WARN row) filled. */
+static int probe_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *out, char *why,
+		    size_t why_size)
+{
+	struct sbx_error err = { 0 };
+	char *buf = NULL, msg[256] = "";
+	int exe, outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, status = 0, ret;
+	size_t len = 0;
 	pid_t pid;
 
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return -errno;
+	exe = open("/proc/self/exe", O_PATH | O_CLOEXEC);
+	if (exe < 0) {
+		ret = -errno;
+		sbx_text_set(why, why_size, "open /proc/self/exe: %s", strerror(-ret));
+		return ret;
+	}
+	buf = malloc(PROBE_OUT_MAX + 1);
+	if (!buf || pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+		ret = buf ? -errno : -ENOMEM;
+		sbx_text_set(why, why_size, "pipe: %s", strerror(-ret));
+		goto out;
+	}
+	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		ret = -errno;
-		close(fds[0]);
-		close(fds[1]);
-		return ret;
+		sbx_text_set(why, why_size, "fork: %s", strerror(-ret));
+		goto out;
 	}
-	if (pid == 0) {
-		const struct sbx_probe *res;
-
-		close(fds[0]);
-		if ((user ? initgroups(user, gid) : setgroups(0, NULL)) != 0 ||
-		    setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0 ||
-		    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0 || sbx_probe_get(&res, NULL) != 0)
-			_exit(1);
-		p = *res;
-		_exit(sbx_write_all(fds[1], (const char *)&p, sizeof(p)) == 0 ? 0 : 1);
-	}
-	close(fds[1]);
-	while (got < sizeof(p)) {
-		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&pfd, 1, CHILD_TIMEOUT_MS) == 0) {
-			kill(pid, SIGKILL);
-			break;
-		}
-		n = read(fds[0], (char *)&p + got, sizeof(p) - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fds[0]);
+	if (pid == 0)
+		probe_child(exe, outp[1], errp[1], uid, gid, user);
+	close(outp[1]);
+	close(errp[1]);
+	outp[1] = errp[1] = -1;
+	ret = probe_collect(pid, outp[0], errp[0], buf, &len, msg, sizeof(msg));
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (got == sizeof(p) && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-		*out = p;
-		ret = 0;
+	if (ret == -ETIMEDOUT) {
+		sbx_text_set(why, why_size, "no answer within %d s, killed", PROBE_TIMEOUT_MS / 1000);
+	} else if (ret != 0) {
+		sbx_text_set(why, why_size, "reading its output: %s", strerror(-ret));
+	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		ret = -EIO;
+		if (WIFSIGNALED(status))
+			sbx_text_set(why, why_size, "killed by signal %d%s%s", WTERMSIG(status),
+				 msg[0] ? ": " : "", msg);
+		else
+			sbx_text_set(why, why_size, "exit status %d%s%s", WEXITSTATUS(status),
+				 msg[0] ? ": " : "", msg);
+	} else {
+		buf[len] = '\0';
+		ret = sbx_probe_from_json(buf, len, out, &err);
+		if (ret != 0)
+			sbx_text_set(why, why_size, "%s", err.msg);
 	}
+out:
+	for (int i = 0; i < 2; i++) {
+		if (outp[i] >= 0)
+			close(outp[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
+	close(exe);
+	free(buf);
 	return ret;
 }
 
@@ -932,7 +1075,7 @@ static bool any_gated(const struct doctor *d)
 static void check_kernel(struct doctor *d)
 {
 	struct sbx_probe p;
-	char who[SBX_NAME_MAX + 32], lsm[256], *mfd = NULL;
+	char who[SBX_NAME_MAX + 32], lsm[256], why[384], *mfd = NULL;
 	size_t len;
 	const struct doc_agent *a = d->n_agents ? &d->agents[0] : NULL;
 	struct passwd *nobody = a ? NULL : getpwnam("nobody");
@@ -941,10 +1084,13 @@ static void check_kernel(struct doctor *d)
 	int ret;
 
 	snprintf(who, sizeof(who), "%s%s", a ? a->user : "nobody", a ? "" : " (no agent account)");
-	ret = probe_as(uid, gid, a ? a->user : NULL, &p);
+	ret = probe_as(uid, gid, a ? a->user : NULL, &p, why, sizeof(why));
 	if (ret != 0) {
-		row(d, DOC_WARN, "kernel", who, NULL, "probe as uid %u failed: %s", (unsigned)uid,
-		    strerror(-ret));
+		row(d, DOC_WARN, "kernel", who,
+		    "run agent-shell --probe as that account to see what its sessions get",
+		    "probe as uid %u (agent-shell --probe --json) failed: %s: what the kernel "
+		    "offers this account (Landlock, namespaces, cgroups) is not checked",
+		    (unsigned)uid, why);
 		return;
 	}
 	lsm_list(lsm, sizeof(lsm));

@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The sysadmin's verbs end to end: agent-shell --enroll/--unenroll and --doctor. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testlib.h"
@@ -531,6 +535,278 @@ static void test_doctor_pam_and_sshd_failures(void **state)
 	free(out);
 }
 
+/* Append "fd=target" to a space-separated list. */
+static void list_fd(char *buf, size_t size, const char *fd, const char *target)
+{
+	size_t len = strlen(buf);
+
+	snprintf(buf + len, size - len, "%s%s=%s", len ? " " : "", fd, target);
+}
+
+/* What a traced doctor run saw of the processes that ran as the agent. */
+struct probe_seen {
+	int execs;		/* execs by a process whose four uids are the agent's */
+	char cmdline[256];	/* of the first such exec, NULs as spaces */
+	char environ[256];
+	char fds[256];		/* its fds right after that exec: "0=/dev/null 1=pipe ..." */
+	int leaks;		/* agent-uid processes seen holding the doctor's output file */
+	char leak[256];
+};
+
+static void read_nul_list(pid_t pid, const char *what, char *out, size_t size)
+{
+	char path[64], *buf = NULL;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	out[0] = '\0';
+	if (sbx_read_file(path, 1 << 16, &buf, &len, NULL) != 0)
+		return;
+	while (len && buf[len - 1] == '\0')
+		len--;
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	snprintf(out, size, "%.*s", (int)len, buf);
+	free(buf);
+}
+
+static bool runs_as(pid_t pid, uid_t uid)
+{
+	char path[64], *buf = NULL, *l;
+	unsigned r, e, s, f;
+	bool yes = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (sbx_read_file(path, 1 << 16, &buf, NULL, NULL) != 0)
+		return false;
+	l = strstr(buf, "\nUid:");
+	if (l && sscanf(l + 5, "%u %u %u %u", &r, &e, &s, &f) == 4)
+		yes = r == uid && e == uid && s == uid && f == uid;
+	free(buf);
+	return yes;
+}
+
+/* At an exec or exit stop of a tracee: if it runs as the agent, note its
+ * exec (command line, environment, fds) and any fd on the doctor's output. */
+static void inspect_tracee(pid_t pid, bool exec, uid_t agent, const struct stat *out_st,
+			   struct probe_seen *seen)
+{
+	char dir[64], path[64 + 256], target[256];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (!runs_as(pid, agent))
+		return;
+	if (exec && seen->execs++ == 0) {
+		read_nul_list(pid, "cmdline", seen->cmdline, sizeof(seen->cmdline));
+		read_nul_list(pid, "environ", seen->environ, sizeof(seen->environ));
+	}
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL) {
+		ssize_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stat(path, &st) == 0 && st.st_dev == out_st->st_dev &&
+		    st.st_ino == out_st->st_ino) {
+			if (seen->leaks++ == 0)
+				snprintf(seen->leak, sizeof(seen->leak), "pid %d fd %.16s at %s",
+					 (int)pid, de->d_name, exec ? "exec" : "exit");
+		}
+		if (!exec || seen->execs != 1)
+			continue;
+		n = readlink(path, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = '\0';
+		if (!strncmp(target, "pipe:", 5))
+			target[4] = '\0';
+		list_fd(seen->fds, sizeof(seen->fds), de->d_name, target);
+	}
+	closedir(d);
+}
+
+/*
+ * Run the doctor under ptrace, following every process it starts, with its
+ * stdout and stderr on a root-owned 0600 file: at each exec and exit of a
+ * process running as the agent, inspect_tracee looks at it. The old probe
+ * child (a fork that dropped and probed in root's image) never execs and
+ * holds that file on fds 1 and 2 until it exits.
+ */
+enum probe_trace {
+	TRACE_WATCH,		/* only look */
+	TRACE_KILL_PROBE,	/* SIGKILL the agent's exec at its exec stop */
+	TRACE_HOLD_PROBE,	/* leave it stopped there: it never answers */
+};
+
+static int run_doctor_traced(const char *const *args, uid_t agent, enum probe_trace mode,
+			     struct probe_seen *seen, char **out)
+{
+	char out_path[PATH_MAX], *argv[16];
+	struct stat out_st;
+	int status = 0, code = -1, fd;
+	size_t n = 0;
+	pid_t pid, w;
+
+	memset(seen, 0, sizeof(*seen));
+	argv[n++] = fx.shell;
+	for (; *args && n < ARRAY_SIZE(argv) - 1; args++)
+		argv[n++] = (char *)*args;
+	argv[n] = NULL;
+	snprintf(out_path, sizeof(out_path), "%s/doctor-traced.out", fx.tmp);
+	fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &out_st), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setenv("SBX_TEST_CONFIG", fx.config, 1);
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0)
+			_exit(125);
+		raise(SIGSTOP);
+		execv(fx.shell, argv);
+		_exit(127);
+	}
+	close(fd);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFSTOPPED(status))
+		fail_msg("the doctor did not stop for tracing (PTRACE_TRACEME refused?)");
+	assert_int_equal(ptrace(PTRACE_SETOPTIONS, pid, NULL,
+				(void *)(long)(PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+					       PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC |
+					       PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL)), 0);
+	assert_int_equal(ptrace(PTRACE_CONT, pid, NULL, NULL), 0);
+	/* Every tracee is reported here, ours or not, until none is left. */
+	while ((w = waitpid(-1, &status, __WALL)) != -1 || errno == EINTR) {
+		int ev = status >> 16, sig = 0;
+
+		if (w < 0)
+			continue;
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			if (w == pid)
+				code = sbx_test_status_code(status);
+			continue;
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		if (ev == PTRACE_EVENT_EXEC || ev == PTRACE_EVENT_EXIT) {
+			int before = seen->execs;
+
+			inspect_tracee(w, ev == PTRACE_EVENT_EXEC, agent, &out_st, seen);
+			if (seen->execs != before && mode == TRACE_KILL_PROBE)
+				kill(w, SIGKILL);
+			if (seen->execs != before && mode == TRACE_HOLD_PROBE)
+				continue;
+		} else if (!ev && WSTOPSIG(status) != SIGSTOP && WSTOPSIG(status) != SIGTRAP)
+			sig = WSTOPSIG(status);	/* a real signal: deliver it */
+		ptrace(PTRACE_CONT, w, NULL, (void *)(long)sig);
+	}
+	assert_int_equal(errno, ECHILD);
+	*out = file_text(out_path);
+	return code;
+}
+
+/* The kernel rows come from a fresh "agent-shell --probe --json" running
+ * as the agent, which holds nothing of root's: no fd the doctor had open
+ * (its output file), a two-variable environment, only 0-2. */
+static void test_doctor_probe_child_is_fresh(void **state)
+{
+	char *out = NULL, pam[PATH_MAX], want[128];
+	struct probe_seen seen;
+	struct passwd *pw;
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	if (!getpwnam(fx.user3)) {
+		assert_int_equal(RUN(false, &out, "--enroll", fx.user3), 0);
+		free(out);
+	}
+	pw = getpwnam(fx.user3);
+	assert_non_null(pw);
+	snprintf(pam, sizeof(pam), "%s/pam-good", fx.tmp);
+	if (access(pam, F_OK) != 0)
+		write_pam_dir(pam, true);
+	code = run_doctor_traced((const char *const[]){ "--doctor", "--json", "--pam-dir", pam,
+							"--sshd", "/nonexistent/sshd", NULL },
+				 pw->pw_uid, TRACE_WATCH, &seen, &out);
+	if (getenv("SBX_TEST_VERBOSE") || seen.execs != 1 || seen.leaks)
+		fprintf(stderr, "%s\nexecs %d: [%s] env [%s] fds [%s]; leaks %d: %s\n", out,
+			seen.execs, seen.cmdline, seen.environ, seen.fds, seen.leaks, seen.leak);
+	assert_int_equal(code, 0);
+	/* Still what the kernel offers that uid (user namespaces work here). */
+	snprintf(want, sizeof(want), "as %s: user, mount, pid", fx.user3);
+	assert_row(out, "kernel", "userns", "OK");
+	assert_contains(out, want);
+	assert_row(out, "kernel", "landlock", "OK");
+	/* The denial: no process of the agent's uid ever held root's fd. */
+	assert_int_equal(seen.leaks, 0);
+	/* Exactly one exec as the agent: the probe, fresh. */
+	assert_int_equal(seen.execs, 1);
+	assert_string_equal(seen.cmdline, "agent-shell --probe --json");
+	assert_string_equal(seen.environ, "PATH=/usr/bin:/bin LANG=C");
+	assert_string_equal(seen.fds, "0=/dev/null 1=pipe 2=pipe");
+	free(out);
+}
+
+/* The probe as the agent fails (killed) or never answers (held stopped):
+ * a WARN row that says so and what is then not checked; the doctor ends
+ * (it kills the silent child after 5 s) and the rest of its rows stand. */
+static void test_doctor_probe_failure_warns(void **state)
+{
+	const char *args[] = { "--doctor", "--json", "--pam-dir", NULL,
+			       "--sshd", "/nonexistent/sshd", NULL };
+	char *out = NULL, pam[PATH_MAX], want[256];
+	struct probe_seen seen;
+	struct passwd *pw;
+	struct timespec t0, t1;
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	if (!getpwnam(fx.user3)) {
+		assert_int_equal(RUN(false, &out, "--enroll", fx.user3), 0);
+		free(out);
+	}
+	pw = getpwnam(fx.user3);
+	assert_non_null(pw);
+	snprintf(pam, sizeof(pam), "%s/pam-good", fx.tmp);
+	if (access(pam, F_OK) != 0)
+		write_pam_dir(pam, true);
+	args[3] = pam;
+
+	code = run_doctor_traced((const char *const *)args, pw->pw_uid, TRACE_KILL_PROBE,
+				 &seen, &out);
+	assert_int_equal(code, 0);	/* a WARN, not a FAIL */
+	assert_int_equal(seen.execs, 1);
+	assert_row(out, "kernel", fx.user3, "WARN");
+	snprintf(want, sizeof(want),
+		 "probe as uid %u (agent-shell --probe --json) failed: killed by signal %d",
+		 (unsigned)pw->pw_uid, SIGKILL);
+	assert_contains(out, want);
+	assert_contains(out, "is not checked");
+	assert_false(has_row(out, "kernel", "userns", "OK"));
+	assert_row(out, "pam", "sshd", "OK");	/* the rest stands */
+	free(out);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	code = run_doctor_traced((const char *const *)args, pw->pw_uid, TRACE_HOLD_PROBE,
+				 &seen, &out);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(code, 0);
+	assert_int_equal(seen.execs, 1);
+	assert_row(out, "kernel", fx.user3, "WARN");
+	assert_contains(out, "failed: no answer within 5 s, killed");
+	/* Killed at its limit, not at some later one. */
+	assert_true(t1.tv_sec - t0.tv_sec >= 4 && t1.tv_sec - t0.tv_sec <= 9);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +815,8 @@ int main(void)
 		cmocka_unit_test(test_enroll_refusals),
 		cmocka_unit_test(test_doctor_good_then_wrong_shell),
 		cmocka_unit_test(test_doctor_pam_and_sshd_failures),
+		cmocka_unit_test(test_doctor_probe_child_is_fresh),
+		cmocka_unit_test(test_doctor_probe_failure_warns),
 	};
 	return cmocka_run_group_tests_name("admin", tests, group_setup, group_teardown);
 }

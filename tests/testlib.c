@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -74,6 +75,67 @@ int sbx_test_fork(bool drop, int (*fn)(void *), void *arg)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	return status;
+}
+
+/* In a child as the test uid: the raw calls sbx_userns_enter stands on.
+ * The failing call and its errno go to the pipe in arg. */
+static int userns_probe_child(void *arg)
+{
+	int fd = *(int *)arg, map;
+	char line[64], msg[160];
+	const char *what;
+	uid_t uid = getuid();
+
+	/* setresuid() from root cleared "dumpable": /proc/self/uid_map would
+	 * be root's. An exec'd agent-shell is dumpable. */
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	what = "unshare(CLONE_NEWUSER)";
+	if (unshare(CLONE_NEWUSER) == 0) {
+		what = "write /proc/self/uid_map";
+		snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+		map = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC);
+		if (map >= 0 && write(map, line, strlen(line)) == (ssize_t)strlen(line))
+			return 0;
+	}
+	snprintf(msg, sizeof(msg), "%s as uid %u: %s", what, (unsigned)uid, strerror(errno));
+	if (write(fd, msg, strlen(msg)) < 0)
+		return 2;
+	return 1;
+}
+
+bool sbx_test_userns_works(char *why, size_t size)
+{
+	static int known = -1;	/* -1: not probed yet */
+	static char reason[192];
+	char buf[32] = "";
+	int fds[2], status;
+	ssize_t n;
+	FILE *f;
+
+	if (known < 0) {
+		f = fopen("/proc/sys/user/max_user_namespaces", "re");
+		if (f && fgets(buf, sizeof(buf), f) && strtol(buf, NULL, 10) == 0) {
+			snprintf(reason, sizeof(reason), "/proc/sys/user/max_user_namespaces is 0");
+			known = 0;
+		}
+		if (f)
+			fclose(f);
+	}
+	if (known < 0) {
+		if (pipe2(fds, O_CLOEXEC) != 0)
+			abort();
+		status = sbx_test_fork(geteuid() == 0, userns_probe_child, &fds[1]);
+		close(fds[1]);
+		n = read(fds[0], reason, sizeof(reason) - 1);
+		reason[n > 0 ? n : 0] = '\0';
+		close(fds[0]);
+		known = sbx_test_status_code(status) == 0;
+		if (!known && !reason[0])
+			snprintf(reason, sizeof(reason), "probe child ended with status %d", status);
+	}
+	if (why)
+		snprintf(why, size, "%s", reason);
+	return known == 1;
 }
 
 int sbx_test_status_code(int status)

@@ -30,6 +30,16 @@ void sbx_test_drop_to_agent(void);
  * atexit/LSan in children). Returns the raw wait status. */
 int sbx_test_fork(bool drop, int (*fn)(void *), void *arg);
 
+/*
+ * Independent of libsbx, so never the code under test: can the unprivileged
+ * test uid create a user namespace and map itself in it? False, with the
+ * reason in why, when /proc/sys/user/max_user_namespaces is 0 or the raw
+ * unshare(CLONE_NEWUSER) + uid_map write fails in a child dropped to the
+ * test uid. Probed once per process. A test skips on this, never on a
+ * failure of sbx_userns_enter: when this says yes, that one must work.
+ */
+bool sbx_test_userns_works(char *why, size_t size);
+
 /* Exit code of a status, or 128+signal. */
 int sbx_test_status_code(int status);
 
@@ -110,6 +120,16 @@ int sbx_test_group_setup(int (*inner)(void), int (*teardown)(void **state));
 	do {                                                                 \
 		if (geteuid() != 0) {                                        \
 			print_message("[  SKIP    ] needs root (CI runs as root)\n"); \
+			skip();                                              \
+		}                                                            \
+	} while (0)
+
+/* Skip (with the probe's reason) unless user namespaces work for the test uid. */
+#define SBX_TEST_REQUIRE_USERNS()                                            \
+	do {                                                                 \
+		char why_[192];                                              \
+		if (!sbx_test_userns_works(why_, sizeof(why_))) {            \
+			print_message("[  SKIP    ] no user namespaces: %s\n", why_); \
 			skip();                                              \
 		}                                                            \
 	} while (0)
