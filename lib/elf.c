@@ -549,6 +549,7 @@ struct walk {
 	 * whatever that one's own search path would find. */
 	char (*names)[SBX_ELF_NAME_MAX];
 	size_t n_names, cap_names;
+	unsigned noted;			/* notes try_lib made */
 	const char *top;		/* the directory the caller named */
 	unsigned entries;		/* entries visited below it */
 	struct sbx_error *err;
@@ -618,15 +619,15 @@ static void note(struct sbx_exec_set *set, const char *fmt, ...)
 		return;
 	n = snprintf(buf + len, size - len, "%s%s", len ? "; " : "", item);
 	if (n < 0 || (size_t)n >= size - len) {
-		/* Cut at the last whole note. */
+		/* Whole notes only, then "; ...". */
 		buf[len] = '\0';
-		while (len + 4 > size) {
+		while (len && len + sizeof("; ...") > size) {
 			char *semi = strrchr(buf, ';');
 
 			len = semi ? (size_t)(semi - buf) : 0;
 			buf[len] = '\0';
 		}
-		memcpy(buf + len, "...", 4);
+		memcpy(buf + len, len ? "; ..." : "...", len ? sizeof("; ...") : sizeof("..."));
 	}
 }
 
@@ -821,6 +822,17 @@ static int walk_push(struct walk *w, const char *path, const char *origin, size_
 }
 
 /*
+ * Open a library or an interpreter: nobody but root may be able to change
+ * it or any directory above it. One an agent could write (its own file, or
+ * one in a directory it may write, like an RPATH into /tmp) would be its
+ * own code made mappable, which is all the gate is there to prevent.
+ */
+static int open_trusted(const char *canon, int *fd, struct sbx_error *e)
+{
+	return sbx_trust_open_file(canon, true, UINT64_MAX, fd, e);
+}
+
+/*
  * One candidate file for library name needed by objs[from]: 1 when it is
  * an ELF object of the same class and machine (now in the set, or there
  * already), 0 when ld.so would pass it over, -errno on an internal error.
@@ -830,22 +842,22 @@ static int try_lib(struct walk *w, size_t from, const char *name, const char *ca
 	char canon[SBX_PATH_MAX], origin[SBX_PATH_MAX];
 	struct sbx_elf_info *info;
 	struct sbx_error e;
-	struct stat st;
 	int fd, r;
 
 	r = sbx_path_resolve_trusted(cand, canon, sizeof(canon), &e);
-	if (r == -ELOOP)
+	if (r == -ELOOP) {
 		note(w->set, "%s (needed by %s: untrusted symlink on %s)", name, w->objs[from].path,
 		     cand);
+		w->noted++;
+	}
 	if (r < 0)
 		return 0;	/* missing or unusable: ld.so moves on too */
-	fd = open_file(canon);
-	if (fd < 0)
+	r = open_trusted(canon, &fd, &e);
+	if (r == -ENOENT)
 		return 0;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		note(w->set, "%s (needed by %s: %s is not a regular file)", name,
-		     w->objs[from].path, canon);
-		close(fd);
+	if (r < 0) {
+		note(w->set, "%s (needed by %s: %s)", name, w->objs[from].path, e.msg);
+		w->noted++;
 		return 0;
 	}
 	info = malloc(sizeof(*info));
@@ -855,8 +867,10 @@ static int try_lib(struct walk *w, size_t from, const char *name, const char *ca
 	}
 	r = sbx_elf_parse_fd(fd, canon, info, &e);
 	close(fd);
-	if (r < 0)
+	if (r < 0) {
 		note(w->set, "%s (needed by %s: %s)", name, w->objs[from].path, e.msg);
+		w->noted++;
+	}
 	if (r < 0 || !info->is_elf || info->elf_class != w->objs[from].elf_class ||
 	    info->machine != w->objs[from].machine) {
 		free(info);
@@ -1015,19 +1029,16 @@ static const char *const default_dirs[] = {
 static int find_lib_search(struct walk *w, size_t from, const char *name)
 {
 	const struct arch *a = arch_of(w->objs[from].machine, w->objs[from].elf_class);
-	char dir[SBX_PATH_MAX], obj_path[SBX_PATH_MAX];
+	char dir[SBX_PATH_MAX];
 	int r, found = 0;
 
-	memcpy(obj_path, w->objs[from].path, sizeof(obj_path));	/* objs may move */
 	if (strchr(name, '/')) {
 		if (name[0] != '/') {
-			note(w->set, "%s (needed by %s: relative path)", name, obj_path);
+			note(w->set, "%s (needed by %s: relative path)", name, w->objs[from].path);
+			w->noted++;
 			return 0;
 		}
-		r = try_lib(w, from, name, name);
-		if (r == 0)
-			note(w->set, "%s (needed by %s)", name, obj_path);
-		return r;
+		return try_lib(w, from, name, name);
 	}
 	/* DT_RPATH of the object, then of the one that loaded it, up to the
 	 * executable; all of it skipped when the object has DT_RUNPATH, and
@@ -1076,17 +1087,19 @@ static int find_lib_search(struct walk *w, size_t from, const char *name)
 		if (r != 0)
 			return r;
 	}
-	note(w->set, "%s (needed by %s)", name, obj_path);
 	return 0;
 }
 
 static int find_lib(struct walk *w, size_t from, const char *name)
 {
+	unsigned noted = w->noted;
 	int r;
 
 	if (walk_has_name(w, name))
 		return 0;
 	r = find_lib_search(w, from, name);
+	if (r == 0 && w->noted == noted)
+		note(w->set, "%s (needed by %s)", name, w->objs[from].path);
 	return r > 0 ? walk_add_name(w, name) : r;
 }
 
@@ -1163,7 +1176,8 @@ static int open_regular(const char *canon, int *fd_out)
  * an interpreter: added, and when ELF its closure and (not for an
  * interpreter: binfmt_elf loads that as it is) its own interpreter.
  * Problems are returned for a given path and noted otherwise (why says
- * how the file was reached).
+ * how the file was reached). An interpreter must be trusted like a
+ * library; the caller's paths are taken as the profile names them.
  */
 static int add_object(struct walk *w, const char *canon, enum obj_kind kind, const char *why)
 {
@@ -1176,7 +1190,11 @@ static int add_object(struct walk *w, const char *canon, enum obj_kind kind, con
 	 * closure; anything else covered has had it already. */
 	if (kind != OBJ_WALKED && sbx_exec_set_contains(w->set, canon))
 		return 0;
-	r = open_regular(canon, &fd);
+	r = kind == OBJ_INTERP ? open_trusted(canon, &fd, &e) : open_regular(canon, &fd);
+	if (r < 0 && kind == OBJ_INTERP) {
+		note(w->set, "%s (%s: %s)", canon, why, e.msg);
+		return 0;
+	}
 	if (r < 0) {
 		if (kind == OBJ_GIVEN)
 			return sbx_error_set(w->err, -r, "exec set: %s: %s", canon,
@@ -1297,23 +1315,26 @@ void sbx_exec_set_free(struct sbx_exec_set *set)
 	memset(set, 0, sizeof(*set));
 }
 
-/* Drop entries under a directory entry: the directory's bind covers them. */
+/* Drop entries under a directory entry: the directory's bind covers them.
+ * Best effort: without memory for the marks nothing is dropped. */
 static void set_compact(struct sbx_exec_set *set)
 {
+	bool *covered = calloc(set->n ? set->n : 1, sizeof(*covered));
 	size_t k = 0;
 
+	if (!covered)
+		return;
+	for (size_t i = 0; i < set->n; i++)
+		for (size_t j = 0; j < set->n && !covered[i]; j++)
+			covered[i] = j != i && sbx_path_is_under(set->paths[i], set->paths[j]);
 	for (size_t i = 0; i < set->n; i++) {
-		bool covered = false;
-
-		for (size_t j = 0; j < set->n && !covered; j++)
-			covered = j != i && strcmp(set->paths[i], set->paths[j]) != 0 &&
-				  sbx_path_is_under(set->paths[i], set->paths[j]);
-		if (covered)
+		if (covered[i])
 			free(set->paths[i]);
 		else
 			set->paths[k++] = set->paths[i];
 	}
 	set->n = k;
+	free(covered);
 }
 
 int sbx_exec_set_add(struct sbx_exec_set *set, const char *path, struct sbx_error *err)
