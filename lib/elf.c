@@ -264,7 +264,8 @@ static int elf_dynamic(struct elf_src *s, unsigned cls, const struct elf_phdr *p
 		return sbx_error_set(s->err, ENOEXEC, "DT_NEEDED, DT_RPATH or DT_RUNPATH without DT_STRTAB");
 	r = strtab_locate(s, ph, phnum, strtab, have_strsz, strsz, &t);
 	for (size_t i = 0; r == 0 && i < n_needed; i++)
-		r = elf_string(s, &t, needed[i], info->needed[i], sizeof(info->needed[i]), "DT_NEEDED");
+		r = elf_string(s, &t, needed[i], info->needed[i], sizeof(info->needed[i]),
+			       "DT_NEEDED");
 	info->n_needed = n_needed;
 	if (r == 0 && have_rpath)
 		r = elf_string(s, &t, rpath, info->rpath, sizeof(info->rpath), "DT_RPATH");
@@ -734,6 +735,13 @@ static int ldcache_load(struct sbx_exec_set *set, struct sbx_error *err)
 	close(fd);
 	if (r < 0)
 		return r;
+	{
+		/* sbx_read_fd sized the buffer for the cap; keep what was read. */
+		char *fit = realloc(buf, len + 1);
+
+		if (fit)
+			buf = fit;
+	}
 	r = sbx_ldcache_parse((unsigned char *)buf, len, ldcache_count, &count, err);
 	if (r == 0 && count) {
 		set->ldcache = calloc(count, sizeof(*set->ldcache));
