@@ -533,10 +533,12 @@ void sbx_exec_set_init(struct sbx_exec_set *set);
  * glibc-hwcaps and legacy platform subdirectories of each searched
  * directory too). A directory is added as one entry with the closure of
  * every regular ELF file below it (depth <= 16, <= 4096 entries, -E2BIG
- * past either). Libraries not found, or found only through an untrusted
- * symlink, are noted in unresolved. On success an entry under a directory
- * entry is dropped (the directory covers it); on error the set is as it
- * was before the call.
+ * past either). Libraries and interpreters are taken only where nobody but
+ * root can change them or a directory above them (sbx_trust_open_file);
+ * those not found, found only through an untrusted symlink or in an
+ * untrusted place are noted in unresolved, not added. On success an entry
+ * under a directory entry is dropped (the directory covers it); on error
+ * the set is as it was before the call.
  */
 int sbx_exec_set_add(struct sbx_exec_set *set, const char *path, struct sbx_error *err);
 /* True when path (canonical) is an entry or below a directory entry. */
