@@ -526,4 +526,94 @@ struct sbx_run {
 int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		     int *exit_code, struct sbx_error *err);
 
+/* ---- elf.c: what the command gate must leave executable ---- */
+
+/*
+ * Under command = gated the host is mounted noexec (mmap PROT_EXEC of a
+ * host file fails, so ld.so cannot map what it was not allowed to) and
+ * only the allowed programs, their ELF interpreter and their library
+ * closure are bound back executable. These compute that set; they only
+ * read files.
+ */
+
+#define SBX_ELF_MAX_NEEDED 128
+#define SBX_ELF_NAME_MAX 256
+
+struct sbx_elf_info {
+	bool is_elf;		/* false: not ELF (a script, data): nothing else set */
+	unsigned elf_class;	/* 1 = ELFCLASS32, 2 = ELFCLASS64 */
+	unsigned machine;	/* e_machine */
+	char interp[SBX_PATH_MAX];	/* PT_INTERP, "" when none */
+	size_t n_needed;
+	char needed[SBX_ELF_MAX_NEEDED][SBX_ELF_NAME_MAX];	/* DT_NEEDED, in order */
+	char rpath[1024];	/* DT_RPATH, "" when none */
+	char runpath[1024];	/* DT_RUNPATH, "" when none */
+};
+
+/* Fill buf with len bytes at off: 0 or -errno (-EIO when short). */
+typedef int (*sbx_read_at_fn)(void *ctx, uint64_t off, void *buf, size_t len);
+
+/* Parse one object through read_at. Bounded: ELF header, program headers
+ * (at most 64 KiB, the kernel's own limit), PT_INTERP, PT_DYNAMIC (at most
+ * 64 KiB) and the strings DT_NEEDED, DT_RPATH and DT_RUNPATH name in the
+ * dynamic string table, located through the PT_LOAD that maps DT_STRTAB's
+ * address (under 200 KiB read in all). Little-endian ELF32 and ELF64.
+ * Not ELF -> 0 with is_elf false. Malformed -> -ENOEXEC naming what;
+ * well-formed but past these bounds (more than SBX_ELF_MAX_NEEDED
+ * DT_NEEDED, a longer name or path) -> -E2BIG; a read_at error is
+ * returned as it is. */
+int sbx_elf_parse(sbx_read_at_fn read_at, void *ctx, uint64_t file_size,
+		  struct sbx_elf_info *out, struct sbx_error *err);
+/* The same from an open regular file (-EINVAL otherwise); what names it
+ * in messages. */
+int sbx_elf_parse_fd(int fd, const char *what, struct sbx_elf_info *out,
+		     struct sbx_error *err);
+
+/* /etc/ld.so.cache contents: the "glibc-ld.so.cache" + "1.1" format, after
+ * an optional old "ld.so-1.7.0" part. cb per entry (soname, path, flags),
+ * called only once the whole table checked out; a nonzero cb return stops
+ * and is returned. Malformed (offsets/strings out of range, no new-format
+ * part) -> -EINVAL. */
+int sbx_ldcache_parse(const unsigned char *buf, size_t len,
+		      int (*cb)(void *ctx, const char *soname, const char *path,
+				uint32_t flags),
+		      void *ctx, struct sbx_error *err);
+
+struct sbx_ldcache_entry;
+
+struct sbx_exec_set {
+	size_t n, cap;
+	char **paths;		/* canonical, symlink-free files and directories */
+	char unresolved[512];	/* "libx.so.1 (needed by /usr/bin/y)", "; "-separated, "..." if cut */
+	/* Private. */
+	const char *ldcache_file;	/* NULL: /etc/ld.so.cache (tests point elsewhere) */
+	bool ldcache_loaded;
+	char *ldcache_buf;
+	size_t ldcache_n;
+	struct sbx_ldcache_entry *ldcache;
+};
+
+void sbx_exec_set_init(struct sbx_exec_set *set);
+/*
+ * Add path (resolved with sbx_path_resolve_trusted; its errors, and a path
+ * that is neither a regular file nor a directory, or a malformed ELF, are
+ * returned). A regular file is added with, when ELF, its PT_INTERP and its
+ * DT_NEEDED closure found the way glibc's ld.so finds it (DT_RPATH of the
+ * object and its loaders up to the executable unless DT_RUNPATH,
+ * DT_RUNPATH, every matching ld.so.cache entry, the default directories;
+ * glibc-hwcaps and legacy platform subdirectories of each searched
+ * directory too). A directory is added as one entry with the closure of
+ * every regular ELF file below it (depth <= 16, <= 4096 entries, -E2BIG
+ * past either). Libraries and interpreters are taken only where nobody but
+ * root can change them or a directory above them (sbx_trust_open_file);
+ * those not found, found only through an untrusted symlink or in an
+ * untrusted place are noted in unresolved, not added. On success an entry
+ * under a directory entry is dropped (the directory covers it); on error
+ * the set is as it was before the call.
+ */
+int sbx_exec_set_add(struct sbx_exec_set *set, const char *path, struct sbx_error *err);
+/* True when path (canonical) is an entry or below a directory entry. */
+bool sbx_exec_set_contains(const struct sbx_exec_set *set, const char *path);
+void sbx_exec_set_free(struct sbx_exec_set *set);
+
 #endif /* SBX_INTERNAL_H */
