@@ -278,14 +278,32 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 		       pl->seccomp.network_denied ? "network syscalls narrowed; " : "",
 		       pl->seccomp.gated ? "memfd exec and fd exec refused" :
 		       "dangerous syscalls refused");
-	/* The gate is Landlock EXECUTE: without Landlock there is none. */
-	if (p->command != SBX_ACCESS_ALLOW && r->entry[SBX_F_LANDLOCK_FS].achieved)
-		sbx_report_set(r, SBX_F_COMMAND_GATE, true, false, "%s",
-			       p->command == SBX_ACCESS_DENY ? "every command refused" :
-			       "Landlock EXECUTE only on the allow-list and ld.so; writable mounts noexec");
-	else if (p->command != SBX_ACCESS_ALLOW)
+	/*
+	 * The gate. What holds it is the mount view: the host noexec, only the
+	 * allowed programs with their loader and libraries executable, so
+	 * `ld.so /usr/bin/anything` cannot map what it was not allowed.
+	 * Landlock EXECUTE on the allow-list is a second layer. Landlock alone
+	 * cannot hold it (ld.so maps, it does not execve), so without a mount
+	 * view the gate is partial and not reported as achieved.
+	 */
+	if (p->command == SBX_ACCESS_DENY)
+		sbx_report_set(r, SBX_F_COMMAND_GATE, true, false, "every command refused");
+	else if (p->command == SBX_ACCESS_GATED && pl->userns && pl->mounts.exec)
+		sbx_report_set(r, SBX_F_COMMAND_GATE, true, false,
+			       "host noexec; executable: %zu file(s) (the allow-list, its ELF loader "
+			       "and libraries)%s%s%s", pl->mounts.exec->n,
+			       r->entry[SBX_F_LANDLOCK_FS].achieved ?
+			       "; Landlock EXECUTE only on the allow-list" : "",
+			       pl->mounts.exec->unresolved[0] ? "; unresolved: " : "",
+			       pl->mounts.exec->unresolved);
+	else if (p->command == SBX_ACCESS_GATED && r->entry[SBX_F_LANDLOCK_FS].achieved)
 		sbx_report_set(r, SBX_F_COMMAND_GATE, false, false,
-			       "no Landlock: the allow-list is checked by agent-shell only");
+			       "partial: Landlock EXECUTE on the allow-list only; without a mount view "
+			       "the host cannot be made noexec, so ld.so can load any readable program");
+	else if (p->command == SBX_ACCESS_GATED)
+		sbx_report_set(r, SBX_F_COMMAND_GATE, false, false,
+			       "partial: no mount view and no Landlock; the allow-list is checked by "
+			       "agent-shell only");
 
 	/* Fully confined now: the program will be dumpable after its exec
 	 * anyway, and the canaries need /proc/self files owned by this uid
@@ -525,6 +543,16 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	pl->canary.host_ns_uts = sbx_ns_inode("uts");
 	pl->canary.host_ns_cgroup = sbx_ns_inode("cgroup");
 	pl->canary.keep_fd = 3;
+	/* A file the gate leaves executable, for its canary's control. */
+	if (pl->mounts.exec) {
+		for (size_t i = 0; i < pl->mounts.exec->n && !pl->canary.exec_control[0]; i++) {
+			struct stat st;
+
+			if (stat(pl->mounts.exec->paths[i], &st) == 0 && S_ISREG(st.st_mode))
+				sbx_strlcpy(pl->canary.exec_control, sizeof(pl->canary.exec_control),
+					    pl->mounts.exec->paths[i]);
+		}
+	}
 	return 0;
 }
 
@@ -660,8 +688,10 @@ out:
 		close(pipefd[0]);
 	if (pipefd[1] >= 0)
 		close(pipefd[1]);
-	if (pl)
+	if (pl) {
 		sbx_env_free(pl->env);
+		sbx_mount_plan_free(&pl->mounts);
+	}
 	free(pl);
 	free(r);
 	return ret;

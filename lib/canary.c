@@ -801,13 +801,31 @@ static void canary_home(const struct sbx_session *s, struct sbx_report *r)
 		canary_fail(r, SBX_F_HOME, "%s is not bound at %s", s->home_source, s->home);
 }
 
-static void canary_command_gate(const struct sbx_profile *p,
-				const struct sbx_session *s, struct sbx_report *r)
+/* mmap(PROT_EXEC) of path: 0 when it maps, else the errno. A noexec mount
+ * refuses it with EPERM, which is exactly what stops ld.so. */
+static int map_exec_errno(const char *path)
+{
+	void *m;
+	int fd, e;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return errno;
+	m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	e = m == MAP_FAILED ? errno : 0;
+	if (m != MAP_FAILED)
+		munmap(m, 4096);
+	close(fd);
+	return e;
+}
+
+static void canary_command_gate(const struct sbx_profile *p, const struct sbx_session *s,
+				const struct sbx_canary_ctx *ctx, struct sbx_report *r)
 {
 	const char *dirs[3];
 	struct statvfs sv;
 	size_t i, n = 0;
-	int fd;
+	int fd, e;
 
 	if (!achieved(r, SBX_F_COMMAND_GATE))
 		return;
@@ -825,6 +843,28 @@ static void canary_command_gate(const struct sbx_profile *p,
 	for (i = 0; i < n; i++) {
 		if (statvfs(dirs[i], &sv) != 0 || !(sv.f_flag & ST_NOEXEC)) {
 			canary_fail(r, SBX_F_COMMAND_GATE, "%s is not mounted noexec", dirs[i]);
+			return;
+		}
+	}
+	if (p->command == SBX_ACCESS_GATED) {
+		/* The host is noexec: a readable host file that is not on
+		 * the executable set cannot be mapped executable (ld.so
+		 * /usr/bin/anything fails there) ... */
+		e = map_exec_errno("/etc/passwd");
+		if (e != EPERM) {
+			canary_fail(r, SBX_F_COMMAND_GATE, "mmap(PROT_EXEC) of /etc/passwd: %s, not EPERM",
+				    e ? strerror(e) : "mapped");
+			return;
+		}
+		/* ... while the allowed set still can. */
+		if (!ctx || !ctx->exec_control[0]) {
+			canary_fail(r, SBX_F_COMMAND_GATE, "no executable file to check against");
+			return;
+		}
+		e = map_exec_errno(ctx->exec_control);
+		if (e != 0) {
+			canary_fail(r, SBX_F_COMMAND_GATE, "mmap(PROT_EXEC) of %s: %s",
+				    ctx->exec_control, strerror(e));
 			return;
 		}
 	}
@@ -862,6 +902,6 @@ void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
 	canary_seccomp(r);
 	canary_rlimits(p, r);
 	canary_home(s, r);
-	canary_command_gate(p, s, r);
+	canary_command_gate(p, s, ctx, r);
 	errno = saved;
 }

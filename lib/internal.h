@@ -189,6 +189,8 @@ int sbx_outer_supervise(pid_t child, unsigned session_time);
 
 /* ---- mounts.c: the mount view (DESIGN 4.4) ----------------------------- */
 
+struct sbx_exec_set;
+
 enum sbx_mount_kind {
 	SBX_MOUNT_BIND,		/* source -> target */
 	SBX_MOUNT_TMPFS,	/* fresh tmpfs at target, size bytes */
@@ -212,15 +214,25 @@ struct sbx_mount {
 
 struct sbx_mount_plan {
 	bool host_readonly;	/* whole host tree read-only, nosuid */
+	/* command = gated: the whole host noexec (mmap PROT_EXEC of a host
+	 * file fails, so ld.so cannot load what the gate does not allow),
+	 * and exactly the files and trees in exec bound back executable: the
+	 * allowed programs, their ELF interpreter and library closure. */
+	bool host_noexec;
+	struct sbx_exec_set *exec;	/* owned; NULL unless host_noexec */
 	bool fresh_proc;	/* needs to run inside the new pid namespace */
 	bool minimal_dev;	/* tmpfs /dev with null zero full random urandom tty, new devpts */
 	size_t n;
 	struct sbx_mount m[SBX_MAX_MOUNTS];
 };
 
-/* Describe: the mount plan for a profile and session (no side effects). */
+/* Describe: the mount plan for a profile and session (no side effects but
+ * reading: under command = gated each gate_allow entry is resolved, must be
+ * root's alone to change (file and every directory above it), and its
+ * executable closure is computed). Free with sbx_mount_plan_free. */
 int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			 struct sbx_mount_plan *plan, struct sbx_error *err);
+void sbx_mount_plan_free(struct sbx_mount_plan *plan);
 /* Apply in a private mount namespace (needs CAP_SYS_ADMIN there). */
 int sbx_mount_view_apply(const struct sbx_mount_plan *plan,
 			 char *detail, size_t detail_size, struct sbx_error *err);
@@ -491,6 +503,7 @@ struct sbx_canary_ctx {
 		host_ns_ipc, host_ns_uts, host_ns_cgroup;	/* before unshare */
 	int keep_fd;	/* an fd above 2 the caller keeps open (report pipe), or -1 */
 	char *const *envp;	/* the environment execve will pass, or NULL */
+	char exec_control[SBX_PATH_MAX];	/* gated: a file left executable, or "" */
 };
 
 /* Run inside the fully confined process (after seccomp): try the forbidden

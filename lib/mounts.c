@@ -90,6 +90,47 @@ static bool under_explicit(const struct sbx_mount_plan *plan, size_t n, const ch
 	return false;
 }
 
+/*
+ * The gate's executable set. Each gate_allow entry must be root's alone to
+ * change: a program the agent could rewrite would run whatever it wrote.
+ * The libraries and the interpreter are held to the same rule by the
+ * closure itself (lib/elf.c).
+ */
+static int plan_exec_set(const struct sbx_profile *p, struct sbx_mount_plan *plan,
+			 struct sbx_error *err)
+{
+	struct sbx_error why = { 0 };
+	char real[SBX_PATH_MAX];
+	size_t i;
+	int fd, r;
+
+	plan->host_noexec = true;
+	plan->exec = calloc(1, sizeof(*plan->exec));
+	if (!plan->exec)
+		return sbx_error_set(err, ENOMEM, "gate: out of memory");
+	sbx_exec_set_init(plan->exec);
+	for (i = 0; i < p->n_gate; i++) {
+		struct stat st;
+
+		r = sbx_path_resolve_trusted(p->gate_allow[i], real, sizeof(real), &why);
+		if (r)
+			return sbx_error_set(err, -r, "gate_allow %s: %s", p->gate_allow[i], why.msg);
+		if (stat(real, &st) == 0 && S_ISDIR(st.st_mode))
+			r = sbx_dir_open_walk(real, true, 0, &fd, &why);
+		else
+			r = sbx_trust_open_file(real, true, UINT64_MAX, &fd, &why);
+		if (r)
+			return sbx_error_set(err, -r,
+					     "gate_allow %s: %s (the agent must not be able to change "
+					     "what the gate lets it run)", p->gate_allow[i], why.msg);
+		close(fd);
+		r = sbx_exec_set_add(plan->exec, real, &why);
+		if (r)
+			return sbx_error_set(err, -r, "gate_allow %s: %s", p->gate_allow[i], why.msg);
+	}
+	return 0;
+}
+
 int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			 struct sbx_mount_plan *plan, struct sbx_error *err)
 {
@@ -179,6 +220,11 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 				goto out;
 		}
 	}
+	if (p->command == SBX_ACCESS_GATED) {
+		r = plan_exec_set(p, tmp, err);
+		if (r < 0)
+			goto out;
+	}
 	/* Parents before children: strcmp order puts "/a" before "/a/b" (a
 	 * prefix sorts first) and keeps the relative order of the rest. */
 	for (i = 1; i < tmp->n; i++) {
@@ -190,10 +236,21 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 		}
 	}
 	*plan = *tmp;
+	tmp->exec = NULL;
 	r = 0;
 out:
+	sbx_mount_plan_free(tmp);
 	free(tmp);
 	return r;
+}
+
+void sbx_mount_plan_free(struct sbx_mount_plan *plan)
+{
+	if (!plan || !plan->exec)
+		return;
+	sbx_exec_set_free(plan->exec);
+	free(plan->exec);
+	plan->exec = NULL;
 }
 
 /* ---- apply --------------------------------------------------------------- */
@@ -213,7 +270,8 @@ struct apply_state {
 	int dev_mnt_fd;
 	struct dev_node dev[6];
 	char skipped[256];
-	unsigned n_masks, n_binds, n_tmpfs;
+	unsigned n_masks, n_binds, n_tmpfs, n_exec;
+	int *exec_fd;		/* plan->exec->paths, opened before anything is covered */
 };
 
 static void note_skip(struct apply_state *st, const char *path, const char *why)
@@ -629,6 +687,69 @@ static int open_sources(struct apply_state *st, struct sbx_error *err)
 			return sbx_error_set(err, errno, "open(%s): %s", path, strerror(errno));
 	}
 	st->devnull_fd = st->dev[0].fd;
+	if (plan->exec) {
+		st->exec_fd = malloc(plan->exec->n * sizeof(int) + 1);
+		if (!st->exec_fd)
+			return sbx_error_set(err, ENOMEM, "mount view: out of memory");
+		for (i = 0; i < plan->exec->n; i++)
+			st->exec_fd[i] = -1;
+		for (i = 0; i < plan->exec->n; i++) {
+			st->exec_fd[i] = open_nofollow(AT_FDCWD, plan->exec->paths[i], O_PATH);
+			if (st->exec_fd[i] < 0)
+				return sbx_error_set(err, errno, "gate: open %s: %s",
+						     plan->exec->paths[i],
+						     errno == ELOOP ? "passes through a symlink" :
+						     strerror(errno));
+		}
+	}
+	return 0;
+}
+
+/*
+ * The gate: bind each file (or tree) of the executable set back onto
+ * itself with noexec cleared, after every other mount (so none covers
+ * one). The clone is ours, so clearing the noexec we set is allowed; a
+ * host mount that was noexec already (locked) keeps it, and the session
+ * is refused: that program could not run anyway.
+ */
+static int apply_exec_binds(struct apply_state *st, struct sbx_error *err)
+{
+	const struct sbx_exec_set *set = st->plan->exec;
+	size_t i;
+	int r;
+
+	for (i = 0; i < set->n; i++) {
+		const char *path = set->paths[i];
+		int tfd, tree;
+
+		tfd = open_nofollow(AT_FDCWD, path, O_PATH);
+		if (tfd < 0) {
+			/* Covered by a mask (a deny_read secret): it stays
+			 * not executable, the closed direction. */
+			note_skip(st, path, "hidden");
+			continue;
+		}
+		tree = clone_tree(st->exec_fd[i], path, err);
+		if (tree < 0) {
+			close(tfd);
+			return tree;
+		}
+		if (set_attr(tree, true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+			     MOUNT_ATTR_NOEXEC) != 0) {
+			r = sbx_error_set(err, errno, "gate: make %s executable: %s%s", path,
+					  strerror(errno), errno == EPERM ?
+					  " (its host mount is noexec)" : "");
+			close(tree);
+			close(tfd);
+			return r;
+		}
+		r = attach(tree, tfd, path, err);
+		close(tree);
+		close(tfd);
+		if (r < 0)
+			return r;
+		st->n_exec++;
+	}
 	return 0;
 }
 
@@ -638,7 +759,7 @@ int sbx_mount_view_apply(const struct sbx_mount_plan *plan,
 	struct apply_state *st;
 	const struct sbx_mount *home = NULL;
 	char homebuf[64] = "";
-	size_t i;
+	size_t i, used;
 	int rootfd = -1, r;
 
 	if (!plan || plan->n > SBX_MAX_MOUNTS)
@@ -664,17 +785,23 @@ int sbx_mount_view_apply(const struct sbx_mount_plan *plan,
 	r = open_sources(st, err);
 	if (r < 0)
 		goto out;
-	if (plan->host_readonly) {
-		/* Read-only first, then every mount of ours is added with its
-		 * own flags. Mounts inherited from the host are locked in the
-		 * flags they had; adding RDONLY/NOSUID is always allowed. */
+	if (plan->host_readonly || plan->host_noexec) {
+		/* Read-only (and noexec under the gate) first, then every
+		 * mount of ours is added with its own flags. Mounts inherited
+		 * from the host are locked in the flags they had; adding
+		 * RDONLY/NOSUID/NOEXEC is always allowed. */
+		uint64_t attrs = (plan->host_readonly ? MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID : 0) |
+				 (plan->host_noexec ? MOUNT_ATTR_NOEXEC : 0);
+
 		rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (rootfd < 0) {
 			r = sbx_error_set(err, errno, "open(/): %s", strerror(errno));
 			goto out;
 		}
-		if (set_attr(rootfd, true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0) != 0) {
-			r = sbx_error_set(err, errno, "mount_setattr(/, AT_RECURSIVE, ro,nosuid): %s%s",
+		if (set_attr(rootfd, true, attrs, 0) != 0) {
+			r = sbx_error_set(err, errno, "mount_setattr(/, AT_RECURSIVE, %s%s): %s%s",
+					  plan->host_readonly ? "ro,nosuid" : "",
+					  plan->host_noexec ? ",noexec" : "",
 					  strerror(errno), errno == ENOSYS ?
 					  " (needs Linux 5.12)" : "");
 			goto out;
@@ -694,6 +821,11 @@ int sbx_mount_view_apply(const struct sbx_mount_plan *plan,
 	}
 	for (i = 0; i < plan->n; i++) {
 		r = apply_one(st, i, err);
+		if (r < 0)
+			goto out;
+	}
+	if (plan->exec) {
+		r = apply_exec_binds(st, err);
 		if (r < 0)
 			goto out;
 	}
@@ -727,10 +859,15 @@ int sbx_mount_view_apply(const struct sbx_mount_plan *plan,
 			snprintf(homebuf, sizeof(homebuf), "home bind");
 		else
 			snprintf(homebuf, sizeof(homebuf), "home host");
-		snprintf(detail, detail_size, "%s host, %u binds, %s, %u tmpfs, %u masks%s%s",
-			 plan->host_readonly ? "ro" : "rw", st->n_binds, homebuf,
-			 st->n_tmpfs, st->n_masks, st->skipped[0] ? ", skipped: " : "",
-			 st->skipped);
+		snprintf(detail, detail_size, "%s%s host, %u binds, %s, %u tmpfs, %u masks",
+			 plan->host_readonly ? "ro" : "rw", plan->host_noexec ? " noexec" : "",
+			 st->n_binds, homebuf, st->n_tmpfs, st->n_masks);
+		used = strlen(detail);
+		if (plan->host_noexec)
+			snprintf(detail + used, detail_size - used, ", %u executable", st->n_exec);
+		used = strlen(detail);
+		if (st->skipped[0])
+			snprintf(detail + used, detail_size - used, ", skipped: %s", st->skipped);
 	}
 	r = 0;
 out:
@@ -745,6 +882,12 @@ out:
 	for (i = 0; i < ARRAY_SIZE(st->dev); i++)
 		if (st->dev[i].fd >= 0)
 			close(st->dev[i].fd);
+	if (st->exec_fd) {
+		for (i = 0; i < plan->exec->n; i++)
+			if (st->exec_fd[i] >= 0)
+				close(st->exec_fd[i]);
+		free(st->exec_fd);
+	}
 	if (st->dev_mnt_fd >= 0)
 		close(st->dev_mnt_fd);
 	free(st);

@@ -19,6 +19,8 @@
 
 #include "testlib.h"
 
+#define LDSO "/lib64/ld-linux-x86-64.so.2"
+
 /* A child's exit code: sbx_userns_enter failed (its message on stderr). */
 #define ENTER_FAILED 60
 
@@ -34,6 +36,10 @@ static void profile_for_test(struct sbx_profile *p, enum sbx_access command)
 	p->host_write = SBX_ACCESS_DENY;
 	p->network = SBX_ACCESS_DENY;
 	p->command = command;
+	if (command == SBX_ACCESS_GATED) {
+		p->n_gate = 1;
+		strcpy(p->gate_allow[0], "/usr/bin/true");
+	}
 	p->n_deny_read = 2;
 	strcpy(p->deny_read[0], secret_dir);
 	strcpy(p->deny_read[1], secret_file);
@@ -260,9 +266,42 @@ static int run_checks(const struct view_case *vc)
 	}
 	if (waitpid(pid, &status, 0) != pid)
 		return 44;
-	if (vc->command == SBX_ACCESS_GATED)
-		return sbx_test_status_code(status) == 42 ? 0 : 45;
-	return sbx_test_status_code(status) == 0 ? 0 : 46;
+	if (vc->command != SBX_ACCESS_GATED)
+		return sbx_test_status_code(status) == 0 ? 0 : 46;
+	if (sbx_test_status_code(status) != 42)
+		return 45;
+	/* The gate: a host program not on the list is refused by the
+	 * kernel (noexec), also when the loader is asked to map it, while
+	 * the listed one runs either way. */
+	{
+		static const char *const runs[][3] = {
+			{ "/usr/bin/id", NULL, "refused" },
+			{ LDSO, "/usr/bin/id", "loader refused" },
+			{ LDSO, "/usr/bin/true", "ok" },
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(runs); i++) {
+			pid = fork();
+			if (pid == 0) {
+				char *argv[] = { (char *)runs[i][0], (char *)runs[i][1], NULL };
+				int devnull = open("/dev/null", O_WRONLY);
+
+				dup2(devnull, 2);
+				execv(runs[i][0], argv);
+				_exit(errno == EACCES ? 42 : 43);
+			}
+			if (waitpid(pid, &status, 0) != pid)
+				return 47;
+			status = sbx_test_status_code(status);
+			if (i == 0 && status != 42)
+				return 48;	/* execve(id) must be EACCES */
+			if (i == 1 && status != 127)
+				return 49;	/* ld.so cannot map id */
+			if (i == 2 && status != 0)
+				return 50;	/* ld.so runs the listed program */
+		}
+	}
+	return 0;
 }
 
 /* A pathname unix socket on the host's /run, like D-Bus or docker.sock. */
@@ -303,6 +342,14 @@ static int child_view(void *arg)
 	/* Positive control: the host socket under /run answers. */
 	if (connect_run_sock() != 0)
 		return 17;
+	/* Described before the user namespace, as apply.c does: inside it
+	 * root's files show as the overflow uid. */
+	profile_for_test(&p, vc->command);
+	session_for_test(&s);
+	if (sbx_mount_plan_build(&p, &s, pl, &err) != 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		return 13;
+	}
 	if (sbx_userns_enter(getuid(), getgid(), &err) != 0) {
 		fprintf(stderr, "sbx_userns_enter: %s\n", err.msg);
 		return ENTER_FAILED;
@@ -311,17 +358,12 @@ static int child_view(void *arg)
 		return 12;
 	init = fork();
 	if (init == 0) {
-		profile_for_test(&p, vc->command);
-		session_for_test(&s);
-		if (sbx_mount_plan_build(&p, &s, pl, &err) != 0) {
-			fprintf(stderr, "%s\n", err.msg);
-			_exit(13);
-		}
 		if (sbx_mount_view_apply(pl, detail, sizeof(detail), &err) != 0) {
 			fprintf(stderr, "%s\n", err.msg);
 			_exit(14);
 		}
-		if (!strstr(detail, "ro host") || !strstr(detail, "home tmpfs 256M") ||
+		if (!strstr(detail, vc->command == SBX_ACCESS_GATED ? "ro noexec host" : "ro host") ||
+		    !strstr(detail, "home tmpfs 256M") ||
 		    !strstr(detail, "3 masks")) {	/* 2 deny_read + /run */
 			fprintf(stderr, "detail: %s\n", detail);
 			_exit(15);
@@ -333,6 +375,7 @@ static int child_view(void *arg)
 	}
 	if (init < 0 || waitpid(init, &status, 0) != init)
 		return 16;
+	sbx_mount_plan_free(pl);
 	free(pl);
 	return sbx_test_status_code(status);
 }

@@ -46,6 +46,9 @@ int sbx_test_status_code(int status);
 /* A fresh directory under /tmp (mode 0755, root owned) for this test;
  * removed recursively by sbx_test_rmtree. Returns a static-lifetime copy. */
 char *sbx_test_mkdtemp(const char *tag);
+/* The same under /run (root-owned 0755 all the way up): a place only root
+ * can change, for files a trust check must accept (gate_allow programs). */
+char *sbx_test_mkdtemp_trusted(const char *tag);
 /* Remove a tree a test made: only under /tmp/sbx-test-, /run/sbx-test- or
  * /sbx-test-; anything else is left alone. */
 void sbx_test_rmtree(const char *path);

@@ -17,7 +17,8 @@
  *   -t PORT   a host TCP listener on 127.0.0.1
  *   -u PORT   a host UDP socket on 127.0.0.1
  *   -k PID    a process outside the sandbox (same uid)
- *   -e PROG   a program not on the gate's allow-list (exec_unlisted)
+ *   -e PROG   a program not on the gate's allow-list (exec_unlisted, and
+ *             loader_unlisted: the ELF loader asked to load it)
  *   -g        the profile is gated: also try execveat(AT_EMPTY_PATH)
  *   -n        do nothing and exit 0 (the exec controls run this)
  */
@@ -394,6 +395,51 @@ static int do_exec(void *arg)
 	return errno;
 }
 
+/* ld.so asked to load a program (it maps it; Landlock's EXECUTE is not
+ * consulted for that, only the mount's noexec). The child's exit code is
+ * ld.so's: 127 when it cannot map the program. */
+static int do_exec_loader(void *arg)
+{
+	static const char *const loaders[] = {
+		"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1",
+	};
+	const char *prog = arg;
+
+	for (size_t i = 0; i < sizeof(loaders) / sizeof(loaders[0]); i++) {
+		char *argv[] = { (char *)loaders[i], (char *)prog, (char *)"-n", NULL };
+		int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		if (access(loaders[i], F_OK) != 0)
+			continue;
+		if (devnull >= 0)
+			dup2(devnull, 2);
+		execve(loaders[i], argv, self_env);
+		return 200 + (errno & 0x3f);
+	}
+	return 250;
+}
+
+static void put_exit(const char *name, int (*fn)(void *), void *arg)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		put(name, "fork:%s", err_name(errno));
+		return;
+	}
+	if (pid == 0)
+		_exit(fn(arg));
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(status))
+		put(name, "SIG%s", sigabbrev_np(WTERMSIG(status)) ?: "?");
+	else
+		put(name, "exit=%d", WEXITSTATUS(status));
+}
+
 static int do_execveat_self(void *arg)
 {
 	char *argv[] = { (char *)self_path, (char *)"-n", NULL };
@@ -533,8 +579,11 @@ int main(int argc, char **argv, char **envp)
 	check_tty();
 	check_syscalls(ws);
 	put_child("exec_self", do_exec, (void *)self_path);
-	if (unlisted)
+	if (unlisted) {
 		put_child("exec_unlisted", do_exec, (void *)unlisted);
+		put_exit("loader_unlisted", do_exec_loader, (void *)unlisted);
+	}
+	put_exit("loader_self", do_exec_loader, (void *)self_path);
 	if (gated)
 		put_child("execveat_fd", do_execveat_self, NULL);
 	put("done", "OK");
