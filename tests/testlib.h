@@ -36,8 +36,9 @@ int sbx_test_status_code(int status);
 /* A fresh directory under /tmp (mode 0755, root owned) for this test;
  * removed recursively by sbx_test_rmtree. Returns a static-lifetime copy. */
 char *sbx_test_mkdtemp(const char *tag);
-/* Remove a tree a test made: only under /tmp/sbx-test-, /run/sbx-test- or
- * /sbx-test-; anything else is left alone. */
+/* Remove a tree a test made: only under /tmp/sbx-test-, /run/sbx-test-,
+ * /sbx-test-, /var/tmp/sbx-test- or /dev/shm/sbx-test-; anything else is
+ * left alone. */
 void sbx_test_rmtree(const char *path);
 
 /* Run argv[0] (absolute) with argv, stdout to /dev/null; its exit code or -1. */
