@@ -27,6 +27,8 @@
  *   abstract=NAME an abstract unix listener of the host network namespace
  *   tcp=PORT udp=PORT  host listeners on 127.0.0.1
  *   fixture=PID   a process of the agent's uid outside any sandbox
+ *   mark=NAME     a file the test put in the host's /tmp, /dev/shm and
+ *                 the agent's host home: seen, the directory is the host's
  *   targets=a,b   processes to attack: init (pid 1 of the sandbox's pid
  *                 namespace), parent (getppid()), fixture
  */
@@ -125,7 +127,7 @@ const char *__asan_default_options(void)
 /* ---- arguments ------------------------------------------------------------- */
 
 static struct {
-	const char *ws, *host, *fix, *abstract, *targets;
+	const char *ws, *host, *fix, *abstract, *targets, *mark;
 	unsigned tcp, udp;
 	pid_t fixture;
 } A;
@@ -296,6 +298,22 @@ static int copy_file(const char *from, const char *to, mode_t mode)
 		return -1;
 	}
 	return 0;
+}
+
+/* Append a file's bytes to an open fd. */
+static int copy_fd(const char *from, int out)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (in < 0)
+		return -1;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			n = -1;
+	close(in);
+	return n < 0 ? -1 : 0;
 }
 
 static void path_in(char *buf, size_t size, const char *dir, const char *name)
@@ -469,6 +487,10 @@ static void cls_kernel_surface(void)
 					     0L), false);
 	fd = (int)syscall(SYS_open_by_handle_at, AT_FDCWD, zero, (long)O_RDONLY);
 	put_ret("open_by_handle_at", fd, true);
+	/* Only the query and PER_LINUX: no READ_IMPLIES_EXEC, no fixed
+	 * layout for an exploit. */
+	put_ret("personality_query", syscall(SYS_personality, 0xffffffffUL), false);
+	put_ret("personality_no_aslr", syscall(SYS_personality, 0x0040000UL), false);
 }
 
 /* ---- processes ------------------------------------------------------------- */
@@ -720,6 +742,28 @@ static void restore_victim(const char *victim)
 	}
 }
 
+/*
+ * Is dir the host's own (the test's marker file is visible there)? Then a
+ * file written there outlives the session and is seen by everyone on the
+ * host. "PRIVATE" when the sandbox has its own.
+ */
+static void host_scratch_write(const char *name, const char *dir)
+{
+	char mark[512], path[512];
+	int fd;
+
+	snprintf(mark, sizeof(mark), "%s/%s", dir, A.mark ? A.mark : "-");
+	if (access(mark, F_OK) != 0) {
+		put(name, "PRIVATE");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/esc-scratch-%d", dir, (int)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	put_ret(name, fd, true);
+	if (fd >= 0)
+		unlink(path);
+}
+
 static void cls_fs_boundary(void)
 {
 	char victim[512], secret[512], p1[512], p2[512];
@@ -833,6 +877,10 @@ static void cls_fs_boundary(void)
 	put_ret("link_secret", r, false);
 	if (r == 0)
 		unlink(p1);
+
+	host_scratch_write("host_tmp_write", "/tmp");
+	host_scratch_write("host_shm_write", "/dev/shm");
+	host_scratch_write("host_home_write", getenv("HOME") ? getenv("HOME") : "/nonexistent");
 
 	/* The kernel's own knobs and raw devices. */
 	put_ret("proc_sys_hostname", open("/proc/sys/kernel/hostname", O_WRONLY | O_CLOEXEC), true);
@@ -953,15 +1001,7 @@ static void cls_gate(void)
 	fd = (int)syscall(SYS_memfd_create, "sbx-esc",
 			  (unsigned long)(MFD_CLOEXEC | MFD_NOEXEC_SEAL));
 	if (fd >= 0) {
-		char buf[65536];
-		ssize_t n;
-		int in = open("/usr/bin/id", O_RDONLY | O_CLOEXEC);
-
-		while (in >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
-			if (write(fd, buf, (size_t)n) != n)
-				break;
-		if (in >= 0)
-			close(in);
+		copy_fd("/usr/bin/id", fd);
 		/* fexecve() without execveat: what glibc falls back to. */
 		exec_fd("memfd_sealed_exec", fd);
 		close(fd);
@@ -969,6 +1009,24 @@ static void cls_gate(void)
 		put_ret("memfd_sealed_exec", fd, false);
 	}
 	put_child("execveat_empty_path", do_execveat, (void *)"/usr/bin/id");
+	/*
+	 * The sealed memfd again, handed to the dynamic loader as a program:
+	 * ld.so maps it with PROT_EXEC, and a memfd lives on the kernel's
+	 * internal tmpfs, which no noexec mount option reaches. Not
+	 * close-on-exec, so the loader's /proc/self/fd/N is this memfd.
+	 */
+	fd = (int)syscall(SYS_memfd_create, "sbx-esc", (unsigned long)MFD_NOEXEC_SEAL);
+	if (fd >= 0 && copy_fd("/usr/bin/id", fd) == 0) {
+		char path[64];
+		char *const argv[] = { (char *)LOADER, path, (char *)"-u", NULL };
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		run_prog("ldso_memfd", argv, NULL, 0);
+	} else {
+		put_ret("ldso_memfd", -1, false);
+	}
+	if (fd >= 0)
+		close(fd);
 	exec_copy("tmp", "/tmp");
 	exec_copy("shm", "/dev/shm");
 	exec_copy("ws", A.ws);
@@ -1487,6 +1545,8 @@ int main(int argc, char **argv, char **envp)
 			A.fix = v;
 		else if (!strcmp(argv[i], "abstract"))
 			A.abstract = v;
+		else if (!strcmp(argv[i], "mark"))
+			A.mark = v;
 		else if (!strcmp(argv[i], "targets"))
 			A.targets = v;
 		else if (!strcmp(argv[i], "tcp"))

@@ -186,6 +186,8 @@ static const struct expect table[] = {
 	STOPS("kernel_surface", "io_uring_setup", PALL, "EPERM", "seccomp"),
 	STOPS("kernel_surface", "name_to_handle_at", PALL, "EPERM", "seccomp"),
 	STOPS("kernel_surface", "open_by_handle_at", PALL, "EPERM", "seccomp"),
+	CONTROL("kernel_surface", "personality_query", PALL, "OK"),
+	STOPS("kernel_surface", "personality_no_aslr", PALL, "EPERM", "seccomp (personality: query and PER_LINUX only)"),
 
 	/* processes: every process outside the worker it can name. */
 	PROC_SYSCALLS("init", PNS),
@@ -268,6 +270,19 @@ static const struct expect table[] = {
 	HOST_META("setxattr_victim"),
 	HOST_META("setflags_victim"),
 	CONTROL("fs_boundary", "victim_intact", PALL, "OK"),
+	/* Scratch space: private tmpfs with a mount view; without one,
+	 * Landlock grants the host's own /tmp and /dev/shm, where a file
+	 * outlives the session and is seen by every user of the host. */
+	STOPS("fs_boundary", "host_tmp_write", PNS, "PRIVATE", "mount view (private /tmp)"),
+	STOPS_OR_ABSENT("fs_boundary", "host_tmp_write", PU, "EACCES|PRIVATE",
+			"a private /tmp", "write_boundary"),
+	OPEN("fs_boundary", "host_tmp_write", PB, "OK", "write_boundary"),
+	STOPS("fs_boundary", "host_shm_write", PNS, "PRIVATE", "mount view (private /dev/shm)"),
+	STOPS_OR_ABSENT("fs_boundary", "host_shm_write", PU, "EACCES|PRIVATE",
+			"a private /dev/shm", "write_boundary"),
+	OPEN("fs_boundary", "host_shm_write", PB, "OK", "write_boundary"),
+	STOPS("fs_boundary", "host_home_write", PNS, "PRIVATE", "mount view (ephemeral home)"),
+	OPEN("fs_boundary", "host_home_write", PDEG, "OK", "home_isolation"),
 	STOPS("fs_boundary", "read_secret", PNS, "EMPTY", "mount mask (/dev/null over the secret)"),
 	STOPS("fs_boundary", "read_secret", PU, "EACCES", "landlock (secret left out)"),
 	OPEN("fs_boundary", "read_secret", PB, "LEAKED", "read_boundary"),
@@ -333,6 +348,12 @@ static const struct expect table[] = {
 	STOPS("gate", "memfd_mfd_exec", PALL, "EPERM", "seccomp (memfd without MFD_NOEXEC_SEAL)"),
 	STOPS("gate", "memfd_sealed_exec", PALL, "EACCES", "MFD_NOEXEC_SEAL (no exec bits)"),
 	STOPS("gate", "execveat_empty_path", PALL, "EPERM", "seccomp (execveat AT_EMPTY_PATH)"),
+	/* ld.so maps a sealed memfd (no noexec mount covers memfds). */
+	STOPS_OR_ABSENT("gate", "ldso_memfd", PNS, "exit=127|EPERM",
+			"a layer that keeps memfds from being mapped executable", "exec_boundary"),
+	STOPS_OR_ABSENT("gate", "ldso_memfd", PU, "exit=127|EPERM",
+			"a layer that keeps memfds from being mapped executable", "exec_boundary"),
+	OPEN("gate", "ldso_memfd", PB, "exit=0", "exec_boundary"),
 	GATE_COPY("tmp"),
 	GATE_COPY("shm"),
 	GATE_COPY("ws"),
@@ -453,6 +474,8 @@ struct world {
 	char wsbase[64], parent[128], ws[160], ws_away[160];
 	char shm[64];			/* /dev/shm/sbx-test-esc-XXXXXX, the agent's */
 	char abstract[64];
+	char mark[64];			/* the name of the marker files */
+	char mark_tmp[96], mark_shm[96], mark_home[192];
 	char conf[4][128];
 	unsigned tcp_port, udp_port;
 	uid_t uid;
@@ -843,6 +866,7 @@ static int group_setup_inner(void)
 	snprintf(W.agent, sizeof(W.agent), "sbxt-esc-%s", W.hex);
 	snprintf(W.group, sizeof(W.group), "sbxg-esc-%s", W.hex);
 	snprintf(W.abstract, sizeof(W.abstract), "sbx-test-esc-%s", W.hex);
+	snprintf(W.mark, sizeof(W.mark), "sbx-test-esc-mark-%s", W.hex);
 
 	snprintf(W.fix, sizeof(W.fix), "/sbx-test-esc-XXXXXX");
 	snprintf(W.host, sizeof(W.host), "/var/tmp/sbx-test-esc-XXXXXX");
@@ -933,6 +957,14 @@ static int group_setup_inner(void)
 	    chown_mode(W.shm, W.uid, W.gid, 0700))
 		return -1;
 
+	/* Markers: seen inside, the directory is the host's own. */
+	snprintf(W.mark_tmp, sizeof(W.mark_tmp), "/tmp/%s", W.mark);
+	snprintf(W.mark_shm, sizeof(W.mark_shm), "/dev/shm/%s", W.mark);
+	snprintf(W.mark_home, sizeof(W.mark_home), "%s/%s", W.home, W.mark);
+	if (write_text(W.mark_tmp, "mark\n", 0644) || write_text(W.mark_shm, "mark\n", 0644) ||
+	    write_text(W.mark_home, "mark\n", 0644))
+		return -1;
+
 	if (write_configs() != 0 || start_server() != 0 || start_sleeper() != 0)
 		return -1;
 	return 0;
@@ -976,6 +1008,11 @@ static int group_teardown(void **state)
 			unlink(W.ws);
 		if (lstat(W.ws_away, &st) == 0)
 			rename(W.ws_away, W.ws);
+	}
+	if (W.mark[0]) {
+		sbx_test_rmtree(W.mark_tmp);
+		sbx_test_rmtree(W.mark_shm);
+		W.mark[0] = '\0';
 	}
 	if (strncmp(W.fix, "/sbx-test-esc-", 14) == 0)
 		sbx_test_rmtree(W.fix);
@@ -1117,8 +1154,9 @@ static void run_session(const struct session_spec *sp, struct run *r)
 	char store[24][512];
 	char *env[25];
 	char fixture[32], tcp[32], udp[32], targets[64], ws[200], host[96], fix[96], abs[96];
+	char mark[96];
 	const char *argv[] = { W.shell, "--run", "--", W.helper, sp->cls, ws, host, fix, abs,
-			       tcp, udp, fixture, targets, NULL };
+			       tcp, udp, fixture, targets, mark, NULL };
 	int out[2], err[2];
 	size_t n = 0, out_used = 0, err_used = 0;
 	bool out_open = true, err_open = true, exited = false;
@@ -1135,6 +1173,7 @@ static void run_session(const struct session_spec *sp, struct run *r)
 	snprintf(udp, sizeof(udp), "udp=%u", W.udp_port);
 	snprintf(fixture, sizeof(fixture), "fixture=%d", (int)W.sleeper);
 	snprintf(targets, sizeof(targets), "targets=%s", paths[sp->path].targets);
+	snprintf(mark, sizeof(mark), "mark=%s", W.mark);
 
 	snprintf(store[n++], 512, "PATH=/usr/local/bin:/usr/bin:/bin");
 	snprintf(store[n++], 512, "HOME=%s", W.home);
