@@ -39,7 +39,9 @@
 #include <linux/fs.h>
 #include <linux/mount.h>
 #include <linux/netlink.h>
+#include <linux/filter.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -461,6 +463,15 @@ static void cls_mounts(void)
 
 /* ---- kernel_surface -------------------------------------------------------- */
 
+static int do_seccomp(void *arg)
+{
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = { 1, &allow };
+	long r = syscall(SYS_seccomp, (long)SECCOMP_SET_MODE_FILTER, (unsigned long)arg, &prog);
+
+	return r < 0 ? errno : 0;
+}
+
 static void cls_kernel_surface(void)
 {
 	/* Big zeroed buffers: the filter answers before the kernel reads. */
@@ -491,6 +502,11 @@ static void cls_kernel_surface(void)
 	 * layout for an exploit. */
 	put_ret("personality_query", syscall(SYS_personality, 0xffffffffUL), false);
 	put_ret("personality_no_aslr", syscall(SYS_personality, 0x0040000UL), false);
+	/* A nested plain filter is fine; a user-notification listener would
+	 * let the sandbox answer syscalls for its own children. In children:
+	 * a filter stays for life. */
+	put_child("seccomp_nested_filter", do_seccomp, (void *)0UL);
+	put_child("seccomp_listener", do_seccomp, (void *)(unsigned long)SECCOMP_FILTER_FLAG_NEW_LISTENER);
 }
 
 /* ---- processes ------------------------------------------------------------- */
