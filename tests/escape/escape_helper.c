@@ -583,6 +583,13 @@ static void cls_processes(void)
 			attack_process("fixture", A.fixture);
 	}
 	if (A.targets && strstr(A.targets, "init")) {
+		char path[256];
+
+		/* init's cwd is where agent-shell started (sshd: the real home),
+		 * a directory the mount view covers with the ephemeral home:
+		 * through /proc/1/cwd the covered one shows. */
+		snprintf(path, sizeof(path), "/proc/1/cwd/%s", A.mark ? A.mark : "-");
+		put("init_cwd_home_mark", "%s", access(path, F_OK) == 0 ? "VISIBLE" : err_name(errno));
 		/* The only real signal sent: to the sandbox's own init, which
 		 * the kernel protects from its namespace (SIGNAL_UNKILLABLE). */
 		put_ret("kill1_sigkill", kill(1, SIGKILL), false);

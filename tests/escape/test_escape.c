@@ -205,6 +205,9 @@ static const struct expect table[] = {
 	/* Listing /proc/PID/fd takes no ptrace check, only DAC on a directory
 	 * owned by the process's uid (root's once it is not dumpable). */
 	STOPS("processes", "fd_dir:init", PNS, "EACCES", "init not dumpable"),
+	/* What /proc/1/cwd would show: the real home under the ephemeral one. */
+	STOPS("processes", "init_cwd_home_mark", PF, "EACCES", "landlock (ptrace scope) + init not dumpable"),
+	STOPS("processes", "init_cwd_home_mark", PL, "EACCES", "init not dumpable"),
 	HARMLESS("processes", "prlimit:init", PNS, "OK", "the sandbox's own init: its limits only end the session"),
 	STOPS("processes", "kill0:init", PF, "EPERM", "landlock (signal scope)"),
 	HARMLESS("processes", "kill0:init", PL, "OK", "the pid namespace's init (see kill1_sigkill)"),
@@ -1239,6 +1242,9 @@ static void run_session(const struct session_spec *sp, struct run *r)
 		dup2(null, 0);
 		dup2(out[1], 1);
 		dup2(err[1], 2);
+		/* Where sshd starts a login shell. */
+		if (chdir(W.home) != 0)
+			_exit(124);
 		/* A root-only file the shell inherits at a low and a high
 		 * number: neither may reach the program. */
 		if (leak >= 0) {
