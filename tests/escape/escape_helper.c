@@ -835,6 +835,16 @@ static void cls_fs_boundary(void)
 	put_ret("link_victim", r, false);
 	if (r == 0)
 		unlink(p1);
+	/* The same from an O_PATH fd (linkat AT_EMPTY_PATH, no capability
+	 * needed since Linux 6.10 for the opener's own fd). */
+	fd = open(victim, O_PATH | O_CLOEXEC);
+	path_in(p1, sizeof(p1), A.ws, "esc-hardlink-victim2");
+	r = fd < 0 ? -1 : linkat(fd, "", AT_FDCWD, p1, AT_EMPTY_PATH);
+	put_ret("linkat_empty_path", r, false);
+	if (r == 0)
+		unlink(p1);
+	if (fd >= 0)
+		close(fd);
 	path_in(p1, sizeof(p1), A.ws, "esc-moveme.txt");
 	path_in(p2, sizeof(p2), A.host, "esc-moved.txt");
 	fd = open(p1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -273,6 +273,7 @@ static const struct expect table[] = {
 	HOST_WRITE("proc_fd_reopen", "EROFS", "EACCES"),
 	HOST_WRITE("symlink_victim", "EROFS", "EACCES"),
 	HOST_WRITE("link_victim", "EXDEV|EROFS", "EXDEV|EACCES"),
+	HOST_WRITE("linkat_empty_path", "EXDEV|EROFS", "EXDEV|EACCES"),
 	HOST_WRITE("rename_out", "EXDEV|EROFS", "EXDEV|EACCES"),
 	HOST_WRITE("bind_sock_host", "EROFS", "EACCES"),
 	HOST_WRITE("mkfifo_host", "EROFS", "EACCES"),
