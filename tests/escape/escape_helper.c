@@ -212,20 +212,28 @@ static void put_child(const char *name, int (*fn)(void *), void *arg)
 static void run_prog(const char *name, char *const argv[], char *out, size_t out_size)
 {
 	int ep[2], op[2], status = 0, e = 0;
+	char sink[512];
 	size_t used = 0;
 	ssize_t n;
 	pid_t pid;
 
 	if (out && out_size)
 		out[0] = '\0';
-	if (pipe2(ep, O_CLOEXEC) != 0 || pipe2(op, O_CLOEXEC) != 0) {
-		put(name, "pipe:%s", err_name(errno));
-		return;
+	if (pipe2(ep, O_CLOEXEC) != 0)
+		goto pipe_failed;
+	if (pipe2(op, O_CLOEXEC) != 0) {
+		close(ep[0]);
+		close(ep[1]);
+		goto pipe_failed;
 	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		put(name, "fork:%s", err_name(errno));
+		close(ep[0]);
+		close(ep[1]);
+		close(op[0]);
+		close(op[1]);
 		return;
 	}
 	if (pid == 0) {
@@ -244,14 +252,18 @@ static void run_prog(const char *name, char *const argv[], char *out, size_t out
 	}
 	close(ep[1]);
 	close(op[1]);
-	while ((n = read(op[0], out ? out + used : (char[64]){ 0 },
-			 out ? out_size - 1 - used : 64)) > 0) {
-		if (out) {
-			used += (size_t)n;
-			out[used] = '\0';
-			if (used + 1 >= out_size)
-				break;
-		}
+	/* All of it, so the program never blocks on a full pipe; what does
+	 * not fit in out is dropped. */
+	while ((n = read(op[0], sink, sizeof(sink))) > 0) {
+		size_t k = (size_t)n;
+
+		if (!out || used + 1 >= out_size)
+			continue;
+		if (k > out_size - 1 - used)
+			k = out_size - 1 - used;
+		memcpy(out + used, sink, k);
+		used += k;
+		out[used] = '\0';
 	}
 	close(op[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -263,6 +275,9 @@ static void run_prog(const char *name, char *const argv[], char *out, size_t out
 		return;
 	}
 	put_status(name, status);
+	return;
+pipe_failed:
+	put(name, "pipe:%s", err_name(errno));
 }
 
 static void sleep_ms(long ms)
