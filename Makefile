@@ -50,7 +50,10 @@ SHELL_BIN  := $(BUILD)/agent-shell
 SHELL_TEST_BIN := $(BUILD)/tests/agent-shell-testable
 PAM_SO     := $(BUILD)/pam_agent_sandbox.so
 
-HELPERS    := $(BUILD)/tests/tcp_listen $(BUILD)/tests/sbx_probe_inside
+HELPERS    := $(BUILD)/tests/tcp_listen $(BUILD)/tests/sbx_probe_inside \
+              $(BUILD)/tests/escape_helper
+# The escape tier (tests/escape/): its own directory, run by `make check`.
+ESCAPE_TEST := $(BUILD)/tests/test_escape
 
 .PHONY: all check check-asan fuzz deps demo install uninstall install-conf-file deb clean bench
 
@@ -93,10 +96,19 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pie -o $@ $< $(HARDEN_LD)
 
+$(BUILD)/tests/escape_helper: tests/escape/escape_helper.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -pie -o $@ $< $(HARDEN_LD)
+
+$(ESCAPE_TEST): tests/escape/test_escape.c $(TESTLIB) $(LIBSBX) tests/testlib.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests -pie -o $@ $< $(TESTLIB) $(LIBSBX) \
+		$(HARDEN_LD) $(LIBS) -lcmocka
+
 # Every test tier from one command. Each tier does its own set-up and
 # removes what it created.
-check: all $(SHELL_TEST_BIN) $(HELPERS) $(TEST_BINS)
-	@BUILD=$(BUILD) ./tests/run-tests.sh $(TEST_BINS) tests/e2e/run.sh
+check: all $(SHELL_TEST_BIN) $(HELPERS) $(TEST_BINS) $(ESCAPE_TEST)
+	@BUILD=$(BUILD) ./tests/run-tests.sh $(TEST_BINS) $(ESCAPE_TEST) tests/e2e/run.sh
 
 check-asan:
 	$(MAKE) BUILD=build-asan SAN=1 check

@@ -186,7 +186,8 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 void sbx_test_rmtree(const char *path)
 {
 	/* Only trees a test made: a typo can never reach anything else. */
-	static const char *const ours[] = { "/tmp/sbx-test-", "/run/sbx-test-", "/sbx-test-" };
+	static const char *const ours[] = { "/tmp/sbx-test-", "/run/sbx-test-", "/sbx-test-",
+					    "/var/tmp/sbx-test-", "/dev/shm/sbx-test-" };
 
 	for (size_t i = 0; path && i < ARRAY_SIZE(ours); i++) {
 		if (strncmp(path, ours[i], strlen(ours[i])) == 0) {

@@ -49,8 +49,9 @@ char *sbx_test_mkdtemp(const char *tag);
 /* The same under /run (root-owned 0755 all the way up): a place only root
  * can change, for files a trust check must accept (gate_allow programs). */
 char *sbx_test_mkdtemp_trusted(const char *tag);
-/* Remove a tree a test made: only under /tmp/sbx-test-, /run/sbx-test- or
- * /sbx-test-; anything else is left alone. */
+/* Remove a tree a test made: only under /tmp/sbx-test-, /run/sbx-test-,
+ * /sbx-test-, /var/tmp/sbx-test- or /dev/shm/sbx-test-; anything else is
+ * left alone. */
 void sbx_test_rmtree(const char *path);
 
 /* Run argv[0] (absolute) with argv, stdout to /dev/null; its exit code or -1. */
