@@ -18,6 +18,7 @@
  * Without user namespaces the outer forks the worker directly: no
  * namespaces and no mount view, so the report says degraded and why.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -199,6 +200,8 @@ struct plans {
 	struct sbx_mount_plan mounts;
 	struct sbx_landlock_plan landlock;
 	struct sbx_seccomp_opts seccomp;
+	struct sbx_unix_policy unix_policy;
+	int unix_chan;			/* the worker's end towards the supervisor, or -1 */
 	struct sbx_canary_ctx canary;
 	char **env;
 	bool relay;			/* the program gets a pty of its own */
@@ -257,8 +260,9 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 	sbx_report_set(r, SBX_F_RLIMITS, true, false, "core 0%s",
 		       p->limits.set_mask ? " and the profile's limits" : "");
 
-	/* fd hygiene: only 0-2 and the report pipe (moved to 3,
-	 * close-on-exec, closed before exec) survive. */
+	/* fd hygiene: only 0-2, the report pipe (moved to 3, close-on-exec,
+	 * closed before exec) and, until seccomp is loaded, the channel to the
+	 * unix supervisor (4) survive. */
 	if (report_fd != 3) {
 		if (dup2(report_fd, 3) < 0)
 			die_errno("dup2(report pipe)");
@@ -267,13 +271,38 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 	}
 	if (fcntl(report_fd, F_SETFD, FD_CLOEXEC) != 0)
 		die_errno("fcntl(report pipe)");
-	if (sbx_fd_close_above(3, &err) != 0)
+	if (pl->unix_chan >= 0 && pl->unix_chan != 4) {
+		if (dup2(pl->unix_chan, 4) < 0)
+			die_errno("dup2(unix supervisor channel)");
+		close(pl->unix_chan);
+		pl->unix_chan = 4;
+	}
+	if (sbx_fd_close_above(pl->unix_chan >= 0 ? 4 : 3, &err) != 0)
 		die("fd hygiene", &err);
 	sbx_report_set(r, SBX_F_FD_HYGIENE, true, false, "only fds 0-2 reach the program");
 
 	/* 9. seccomp, last. */
 	if (sbx_seccomp_apply(&pl->seccomp, &err) != 0)
 		die("seccomp", &err);
+	/* The listener goes to the supervisor and nowhere else: a program
+	 * holding it could answer its own connect() calls. */
+	if (pl->seccomp.unix_notify) {
+		int e = sbx_unix_send_listener(pl->unix_chan, pl->seccomp.notify_fd);
+
+		close(pl->seccomp.notify_fd);
+		close(pl->unix_chan);
+		pl->unix_chan = -1;
+		if (e != 0) {
+			errno = -e;
+			die_errno("send the seccomp listener to the unix supervisor");
+		}
+		sbx_report_set(r, SBX_F_UNIX_SOCKETS, true, false,
+			       "connect() decided outside the sandbox: only sockets of this uid in "
+			       "places it may write%s; abstract names %s; unix datagram sockets refused",
+			       pl->unix_policy.n_allow ? ", and unix_allow" : "",
+			       pl->unix_policy.abstract_ok ? "in its own network namespace only" :
+			       "refused (no private network namespace)");
+	}
 	sbx_report_set(r, SBX_F_SECCOMP, true, false, "native arch only; %s%s",
 		       pl->seccomp.network_denied ? "network syscalls narrowed; " : "",
 		       pl->seccomp.gated ? "memfd exec and fd exec refused" :
@@ -379,7 +408,7 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 	struct sbx_relay relay = { .master = -1, .slave = -1, .in_fd = STDIN_FILENO,
 				   .out_fd = STDOUT_FILENO };
 	char detail[256] = "";
-	pid_t child;
+	pid_t child, supervisor = -1;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		die_errno("prctl(PR_SET_PDEATHSIG)");
@@ -400,6 +429,12 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 			       "%zu secret(s) masked and left out of Landlock rules",
 			       run->profile->n_deny_read);
 
+	/* In the sandbox's mount view and network namespace, so it resolves
+	 * and connects exactly as the program would. */
+	if (pl->seccomp.unix_notify &&
+	    sbx_unix_supervisor_start(&pl->unix_policy, true, &pl->unix_chan, &supervisor,
+				      &err) != 0)
+		die("unix supervisor", &err);
 	if (pl->relay)
 		relay.master = open_session_pty(pl, &relay.slave);
 	child = fork();
@@ -413,6 +448,8 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 		worker(run, pl, r, report_fd);
 	}
 	close(report_fd);
+	if (pl->unix_chan >= 0)
+		close(pl->unix_chan);
 	/* init keeps nothing it does not need. */
 	if (sbx_caps_drop_all(&err) != 0)
 		die("init: capabilities", &err);
@@ -468,6 +505,56 @@ static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, stru
 		init_main(run, pl, r, report_fd);
 	close(report_fd);
 	_exit(sbx_wait_forward(init));
+}
+
+/*
+ * A deny_read mask covers a path, not an inode: a hard link to a secret
+ * made elsewhere (by anyone, at any time before) reads it under another
+ * name. Seen through an alias made before the session. The outer process
+ * still sees the real files, so it counts their names here: a secret file,
+ * or a regular file directly in a secret directory (the first
+ * SECRET_SCAN_MAX entries), with more than one name is not covered.
+ */
+#define SECRET_SCAN_MAX 256
+
+static void note_alias(char *buf, size_t size, const char *path, nlink_t n)
+{
+	size_t used = strlen(buf);
+
+	snprintf(buf + used, size - used, "%s%s (%lu names)", used ? "; " : "", path,
+		 (unsigned long)n);
+}
+
+static void find_secret_aliases(const struct sbx_profile *p, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < p->n_deny_read; i++) {
+		struct dirent *de;
+		struct stat st;
+		unsigned seen = 0;
+		DIR *d;
+
+		if (lstat(p->deny_read[i], &st) != 0)
+			continue;
+		if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+			note_alias(buf, size, p->deny_read[i], st.st_nlink);
+		if (!S_ISDIR(st.st_mode) || !(d = opendir(p->deny_read[i])))
+			continue;
+		while ((de = readdir(d)) != NULL && seen++ < SECRET_SCAN_MAX) {
+			struct stat est;
+
+			if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
+				continue;
+			if (fstatat(dirfd(d), de->d_name, &est, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISREG(est.st_mode) && est.st_nlink > 1) {
+				char path[SBX_PATH_MAX];
+
+				snprintf(path, sizeof(path), "%s/%s", p->deny_read[i], de->d_name);
+				note_alias(buf, size, path, est.st_nlink);
+			}
+		}
+		closedir(d);
+	}
 }
 
 static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
@@ -529,6 +616,15 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	pl->seccomp.network_denied = net_denied;
 	pl->seccomp.inet_denied = net_denied && !netns;
 	pl->seccomp.gated = p->command != SBX_ACCESS_ALLOW;
+	/* Host daemons' pathname sockets are part of the network: with the
+	 * network denied, connect() is decided by the unix supervisor. */
+	pl->unix_chan = -1;
+	pl->seccomp.unix_notify = net_denied;
+	if (net_denied) {
+		ret = sbx_unix_policy_build(p, run->session, netns, &pl->unix_policy, err);
+		if (ret)
+			return ret;
+	}
 
 	if (netns)
 		sbx_report_set_requested(r, SBX_F_LANDLOCK_NET, false,
@@ -543,6 +639,7 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	pl->canary.host_ns_uts = sbx_ns_inode("uts");
 	pl->canary.host_ns_cgroup = sbx_ns_inode("cgroup");
 	pl->canary.keep_fd = 3;
+	find_secret_aliases(p, pl->canary.secret_aliases, sizeof(pl->canary.secret_aliases));
 	/* A file the gate leaves executable, for its canary's control. */
 	if (pl->mounts.exec) {
 		for (size_t i = 0; i < pl->mounts.exec->n && !pl->canary.exec_control[0]; i++) {
@@ -607,6 +704,7 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		ret = sbx_error_set(err, ENOMEM, "run: out of memory");
 		goto out;
 	}
+	pl->unix_chan = -1;
 	sbx_report_init(r, p);
 	sbx_strlcpy(r->session_id, sizeof(r->session_id), run->session->session_id);
 	sbx_strlcpy(r->user, sizeof(r->user), run->session->user);
@@ -652,6 +750,16 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		goto out;
 	}
 	outer_set = true;
+	/* Without namespaces the supervisor is the outer process's child,
+	 * in the same view as the worker. */
+	if (!pl->userns && pl->seccomp.unix_notify) {
+		pid_t supervisor;
+
+		ret = sbx_unix_supervisor_start(&pl->unix_policy, false, &pl->unix_chan,
+						&supervisor, err);
+		if (ret)
+			goto out;
+	}
 	sbx_init_block_signals();
 	/* Point of no return: from here on children never return. */
 	child = fork();
@@ -667,6 +775,10 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	}
 	close(pipefd[1]);
 	pipefd[1] = -1;
+	if (pl->unix_chan >= 0) {
+		close(pl->unix_chan);
+		pl->unix_chan = -1;
+	}
 
 	ret = read_report(pipefd[0], report, err);
 	if (ret == 0 && run->on_report)
@@ -689,6 +801,8 @@ out:
 	if (pipefd[1] >= 0)
 		close(pipefd[1]);
 	if (pl) {
+		if (pl->unix_chan >= 0)
+			close(pl->unix_chan);
 		sbx_env_free(pl->env);
 		sbx_mount_plan_free(&pl->mounts);
 	}

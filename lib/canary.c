@@ -22,6 +22,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -340,7 +341,8 @@ static int deny_read_one(const char *path, char *why, size_t why_size)
 	return -1;
 }
 
-static void canary_deny_read(const struct sbx_profile *p, struct sbx_report *r)
+static void canary_deny_read(const struct sbx_profile *p, const struct sbx_canary_ctx *ctx,
+			     struct sbx_report *r)
 {
 	char why[200];
 	bool proof = false;
@@ -348,6 +350,12 @@ static void canary_deny_read(const struct sbx_profile *p, struct sbx_report *r)
 
 	if (!achieved(r, SBX_F_DENY_READ))
 		return;
+	/* Another name of a secret is readable under it, mask or not. */
+	if (ctx && ctx->secret_aliases[0]) {
+		canary_fail(r, SBX_F_DENY_READ, "other names (hard links) no mask covers: %s",
+			    ctx->secret_aliases);
+		return;
+	}
 	for (i = 0; i < p->n_deny_read; i++) {
 		int v = deny_read_one(p->deny_read[i], why, sizeof(why));
 
@@ -451,6 +459,68 @@ static void canary_landlock_net(struct sbx_report *r)
 	else
 		canary_fail(r, SBX_F_LANDLOCK_NET, "connect(127.0.0.1:1): %s, not EACCES",
 			    strerror(e));
+}
+
+/* ---- pathname unix sockets ------------------------------------------------------ */
+
+static int unix_connect_errno(int fd, const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	return connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 ? 0 : errno;
+}
+
+/*
+ * connect() to a path outside every place the session may write is refused
+ * by the supervisor with EACCES; the kernel alone would say ECONNREFUSED
+ * (/etc/passwd is no socket), so EACCES proves the supervisor decided. The
+ * control: a socket this session makes for itself in /tmp connects.
+ */
+static void canary_unix_sockets(struct sbx_report *r)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int srv = -1, cli = -1, e;
+
+	if (!achieved(r, SBX_F_UNIX_SOCKETS))
+		return;
+	cli = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cli < 0) {
+		canary_fail(r, SBX_F_UNIX_SOCKETS, "socket(AF_UNIX): %s", strerror(errno));
+		return;
+	}
+	e = unix_connect_errno(cli, "/etc/passwd");
+	close(cli);
+	if (e != EACCES) {
+		canary_fail(r, SBX_F_UNIX_SOCKETS, "connect(/etc/passwd): %s, not EACCES",
+			    e ? strerror(e) : "connected");
+		return;
+	}
+	cli = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (cli >= 0 || errno != EPERM) {
+		canary_fail(r, SBX_F_UNIX_SOCKETS, "socket(AF_UNIX, SOCK_DGRAM): %s, not EPERM",
+			    cli >= 0 ? "allowed" : strerror(errno));
+		if (cli >= 0)
+			close(cli);
+		return;
+	}
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/tmp/.agent-sandbox-canary-%016llx.sock",
+		 canary_tag());
+	srv = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cli = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	e = srv < 0 || cli < 0 ? errno :
+	    bind(srv, (struct sockaddr *)&sun, sizeof(sun)) != 0 ? errno :
+	    listen(srv, 1) != 0 ? errno : unix_connect_errno(cli, sun.sun_path);
+	unlink(sun.sun_path);
+	if (srv >= 0)
+		close(srv);
+	if (cli >= 0)
+		close(cli);
+	if (e) {
+		canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in /tmp: %s", strerror(e));
+		return;
+	}
+	canary_pass(r, SBX_F_UNIX_SOCKETS);
 }
 
 /* ---- seccomp, no_new_privs, caps ----------------------------------------------- */
@@ -893,8 +963,9 @@ void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
 	canary_env(ctx, r);
 	canary_namespaces(ctx, r);
 	canary_write_boundary(p, s, r);
-	canary_deny_read(p, r);
+	canary_deny_read(p, ctx, r);
 	canary_landlock_net(r);
+	canary_unix_sockets(r);
 	canary_landlock_scope(r);
 	canary_landlock_ioctl(r);
 	canary_no_new_privs(r);

@@ -34,6 +34,7 @@
  *     root = TEMPLATE ro|rw|none       (repeatable, appends)
  *     deny_read = TEMPLATE             (repeatable, appends)
  *     gate_allow = TEMPLATE            (repeatable, appends)
+ *     unix_allow = TEMPLATE            (repeatable, appends)
  *     services = NAME+                 ("-" alone: no service)
  *     nproc | nofile | cpu | session_time | max_sessions = DECIMAL
  *     fsize | as | core | tmp_size = DECIMAL[K|M|G|T]
@@ -206,7 +207,8 @@ static int plain_path_check(struct parser *ps, unsigned line, const char *key,
 enum key {
 	K_INHERIT, K_WS_ROOT, K_WS_READ, K_WS_WRITE, K_HOST_READ, K_HOST_WRITE,
 	K_NETWORK, K_COMMAND, K_HOME, K_ISOLATION, K_ACK, K_SHELL, K_ROOT,
-	K_DENY, K_GATE, K_SERVICES, K_MIN_LEVEL, K_REQUIRE, K_PAM_STAGE, K_LIMIT0,
+	K_DENY, K_GATE, K_SERVICES, K_MIN_LEVEL, K_REQUIRE, K_PAM_STAGE, K_UNIX_ALLOW,
+	K_LIMIT0,
 	K_COUNT = K_LIMIT0 + SBX_LIMIT_COUNT,
 };
 
@@ -214,7 +216,7 @@ static const char *const key_names[K_LIMIT0] = {
 	"inherit", "workspace_root", "workspace_read", "workspace_write",
 	"host_read", "host_write", "network", "command", "home", "isolation",
 	"ack_unconfined", "shell", "root", "deny_read", "gate_allow", "services",
-	"min_level", "require", "pam_stage",
+	"min_level", "require", "pam_stage", "unix_allow",
 };
 
 static int key_lookup(const char *k)
@@ -373,6 +375,21 @@ static int apply_one(struct parser *ps, const struct kv *kv, int key,
 					     ps->file, kv->line, SBX_MAX_GATE);
 		sbx_strlcpy(p->gate_allow[p->n_gate++], SBX_PATH_MAX, kv->val);
 		return 0;
+	case K_UNIX_ALLOW:
+		if ((r = template_check(ps, kv->line, kv->key, kv->val)) < 0)
+			return r;
+		/* The first line replaces "no list restricts" (a ceiling's
+		 * starting point) with this list. */
+		p->unix_allow_any = false;
+		for (i = 0; i < p->n_unix_allow; i++)
+			if (strcmp(p->unix_allow[i], kv->val) == 0)
+				return 0;
+		if (p->n_unix_allow >= SBX_MAX_UNIX_ALLOW)
+			return sbx_error_set(ps->err, E2BIG,
+					     "%s:%u: key 'unix_allow': more than %d entries",
+					     ps->file, kv->line, SBX_MAX_UNIX_ALLOW);
+		sbx_strlcpy(p->unix_allow[p->n_unix_allow++], SBX_PATH_MAX, kv->val);
+		return 0;
 	case K_SERVICES: {
 		size_t kept = 0, j;
 
@@ -457,7 +474,7 @@ static int apply_section(struct parser *ps, const struct section *sec,
 					     ps->file, kv->line, kv->key,
 					     ceiling ? "ceiling" : "profile ",
 					     ceiling ? "" : sec->name);
-		if (key != K_ROOT && key != K_DENY && key != K_GATE) {
+		if (key != K_ROOT && key != K_DENY && key != K_GATE && key != K_UNIX_ALLOW) {
 			if (seen[key])
 				return sbx_error_set(ps->err, EINVAL,
 						     "%s:%u: key '%s': duplicate key (first at line %u)",

@@ -156,6 +156,12 @@ static void emit_json(const struct sbx_profile *p, struct sink *s)
 		 clamp(p->n_gate, SBX_MAX_GATE));
 	put_list(s, "services", p->services[0], SBX_NAME_MAX,
 		 clamp(p->n_services, SBX_MAX_SERVICES));
+	/* Only when set, so the hash of a profile without it is unchanged. */
+	if (p->n_unix_allow)
+		put_list(s, "unix_allow", p->unix_allow[0], SBX_PATH_MAX,
+			 clamp(p->n_unix_allow, SBX_MAX_UNIX_ALLOW));
+	if (p->unix_allow_any)
+		put_kv(s, "unix_allow", "any", 8);
 
 	put_key(s, "limits", false);
 	puts_(s, "{");
@@ -242,6 +248,10 @@ int sbx_profile_to_text(const struct sbx_profile *p, FILE *out)
 		ROW(i ? "" : "deny_read", "%.*s", SBX_PATH_MAX - 1, p->deny_read[i]);
 	for (i = 0; i < clamp(p->n_gate, SBX_MAX_GATE); i++)
 		ROW(i ? "" : "gate_allow", "%.*s", SBX_PATH_MAX - 1, p->gate_allow[i]);
+	if (p->unix_allow_any)
+		ROW("unix_allow", "%s", "(no list restricts)");
+	for (i = 0; i < clamp(p->n_unix_allow, SBX_MAX_UNIX_ALLOW); i++)
+		ROW(i ? "" : "unix_allow", "%.*s", SBX_PATH_MAX - 1, p->unix_allow[i]);
 	if (p->n_services == 0)
 		ROW("services", "%s", "(no cap)");
 	for (i = 0; i < clamp(p->n_services, SBX_MAX_SERVICES); i++)

@@ -440,6 +440,11 @@ struct sbx_seccomp_opts {
 	bool network_denied;	/* deny MSG_FASTOPEN, MPTCP (TCP_FASTOPEN* sockopts) */
 	bool inet_denied;	/* also deny AF_INET/AF_INET6 sockets (no netns) */
 	bool gated;		/* deny memfd_create without MFD_NOEXEC_SEAL, execveat of fds */
+	/* connect() goes to a user-notification supervisor (unixsock.c) and
+	 * AF_UNIX datagram sockets are refused; notify_fd gets the listener
+	 * (close-on-exec) after a successful load, else -1. */
+	bool unix_notify;
+	int notify_fd;
 	/* Optional output (may be NULL): syscalls neither this libseccomp nor
 	 * the built-in table of late numbers knows and therefore skipped, and a
 	 * missing cutoff on an arch without one, "; "-separated. Families other
@@ -456,7 +461,36 @@ struct sbx_seccomp_opts {
  * dangerous list of DESIGN 4.9 refused with EPERM (clone3 with ENOSYS); then
  * a second filter refusing syscall numbers above SBX_SECCOMP_NR_CUTOFF
  * (x86_64, aarch64). */
-int sbx_seccomp_apply(const struct sbx_seccomp_opts *o, struct sbx_error *err);
+int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err);
+
+/* ---- unixsock.c: connect() to pathname unix sockets, decided outside ---- */
+
+/* What the supervisor allows: sockets of the agent's uid in places the
+ * session may write, sockets under unix_allow; abstract names only in a
+ * private network namespace. */
+struct sbx_unix_policy {
+	uid_t uid;
+	bool abstract_ok;
+	size_t n_places;
+	char places[SBX_MAX_ROOTS + 4][SBX_PATH_MAX];
+	size_t n_allow;
+	char allow[SBX_MAX_UNIX_ALLOW][SBX_PATH_MAX];
+};
+
+int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session *s,
+			  bool private_netns, struct sbx_unix_policy *out,
+			  struct sbx_error *err);
+/* Is a socket at path (canonical, as the sandbox sees it) owned by owner
+ * one the session may connect to? */
+bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner);
+/* Fork the supervisor: it waits on its end of a channel for the filter's
+ * listener fd (sbx_unix_send_listener from the worker), then answers every
+ * connect() of the sandbox until no process uses the filter. *chan_out is
+ * the worker's end. in_userns: it can (and must) drop every capability. */
+int sbx_unix_supervisor_start(const struct sbx_unix_policy *pol, bool in_userns, int *chan_out,
+			      pid_t *pid_out, struct sbx_error *err);
+/* Send the listener over the channel (SCM_RIGHTS): 0 or -errno. */
+int sbx_unix_send_listener(int chan, int listener);
 
 /* ---- probe.c ----------------------------------------------------------- */
 
@@ -504,6 +538,9 @@ struct sbx_canary_ctx {
 	int keep_fd;	/* an fd above 2 the caller keeps open (report pipe), or -1 */
 	char *const *envp;	/* the environment execve will pass, or NULL */
 	char exec_control[SBX_PATH_MAX];	/* gated: a file left executable, or "" */
+	/* deny_read files with more than one name (a hard link elsewhere is
+	 * not under the mask), "; "-separated, or "" */
+	char secret_aliases[256];
 };
 
 /* Run inside the fully confined process (after seccomp): try the forbidden

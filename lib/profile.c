@@ -80,6 +80,7 @@ void sbx_profile_init_open(struct sbx_profile *p)
 	p->home = SBX_HOME_REAL;
 	p->isolation = SBX_ISOLATION_UNCONFINED;
 	p->ack_unconfined = true;
+	p->unix_allow_any = true;
 	sbx_strlcpy(p->shell, sizeof(p->shell), "/bin/bash");
 	p->min_level = SBX_LEVEL_NONE;
 	p->require = 0;
@@ -289,7 +290,7 @@ int sbx_profile_expand(struct sbx_profile *p, const char *user,
 		return sbx_error_set(err, EINVAL,
 				     "expand(home '%.256s'): not an absolute canonical path", home);
 	if (p->n_roots > SBX_MAX_ROOTS || p->n_deny_read > SBX_MAX_DENY ||
-	    p->n_gate > SBX_MAX_GATE)
+	    p->n_gate > SBX_MAX_GATE || p->n_unix_allow > SBX_MAX_UNIX_ALLOW)
 		return sbx_error_set(err, EINVAL, "expand(%s): list counts out of range",
 				     p->name);
 	tmp = malloc(sizeof(*tmp));
@@ -318,6 +319,12 @@ int sbx_profile_expand(struct sbx_profile *p, const char *user,
 	for (i = 0; i < tmp->n_gate; i++) {
 		r = expand_one(tmp->gate_allow[i], sizeof(tmp->gate_allow[i]), false,
 			       "gate_allow", user, home, err);
+		if (r < 0)
+			goto out;
+	}
+	for (i = 0; i < tmp->n_unix_allow; i++) {
+		r = expand_one(tmp->unix_allow[i], sizeof(tmp->unix_allow[i]), false,
+			       "unix_allow", user, home, err);
 		if (r < 0)
 			goto out;
 	}
@@ -368,8 +375,11 @@ static int validate(const struct sbx_profile *p, bool ceiling,
 	if (p->limits.set_mask & ~((1u << SBX_LIMIT_COUNT) - 1))
 		return sbx_error_set(err, EINVAL, "validate(%s): unknown limit bits", n);
 	if (p->n_roots > SBX_MAX_ROOTS || p->n_deny_read > SBX_MAX_DENY ||
-	    p->n_gate > SBX_MAX_GATE || p->n_services > SBX_MAX_SERVICES)
+	    p->n_gate > SBX_MAX_GATE || p->n_services > SBX_MAX_SERVICES ||
+	    p->n_unix_allow > SBX_MAX_UNIX_ALLOW)
 		return sbx_error_set(err, E2BIG, "validate(%s): list counts out of range", n);
+	if (p->unix_allow_any && p->n_unix_allow)
+		return sbx_error_set(err, EINVAL, "validate(%s): unix_allow both open and listed", n);
 	if (p->isolation == SBX_ISOLATION_UNCONFINED && !p->ack_unconfined)
 		return sbx_error_set(err, EINVAL,
 				     "validate(%s): isolation unconfined requires ack_unconfined = yes", n);
@@ -405,6 +415,9 @@ static int validate(const struct sbx_profile *p, bool ceiling,
 	for (i = 0; i < p->n_gate; i++)
 		if (!str_ok(p->gate_allow[i], SBX_PATH_MAX) || p->gate_allow[i][0] == '\0')
 			return sbx_error_set(err, EINVAL, "validate(%s): gate_allow %zu is empty", n, i);
+	for (i = 0; i < p->n_unix_allow; i++)
+		if (!str_ok(p->unix_allow[i], SBX_PATH_MAX) || p->unix_allow[i][0] == '\0')
+			return sbx_error_set(err, EINVAL, "validate(%s): unix_allow %zu is empty", n, i);
 	for (i = 0; i < p->n_services; i++)
 		if (!str_ok(p->services[i], SBX_NAME_MAX) || p->services[i][0] == '\0')
 			return sbx_error_set(err, EINVAL, "validate(%s): service %zu is empty", n, i);

@@ -32,6 +32,7 @@ static const char *const feature_names[SBX_F_COUNT] = {
 	[SBX_F_LANDLOCK_NET] = "landlock_net",
 	[SBX_F_LANDLOCK_IOCTL] = "landlock_ioctl",
 	[SBX_F_LANDLOCK_SCOPE] = "landlock_scope",
+	[SBX_F_UNIX_SOCKETS] = "unix_sockets",
 	[SBX_F_RLIMITS] = "rlimits",
 	[SBX_F_SECCOMP] = "seccomp",
 	[SBX_F_COMMAND_GATE] = "command_gate",
@@ -75,6 +76,7 @@ void sbx_report_init(struct sbx_report *r, const struct sbx_profile *p)
 	/* network "gated" behaves as deny (sbx.h). */
 	r->entry[SBX_F_NETNS].requested = p->network != SBX_ACCESS_ALLOW;
 	r->entry[SBX_F_LANDLOCK_NET].requested = p->network != SBX_ACCESS_ALLOW;
+	r->entry[SBX_F_UNIX_SOCKETS].requested = p->network != SBX_ACCESS_ALLOW;
 	r->entry[SBX_F_DENY_READ].requested = p->n_deny_read > 0;
 	r->entry[SBX_F_COMMAND_GATE].requested = p->command != SBX_ACCESS_ALLOW;
 	r->entry[SBX_F_HOME].requested = p->home != SBX_HOME_REAL;
@@ -137,16 +139,21 @@ static uint32_t compute_guarantees(const struct sbx_report *r)
 	if (held(r, SBX_F_PIDNS) &&
 	    (held(r, SBX_F_LANDLOCK_SCOPE) || held(r, SBX_F_SECCOMP)))
 		g |= SBX_G_PROCESS_BOUNDARY;
-	/* host_write allow means there is no write boundary to speak of. */
-	if (r->host_write != SBX_ACCESS_ALLOW &&
-	    (held(r, SBX_F_LANDLOCK_FS) || held(r, SBX_F_MOUNT_VIEW)))
+	/* host_write allow means there is no write boundary to speak of.
+	 * Landlock alone does not hold one: up to ABI 9 it has no right for
+	 * chmod, chown, utimes, xattrs or file flags, so a host file the
+	 * agent owns stays changeable; the read-only mount view does hold it
+	 * (EROFS for all of them). */
+	if (r->host_write != SBX_ACCESS_ALLOW && held(r, SBX_F_MOUNT_VIEW))
 		g |= SBX_G_WRITE_BOUNDARY;
 	if ((r->host_read == SBX_ACCESS_DENY && held(r, SBX_F_LANDLOCK_FS)) ||
 	    (r->host_read == SBX_ACCESS_ALLOW && r->n_deny_read > 0 &&
 	     held(r, SBX_F_DENY_READ)))
 		g |= SBX_G_READ_BOUNDARY;
-	if (net_denied && (held(r, SBX_F_NETNS) ||
-			   (held(r, SBX_F_LANDLOCK_NET) && held(r, SBX_F_SECCOMP))))
+	/* Pathname unix sockets cross every network namespace: a host
+	 * daemon's socket is part of the network boundary too. */
+	if (net_denied && held(r, SBX_F_UNIX_SOCKETS) &&
+	    (held(r, SBX_F_NETNS) || (held(r, SBX_F_LANDLOCK_NET) && held(r, SBX_F_SECCOMP))))
 		g |= SBX_G_NETWORK_BOUNDARY;
 	if (held(r, SBX_F_ENV_SCRUB))
 		g |= SBX_G_ENV_SCRUB;
@@ -168,10 +175,10 @@ static const enum sbx_feature *guarantee_inputs(uint32_t g, size_t *n)
 {
 	static const enum sbx_feature process[] = {
 		SBX_F_PIDNS, SBX_F_LANDLOCK_SCOPE, SBX_F_SECCOMP };
-	static const enum sbx_feature write[] = { SBX_F_LANDLOCK_FS, SBX_F_MOUNT_VIEW };
+	static const enum sbx_feature write[] = { SBX_F_MOUNT_VIEW };
 	static const enum sbx_feature read_deny[] = { SBX_F_LANDLOCK_FS };
 	static const enum sbx_feature net[] = {
-		SBX_F_NETNS, SBX_F_LANDLOCK_NET, SBX_F_SECCOMP };
+		SBX_F_NETNS, SBX_F_LANDLOCK_NET, SBX_F_SECCOMP, SBX_F_UNIX_SOCKETS };
 	static const enum sbx_feature env[] = { SBX_F_ENV_SCRUB };
 	static const enum sbx_feature home[] = { SBX_F_HOME };
 	static const enum sbx_feature exec[] = { SBX_F_COMMAND_GATE };

@@ -109,6 +109,49 @@ static int copy_gate(struct sbx_profile *o, const struct sbx_profile *p,
 	return 0;
 }
 
+/*
+ * unix_allow: each entry names a subtree (a socket, or a directory of
+ * them). The intersection of two such unions is every entry of one side
+ * that lies at or under an entry of the other. A side with
+ * unix_allow_any restricts nothing.
+ */
+static int add_unix(struct sbx_profile *o, const char *path, struct sbx_error *err)
+{
+	for (size_t i = 0; i < o->n_unix_allow; i++)
+		if (strcmp(o->unix_allow[i], path) == 0)
+			return 0;
+	if (o->n_unix_allow >= SBX_MAX_UNIX_ALLOW)
+		return sbx_error_set(err, E2BIG, "restrict: more than %d unix_allow entries",
+				     SBX_MAX_UNIX_ALLOW);
+	memcpy(o->unix_allow[o->n_unix_allow++], path, SBX_PATH_MAX);
+	return 0;
+}
+
+static int merge_unix(struct sbx_profile *o, const struct sbx_profile *a,
+		      const struct sbx_profile *b, struct sbx_error *err)
+{
+	const struct sbx_profile *sides[2][2] = { { a, b }, { b, a } };
+	int r;
+
+	o->n_unix_allow = 0;
+	o->unix_allow_any = a->unix_allow_any && b->unix_allow_any;
+	if (o->unix_allow_any)
+		return 0;
+	for (size_t k = 0; k < 2; k++) {
+		const struct sbx_profile *p = sides[k][0], *q = sides[k][1];
+
+		for (size_t i = 0; i < p->n_unix_allow; i++) {
+			bool keep = q->unix_allow_any;
+
+			for (size_t j = 0; !keep && j < q->n_unix_allow; j++)
+				keep = sbx_path_is_under(p->unix_allow[i], q->unix_allow[j]);
+			if (keep && (r = add_unix(o, p->unix_allow[i], err)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
 static bool service_in(const struct sbx_profile *p, const char *s)
 {
 	size_t i;
@@ -249,6 +292,9 @@ int sbx_profile_restrict(const struct sbx_profile *a, const struct sbx_profile *
 			o->command = SBX_ACCESS_DENY;
 	}
 	merge_services(o, a, b);
+	r = merge_unix(o, a, b, err);
+	if (r < 0)
+		goto out;
 
 	memcpy(out, o, sizeof(*out));
 	r = 0;

@@ -99,6 +99,7 @@ struct sbx_limits {
 #define SBX_MAX_ROOTS 32
 #define SBX_MAX_DENY 32
 #define SBX_MAX_GATE 64
+#define SBX_MAX_UNIX_ALLOW 16
 #define SBX_MAX_SERVICES 16
 #define SBX_SERVICE_NONE "-"	/* the only entry of an empty service list */
 
@@ -134,6 +135,13 @@ struct sbx_profile {
 	char deny_read[SBX_MAX_DENY][SBX_PATH_MAX];	/* secrets: no read, no write */
 	size_t n_gate;
 	char gate_allow[SBX_MAX_GATE][SBX_PATH_MAX];	/* command = gated */
+	/* Host pathname unix sockets the sandbox may connect to (a socket, or
+	 * a directory holding sockets), besides the ones it made itself in
+	 * places it may write. unix_allow_any: no list restricts (only the
+	 * identity ceiling and a [ceiling] section without the key). */
+	size_t n_unix_allow;
+	char unix_allow[SBX_MAX_UNIX_ALLOW][SBX_PATH_MAX];
+	bool unix_allow_any;
 	/* 0 = no cap (the built-in default list); one entry SBX_SERVICE_NONE
 	 * = no service allowed (Restrict of two disjoint lists). */
 	size_t n_services;
@@ -307,6 +315,7 @@ enum sbx_feature {
 	SBX_F_LANDLOCK_NET,
 	SBX_F_LANDLOCK_IOCTL,
 	SBX_F_LANDLOCK_SCOPE,
+	SBX_F_UNIX_SOCKETS,	/* connect() to host pathname unix sockets mediated */
 	SBX_F_RLIMITS,
 	SBX_F_SECCOMP,
 	SBX_F_COMMAND_GATE,

@@ -321,19 +321,47 @@ static int add_network_denied_rules(struct filter_ctx *f)
 	return r;
 }
 
-/* DESIGN 6: a memfd holding a binary runs through execveat(AT_EMPTY_PATH)
- * under the Landlock gate (memfds live on an internal mount Landlock does not
- * check), and vm.memfd_noexec cannot be set from a user namespace. Both
- * flags arguments are 32-bit; one-bit masks in the low half ignore the rest. */
+/*
+ * DESIGN 6: a memfd holding a binary runs through execveat(AT_EMPTY_PATH)
+ * under the Landlock gate, and vm.memfd_noexec cannot be set from a user
+ * namespace. MFD_NOEXEC_SEAL is not enough either: a sealed memfd cannot be
+ * execve'd, but ld.so maps it PROT_EXEC all the same (`ld.so
+ * /proc/self/fd/N` ran a copied binary; memfds live on an internal mount no
+ * noexec reaches). Under the gate no memfd is made at all, nor a
+ * memfd_secret.
+ */
 static int add_gate_rules(struct filter_ctx *f)
 {
 	int r;
 
-	r = rule1(f, "memfd_create", SCMP_ACT_ERRNO(EPERM),
-		  SCMP_A1(SCMP_CMP_MASKED_EQ, MFD_NOEXEC_SEAL, 0));
+	r = rule(f, "memfd_create", SCMP_ACT_ERRNO(EPERM), 0, NULL);
+	if (r == 0)
+		r = rule(f, "memfd_secret", SCMP_ACT_ERRNO(EPERM), 0, NULL);
 	if (r == 0)
 		r = rule1(f, "execveat", SCMP_ACT_ERRNO(EPERM),
 			  SCMP_A4(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH));
+	return r;
+}
+
+/*
+ * Pathname unix sockets are reached by connect() only once datagram
+ * sockets are gone (a datagram names its peer per send): every connect()
+ * goes to the supervisor (lib/unixsock.c), which decides and connects on
+ * the caller's behalf, and AF_UNIX datagram sockets are refused. Socket
+ * pairs of that type too: sendto() on one can still name any path.
+ */
+static int add_unix_rules(struct filter_ctx *f)
+{
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	int r;
+
+	r = rule(f, "connect", SCMP_ACT_NOTIFY, 0, NULL);
+	if (r == 0)
+		r = rule2(f, "socket", eperm, int_eq(0, AF_UNIX),
+			  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM));
+	if (r == 0)
+		r = rule2(f, "socketpair", eperm, int_eq(0, AF_UNIX),
+			  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM));
 	return r;
 }
 
@@ -397,7 +425,7 @@ static int load_cutoff_filter(const struct sbx_seccomp_opts *o, struct sbx_error
 	return 0;
 }
 
-int sbx_seccomp_apply(const struct sbx_seccomp_opts *o, struct sbx_error *err)
+int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err)
 {
 	struct filter_ctx f = { .opts = o, .err = err };
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
@@ -406,6 +434,7 @@ int sbx_seccomp_apply(const struct sbx_seccomp_opts *o, struct sbx_error *err)
 
 	if (o->notes && o->notes_size)
 		o->notes[0] = '\0';
+	o->notify_fd = -1;
 	f.ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!f.ctx)
 		return sbx_error_set(err, ENOMEM, "seccomp_init: failed");
@@ -467,11 +496,22 @@ int sbx_seccomp_apply(const struct sbx_seccomp_opts *o, struct sbx_error *err)
 		goto out;
 	if (o->gated && (r = add_gate_rules(&f)) != 0)
 		goto out;
+	if (o->unix_notify && (r = add_unix_rules(&f)) != 0)
+		goto out;
 
 	r = seccomp_load(f.ctx);
 	if (r < 0) {
 		r = sbx_error_set(err, -r, "seccomp_load: %s", strerror(-r));
 		goto out;
+	}
+	if (o->unix_notify) {
+		o->notify_fd = seccomp_notify_fd(f.ctx);
+		if (o->notify_fd < 0) {
+			r = sbx_error_set(err, -o->notify_fd, "seccomp_notify_fd: %s",
+					  strerror(-o->notify_fd));
+			o->notify_fd = -1;
+			goto out;
+		}
 	}
 	r = load_cutoff_filter(o, err);
 out:

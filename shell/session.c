@@ -204,9 +204,27 @@ int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account
 	if (want_workspace) {
 		char real[PATH_MAX];
 
-		if (!realpath(want_workspace, real)) {
-			ret = sbx_error_set(err, errno, "--workspace %s: %s", want_workspace,
-					    strerror(errno));
+		struct sbx_error cause = { 0 };
+		char abs[PATH_MAX];
+
+		/* Relative to the caller's cwd, then resolved as the
+		 * workspace is (untrusted symlinks refused). */
+		if (want_workspace[0] != '/') {
+			if (!getcwd(abs, sizeof(abs)) ||
+			    sbx_snprintf(real, sizeof(real), "%s/%s", abs, want_workspace) != 0) {
+				ret = sbx_error_set(err, ENAMETOOLONG, "--workspace %s: too long",
+						    want_workspace);
+				goto out;
+			}
+		} else if (sbx_strlcpy(real, sizeof(real), want_workspace) != 0) {
+			ret = sbx_error_set(err, ENAMETOOLONG, "--workspace %s: too long",
+					    want_workspace);
+			goto out;
+		}
+		memcpy(abs, real, sizeof(abs));
+		ret = sbx_path_resolve_trusted(abs, real, sizeof(real), &cause);
+		if (ret) {
+			ret = sbx_error_set(err, -ret, "--workspace %s: %s", want_workspace, cause.msg);
 			goto out;
 		}
 		ret = sbx_strlcpy(req->workspace_root, sizeof(req->workspace_root), real);
@@ -294,9 +312,22 @@ int shell_build_session(const struct sbx_config *cfg, const struct sbx_account *
 		sbx_strlcpy(s->client, sizeof(s->client), "local");
 	}
 
-	if (!realpath(p->workspace_root, real))
-		return sbx_error_set(err, errno, "workspace %s: %s", p->workspace_root,
-				     strerror(errno));
+	/*
+	 * Not realpath(3): where workspace_root sits under a directory the
+	 * agent may write, it could swap the workspace for a symlink to any
+	 * host directory it can write (/dev/shm, say), which would then become
+	 * a read-write bind and a Landlock write grant. Only root-owned links
+	 * in root-only directories are followed; the mount view then opens the
+	 * resolved path without following any link, so a swap after this
+	 * fails the session.
+	 */
+	{
+		struct sbx_error why = { 0 };
+		int r = sbx_path_resolve_trusted(p->workspace_root, real, sizeof(real), &why);
+
+		if (r)
+			return sbx_error_set(err, -r, "workspace %s: %s", p->workspace_root, why.msg);
+	}
 	if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
 		return sbx_error_set(err, ENOTDIR, "workspace %s: not a directory", real);
 	if (sbx_strlcpy(s->workspace, sizeof(s->workspace), real))

@@ -736,7 +736,7 @@ static void test_gated_run(void **state)
 	EXPECT(&res, "loader_unlisted", "exit=127");
 	EXPECT(&res, "loader_self", "exit=0");
 	EXPECT(&res, "memfd_exec", "EPERM");		/* seccomp */
-	EXPECT(&res, "memfd_noexec_seal", "OK");
+	EXPECT(&res, "memfd_noexec_seal", "EPERM");	/* seccomp: ld.so maps sealed memfds */
 	EXPECT(&res, "execveat_fd", "EPERM");		/* seccomp */
 	EXPECT(&res, "write_inside", "OK");
 	free(res.text);
@@ -857,6 +857,7 @@ static void test_session_time_not_outlived(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
 		scenario_init(&sc, fx);
 		sc.probe = paths[i];
+		sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
 		sc.profile.limits.value[SBX_LIMIT_SESSION_TIME] = 1;
 		sc.profile.limits.set_mask |= 1u << SBX_LIMIT_SESSION_TIME;
 		/* HUP ignored, and a detached child that ignores it too. */
@@ -872,6 +873,7 @@ static void test_session_time_not_outlived(void **state)
 		/* A SIGALRM from inside is not the session's timer. */
 		scenario_init(&sc, fx);
 		sc.probe = paths[i];
+		sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
 		sc.profile.limits.value[SBX_LIMIT_SESSION_TIME] = 30;
 		sc.profile.limits.set_mask |= 1u << SBX_LIMIT_SESSION_TIME;
 		sc.script = "kill -ALRM $PPID 2>/dev/null; kill -ALRM 1 2>/dev/null; sleep 0.3; exit 4";
@@ -894,6 +896,7 @@ static void test_leftovers_ended(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
 		scenario_init(&sc, fx);
 		sc.probe = paths[i];
+		sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
 		/* A daemon that double-forks away and keeps forking. */
 		sc.script = "setsid sh -c 'for i in 1 2 3 4 5 6 7 8; do (sleep 60 &) ; done; sleep 60' "
 			    "</dev/null >/dev/null 2>&1 & sleep 0.3; exit 0";
@@ -931,12 +934,21 @@ static void test_degraded_no_userns(void **state)
 	 * the default profile requires, never holds: see test_floor_refusals.
 	 * This profile accepts that to show what still holds. */
 	sc.profile.require &= ~(uint32_t)SBX_G_NO_PRIVILEGE_GAIN;
+	/* Nor does write_boundary: Landlock has no right for chmod, chown,
+	 * utimes or xattrs of host files the agent owns, and the host's /tmp
+	 * is shared; only a read-only mount view holds it. */
+	sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
 	run_scenario(&sc, &o);
 	if (o.ret != 0)
 		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
 	assert_int_equal(o.exit_code, 0);
 	assert_int_equal(o.report.level, SBX_LEVEL_DEGRADED);
 	assert_true(o.report.floor_met);
+	assert_false(o.report.guarantees & SBX_G_WRITE_BOUNDARY);
+	/* The network boundary still holds: Landlock TCP, seccomp, and the
+	 * unix supervisor outside the sandbox. */
+	assert_true(o.report.entry[SBX_F_UNIX_SOCKETS].verified);
+	assert_true(o.report.guarantees & SBX_G_NETWORK_BOUNDARY);
 	assert_false(o.report.entry[SBX_F_USERNS].achieved);
 	assert_false(o.report.entry[SBX_F_MOUNT_VIEW].achieved);
 	assert_true(contains(o.report.entry[SBX_F_USERNS].detail, PROBE_WHY));
@@ -995,11 +1007,7 @@ static void test_degraded_no_landlock(void **state)
 		skip();
 	scenario_init(&sc, fx);
 	sc.probe = PROBE_NO_LANDLOCK;
-	/* canary.c counts a write to the process's own /proc/self/comm (the
-	 * fresh procfs is read-write) as a breach of the read-only mount
-	 * view, so without Landlock mount_view is never verified and
-	 * write_boundary never holds. Not required here so the rest shows. */
-	sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
+	/* The read-only mount view alone holds the write boundary. */
 	snprintf(marker, sizeof(marker), "%s/marker", fx->ws);
 	snprintf(script, sizeof(script), ": > %s", marker);
 	sc.script = script;
@@ -1013,6 +1021,8 @@ static void test_degraded_no_landlock(void **state)
 	assert_true(contains(o.report.entry[SBX_F_LANDLOCK_FS].detail,
 			     "Landlock unavailable: " PROBE_WHY));
 	assert_true(o.report.entry[SBX_F_MOUNT_VIEW].achieved);
+	assert_true(o.report.entry[SBX_F_MOUNT_VIEW].verified);
+	assert_true(o.report.guarantees & SBX_G_WRITE_BOUNDARY);
 	assert_true(file_exists(fx, "marker"));
 	assert_int_equal(o.report.landlock_abi, 0);
 
@@ -1088,11 +1098,24 @@ static void test_floor_refusals(void **state)
 	assert_true(contains(o.report.refusal, PROBE_WHY));
 	assert_false(file_exists(fx, "marker"));
 
-	/* Control: the default profile itself runs degraded without user
-	 * namespaces (DESIGN 4: Landlock, seccomp, NNP and limits still
-	 * hold, no_privilege_gain included). */
+	/* The default profile requires write_boundary, which Landlock alone
+	 * does not hold (no right for chmod, chown, utimes, xattrs; the
+	 * host's /tmp shared): without user namespaces it is refused, and
+	 * the refusal says why. */
 	scenario_init(&sc, fx);
 	sc.probe = PROBE_NO_USERNS;
+	sc.script = script;
+	run_scenario(&sc, &o);
+	assert_int_equal(o.ret, 0);
+	assert_int_equal(o.exit_code, 126);
+	assert_false(o.report.floor_met);
+	assert_true(contains(o.report.refusal, "write_boundary not held: mount_view"));
+	assert_false(file_exists(fx, "marker"));
+	/* Control: without that requirement it runs, degraded (Landlock,
+	 * seccomp, NNP and limits still hold, no_privilege_gain included). */
+	scenario_init(&sc, fx);
+	sc.probe = PROBE_NO_USERNS;
+	sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
 	sc.script = script;
 	run_scenario(&sc, &o);
 	assert_int_equal(o.ret, 0);

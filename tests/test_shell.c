@@ -190,7 +190,7 @@ static int write_config(const char *path, const char *profile, mode_t mode)
 		  * cannot hide directory listings next to the built-in
 		  * secrets (read_boundary unverified): the degraded tests
 		  * need a require list without both. */
-		 "require = write_boundary syscall_filter env_scrub\n"
+		 "require = syscall_filter env_scrub\n"
 		 "\n"
 		 "[profile wide]\n"
 		 "inherit = coder\n"

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * unixsock.c — connect() to pathname unix sockets, decided outside the
+ * sandbox.
+ *
+ * A pathname unix socket is found by its inode, whatever network
+ * namespace the caller is in, and neither Landlock below ABI 9 nor a
+ * read-only mount stops connect() to one (a socket file needs no write
+ * access to the mount). So a host daemon's socket bound outside /run and
+ * /tmp with mode 0666 was reachable from a session with network = deny.
+ *
+ * The sandbox's seccomp filter sends every connect() to this supervisor
+ * (SCMP_ACT_NOTIFY), a process of the session outside the filter. It
+ * acts on behalf of the caller on a copy of everything, so nothing can
+ * change between the decision and the act:
+ *  - the caller's socket is taken with pidfd_getfd (whatever its fd number
+ *    names at that moment), the address is copied out of its memory;
+ *  - a pathname is resolved in the caller's view (its cwd for a relative
+ *    one; the supervisor shares its root and mount namespace), following
+ *    symlinks as connect() would, and the final inode is pinned with an
+ *    O_PATH fd;
+ *  - the socket is allowed when it lies in a place the session may write
+ *    and belongs to the agent's uid (a socket the sandbox made for itself:
+ *    tmux, ssh-agent, a test server), or under a unix_allow entry;
+ *  - the connect() is then made on the pinned inode, through its
+ *    /proc/self/fd link, and its result is the caller's.
+ * Abstract names are allowed only in a private network namespace (where
+ * every name is the session's own). Every other family is connected on
+ * behalf too: answering "continue" would let another thread of the caller
+ * swap the fd or the address in between.
+ *
+ * Datagram sockets could name a socket per sendto()/sendmsg(), which the
+ * supervisor would then have to see on every send: the filter refuses
+ * AF_UNIX SOCK_DGRAM sockets instead (lib/seccomp.c), so connect() is the
+ * only way to reach a pathname socket.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <linux/seccomp.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MAX_THREADS 64
+
+/* ---- the decision ---------------------------------------------------------- */
+
+static int add_place(struct sbx_unix_policy *pol, const char *path, struct sbx_error *err)
+{
+	if (!path || !path[0])
+		return 0;
+	if (pol->n_places >= ARRAY_SIZE(pol->places))
+		return sbx_error_set(err, E2BIG, "unix policy: too many writable places");
+	if (sbx_strlcpy(pol->places[pol->n_places], SBX_PATH_MAX, path) != 0)
+		return sbx_error_set(err, ENAMETOOLONG, "unix policy: %s: too long", path);
+	pol->n_places++;
+	return 0;
+}
+
+int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session *s,
+			  bool private_netns, struct sbx_unix_policy *out,
+			  struct sbx_error *err)
+{
+	struct sbx_unix_policy *pol = calloc(1, sizeof(*pol));
+	size_t i;
+	int r = 0;
+
+	if (!pol)
+		return sbx_error_set(err, ENOMEM, "unix policy: out of memory");
+	pol->uid = s->uid;
+	pol->abstract_ok = private_netns;
+	if (p->workspace_write == SBX_ACCESS_ALLOW)
+		r = add_place(pol, s->workspace, err);
+	if (r == 0)
+		r = add_place(pol, s->home, err);
+	if (r == 0)
+		r = add_place(pol, "/tmp", err);
+	if (r == 0)
+		r = add_place(pol, "/dev/shm", err);
+	for (i = 0; r == 0 && i < p->n_roots; i++)
+		if (p->roots[i].write == SBX_ACCESS_ALLOW)
+			r = add_place(pol, p->roots[i].path, err);
+	for (i = 0; r == 0 && i < p->n_unix_allow && i < ARRAY_SIZE(pol->allow); i++) {
+		if (sbx_strlcpy(pol->allow[i], SBX_PATH_MAX, p->unix_allow[i]) != 0)
+			r = sbx_error_set(err, ENAMETOOLONG, "unix_allow %s: too long",
+					  p->unix_allow[i]);
+		else
+			pol->n_allow++;
+	}
+	if (r == 0)
+		*out = *pol;
+	free(pol);
+	return r;
+}
+
+bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner)
+{
+	size_t i;
+
+	for (i = 0; i < pol->n_allow; i++)
+		if (sbx_path_is_under(path, pol->allow[i]))
+			return true;
+	if (owner != pol->uid)
+		return false;
+	for (i = 0; i < pol->n_places; i++)
+		if (sbx_path_is_under(path, pol->places[i]))
+			return true;
+	return false;
+}
+
+/* ---- acting on behalf ------------------------------------------------------- */
+
+struct job {
+	int listener;
+	const struct sbx_unix_policy *pol;
+	struct seccomp_notif req;
+};
+
+static volatile int n_threads;
+
+static int read_remote(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+static int connect_or_errno(int fd, const void *addr, socklen_t len)
+{
+	return connect(fd, addr, len) == 0 ? 0 : -errno;
+}
+
+/* A pathname: resolve it as the caller would, pin the inode, decide, and
+ * connect to the pinned inode. */
+static int connect_pathname(const struct job *j, pid_t pid, int sfd,
+			    const struct sockaddr_un *sun, socklen_t len)
+{
+	size_t n = len - offsetof(struct sockaddr_un, sun_path);
+	char path[sizeof(sun->sun_path) + 1], link[64], real[SBX_PATH_MAX];
+	struct sockaddr_un via = { .sun_family = AF_UNIX };
+	struct stat st;
+	int dirfd = AT_FDCWD, pin = -1, r;
+	ssize_t got;
+
+	memcpy(path, sun->sun_path, n);
+	path[n] = '\0';		/* the kernel stops at the first NUL too */
+	if (!path[0])
+		return -EINVAL;
+	if (path[0] != '/') {
+		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+		dirfd = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dirfd < 0)
+			return -EACCES;
+	}
+	pin = openat(dirfd, path, O_PATH | O_CLOEXEC);
+	r = pin < 0 ? -errno : 0;
+	if (dirfd != AT_FDCWD)
+		close(dirfd);
+	if (r)
+		return r;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", pin);
+	got = readlink(link, real, sizeof(real) - 1);
+	if (got <= 0 || fstat(pin, &st) != 0) {
+		r = -EACCES;
+		goto out;
+	}
+	real[got] = '\0';
+	if (!sbx_unix_path_allowed(j->pol, real, st.st_uid)) {
+		r = -EACCES;
+		goto out;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		r = -ECONNREFUSED;	/* what connect() says of a non-socket */
+		goto out;
+	}
+	snprintf(via.sun_path, sizeof(via.sun_path), "%s", link);
+	r = connect_or_errno(sfd, &via,
+			     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(link) + 1));
+out:
+	close(pin);
+	return r;
+}
+
+/* connect(fd, addr, len) of the caller, done here. The result, or 1 when
+ * the caller is gone (no answer to send). */
+static int handle_connect(const struct job *j)
+{
+	const struct seccomp_notif *req = &j->req;
+	pid_t pid = (pid_t)req->pid;
+	struct sockaddr_storage ss;
+	socklen_t len = (socklen_t)(uint32_t)req->data.args[2];
+	int fd = (int)(uint32_t)req->data.args[0];
+	int pidfd, sfd = -1, domain = 0, r;
+	socklen_t dlen = sizeof(domain);
+
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		return 1;
+	/* The pid named the caller when the notice was sent: is it still
+	 * that one (not a recycled pid) now that the pidfd pins it? */
+	if (seccomp_notify_id_valid(j->listener, req->id) != 0) {
+		close(pidfd);
+		return 1;
+	}
+	if (len == 0 || len > sizeof(ss)) {
+		r = -EINVAL;
+		goto out;
+	}
+	sfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	if (sfd < 0) {
+		/* EPERM: the caller made itself non-dumpable; no access. */
+		r = errno == EBADF ? -EBADF : errno == EPERM ? -EACCES : -errno;
+		goto out;
+	}
+	memset(&ss, 0, sizeof(ss));
+	r = read_remote(pid, req->data.args[1], &ss, len);
+	if (r)
+		goto out;
+	if (getsockopt(sfd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) != 0) {
+		r = errno == ENOTSOCK ? -ENOTSOCK : -errno;
+		goto out;
+	}
+	if (domain == AF_UNIX && ss.ss_family == AF_UNIX) {
+		const struct sockaddr_un *sun = (const struct sockaddr_un *)&ss;
+
+		if (len <= offsetof(struct sockaddr_un, sun_path))
+			r = -EINVAL;
+		else if (sun->sun_path[0] == '\0')
+			r = j->pol->abstract_ok ? connect_or_errno(sfd, &ss, len) : -EACCES;
+		else
+			r = connect_pathname(j, pid, sfd, sun, len);
+	} else {
+		/* Not a unix socket, or not a unix address: no path is
+		 * looked up, so the kernel's own checks are all there is. */
+		r = connect_or_errno(sfd, &ss, len);
+	}
+out:
+	if (sfd >= 0)
+		close(sfd);
+	close(pidfd);
+	return r;
+}
+
+static void answer(const struct job *j)
+{
+	struct seccomp_notif_resp resp;
+	int r = handle_connect(j);
+
+	if (r == 1)
+		return;		/* the caller is gone */
+	memset(&resp, 0, sizeof(resp));
+	resp.id = j->req.id;
+	resp.val = 0;
+	resp.error = r;		/* 0 or -errno */
+	resp.flags = 0;
+	(void)seccomp_notify_respond(j->listener, &resp);
+}
+
+static void *answer_thread(void *arg)
+{
+	struct job *j = arg;
+
+	answer(j);
+	free(j);
+	__atomic_sub_fetch(&n_threads, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/* Hand a job to a thread of its own (a blocking connect must not hold up
+ * the others), or answer it here when too many are in flight. */
+static void dispatch(struct job *j)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	if (__atomic_add_fetch(&n_threads, 1, __ATOMIC_SEQ_CST) <= MAX_THREADS &&
+	    pthread_attr_init(&attr) == 0) {
+		bool started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+			       pthread_create(&t, &attr, answer_thread, j) == 0;
+
+		pthread_attr_destroy(&attr);
+		if (started)
+			return;
+	}
+	__atomic_sub_fetch(&n_threads, 1, __ATOMIC_SEQ_CST);
+	answer(j);
+	free(j);
+}
+
+/* Receive one fd over a unix socket (SCM_RIGHTS). */
+static int recv_fd(int chan)
+{
+	char byte, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	int fd;
+
+	if (recvmsg(chan, &msg, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	c = CMSG_FIRSTHDR(&msg);
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -1;
+	memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+	return fd;
+}
+
+int sbx_unix_send_listener(int chan, int listener)
+{
+	char byte = 'L', cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	memset(cbuf, 0, sizeof(cbuf));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &listener, sizeof(listener));
+	return sendmsg(chan, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+}
+
+static void __attribute__((noreturn)) supervise(int chan, const struct sbx_unix_policy *pol)
+{
+	struct seccomp_notif *req = NULL;
+	struct seccomp_notif_resp *resp = NULL;
+	struct seccomp_notif_sizes sizes;
+	size_t notif_size;
+	int listener = recv_fd(chan);
+
+	close(chan);
+	/* No listener: the worker failed before its filter; it ends the
+	 * session itself. Without this process a notifying filter answers
+	 * ENOSYS, so nothing is let through either way. */
+	if (listener < 0 || seccomp_notify_alloc(&req, &resp) != 0 ||
+	    syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0)
+		_exit(0);
+	/* The kernel wants the whole (kernel-sized) request zeroed. */
+	notif_size = sizes.seccomp_notif;
+	for (;;) {
+		struct pollfd pf = { .fd = listener, .events = POLLIN };
+		struct job *j;
+
+		if (poll(&pf, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		/* Every process under the filter is gone. */
+		if (pf.revents & (POLLHUP | POLLERR))
+			_exit(0);
+		memset(req, 0, notif_size);
+		if (seccomp_notify_receive(listener, req) != 0)
+			continue;	/* the caller died meanwhile */
+		j = calloc(1, sizeof(*j));
+		if (!j) {
+			struct seccomp_notif_resp r = { .id = req->id, .error = -ENOMEM };
+
+			(void)seccomp_notify_respond(listener, &r);
+			continue;
+		}
+		j->listener = listener;
+		j->pol = pol;
+		j->req = *req;
+		dispatch(j);
+	}
+}
+
+int sbx_unix_supervisor_start(const struct sbx_unix_policy *pol, bool in_userns, int *chan_out,
+			      pid_t *pid_out, struct sbx_error *err)
+{
+	struct sbx_error e = { 0 };
+	int sp[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
+		return sbx_error_set(err, errno, "unix supervisor: socketpair: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		int x = errno;
+
+		close(sp[0]);
+		close(sp[1]);
+		return sbx_error_set(err, x, "unix supervisor: fork: %s", strerror(x));
+	}
+	if (pid == 0) {
+		/* Nothing of the session but its channel; default signals,
+		 * no capabilities, no way to gain any. It is not dumpable
+		 * (inherited): the sandbox runs as the same uid. */
+		close(sp[0]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+			_exit(1);
+		if (sp[1] != 3 && (dup2(sp[1], 3) < 0 || close(sp[1]) != 0))
+			_exit(1);
+		if (sbx_fd_close_above(3, &e) != 0)
+			_exit(1);
+		sbx_signals_reset();
+		/* Without a user namespace there is nothing to drop (and no
+		 * CAP_SETPCAP to clear the bounding set with). */
+		if ((sbx_caps_drop_all(&e) != 0 && in_userns) ||
+		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+			dprintf(STDERR_FILENO, "agent-sandbox: unix supervisor: %s\n",
+				e.msg[0] ? e.msg : "no_new_privs");
+			_exit(1);
+		}
+		supervise(3, pol);
+	}
+	close(sp[1]);
+	*chan_out = sp[0];
+	*pid_out = pid;
+	return 0;
+}
