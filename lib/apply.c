@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * apply.c — the one place where a profile becomes enforcement, in the order
- * DESIGN section 4 gives. Everything before the first fork only describes
+ * docs/design.md section 4 gives. Everything before the first fork only describes
  * (plans) and may return an error; the fork is the point of no return.
  *
  * Processes (with user namespaces available):

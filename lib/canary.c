@@ -904,7 +904,7 @@ static void canary_command_gate(const struct sbx_profile *p, const struct sbx_se
 		return;
 	}
 	/* Writable places must be noexec, or ld.so runs whatever the agent
-	 * wrote there (DESIGN 6). */
+	 * wrote there (docs/design.md section 6). */
 	dirs[n++] = "/tmp";
 	if (s && s->home[0])
 		dirs[n++] = s->home;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Drop every capability and prove none is left (DESIGN 4.5). */
+/* Drop every capability and prove none is left (docs/design.md section 4.4). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Root-side directory walks and the agent's isolated home (DESIGN 8). */
+/* Root-side directory walks and the agent's isolated home (docs/design.md section 8). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

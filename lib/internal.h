@@ -125,7 +125,7 @@ struct sbx_session {
 	char service[SBX_NAME_MAX];
 };
 
-/* ---- env.c: process hygiene (DESIGN 4.1) -------------------------------- */
+/* ---- env.c: process hygiene (docs/design.md section 4) ------------------ */
 
 /* Build a new environment from envp keeping only the allow-list (PATH,
  * TERM, LANG, LC_*, TZ, SSH_CONNECTION, SSH_CLIENT, SSH_TTY,
@@ -187,7 +187,7 @@ int sbx_wait_forward(pid_t child);
  * SBX_SESSION_GRACE seconds later. Returns child's status as an exit code. */
 int sbx_outer_supervise(pid_t child, unsigned session_time);
 
-/* ---- mounts.c: the mount view (DESIGN 4.4) ----------------------------- */
+/* ---- mounts.c: the mount view (docs/design.md section 4.3) -------------- */
 
 struct sbx_exec_set;
 
@@ -237,7 +237,8 @@ void sbx_mount_plan_free(struct sbx_mount_plan *plan);
 int sbx_mount_view_apply(const struct sbx_mount_plan *plan,
 			 char *detail, size_t detail_size, struct sbx_error *err);
 
-/* ---- home.c: root-side directory walks and the agent's home (DESIGN 8) -- */
+/* ---- home.c: root-side directory walks and the agent's home ------------
+ * (docs/design.md section 8) */
 
 #define SBX_SKEL_FILE_MAX (64u * 1024)	/* per skeleton file */
 
@@ -458,9 +459,9 @@ struct sbx_seccomp_opts {
 #define SBX_SECCOMP_NR_CUTOFF 470
 
 /* Load the filter (libseccomp): non-native arches and x32 killed; the
- * dangerous list of DESIGN 4.9 refused with EPERM (clone3 with ENOSYS); then
- * a second filter refusing syscall numbers above SBX_SECCOMP_NR_CUTOFF
- * (x86_64, aarch64). */
+ * dangerous list of docs/design.md section 4.9 refused with EPERM (clone3
+ * with ENOSYS); then a second filter refusing syscall numbers above
+ * SBX_SECCOMP_NR_CUTOFF (x86_64, aarch64). */
 int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err);
 
 /* ---- unixsock.c: connect() to pathname unix sockets, decided outside ---- */
@@ -549,7 +550,7 @@ void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
 		    const struct sbx_canary_ctx *ctx, struct sbx_report *r);
 
 
-/* ---- apply.c: one confined run, in DESIGN section 4's order ------------- */
+/* ---- apply.c: one confined run, in docs/design.md section 4's order ----- */
 
 struct sbx_run {
 	const struct sbx_profile *profile;	/* restricted and expanded */

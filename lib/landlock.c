@@ -17,7 +17,7 @@
 
 /* ---- describe ------------------------------------------------------------ */
 
-/* The ELF interpreters. DESIGN 6: under the command gate ld.so itself needs
+/* The ELF interpreters. docs/design.md section 6: under the command gate ld.so itself needs
  * EXECUTE or no dynamic program starts (measured); the writable mounts are
  * noexec so `ld.so ./written-binary` cannot map what the agent wrote. */
 static const char *const dynamic_loaders[] = {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Resource limits for the confined process (DESIGN 4.8). */
+/* Resource limits for the confined process (docs/design.md section 4.6). */
 #include <errno.h>
 #include <string.h>
 #include <sys/resource.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The session's mount view: describe it (pure), then apply it in init (DESIGN 4.4). */
+/* The session's mount view: describe it (pure), then apply it in init
+ * (docs/design.md section 4.3). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -149,7 +150,7 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 	    p->limits.value[SBX_LIMIT_TMP_SIZE] > 0)
 		tmp_size = p->limits.value[SBX_LIMIT_TMP_SIZE];
 	/* Gate on: nothing the agent can write may be executed (ld.so would
-	 * otherwise run any file it wrote, DESIGN 6). */
+	 * otherwise run any file it wrote, docs/design.md section 6). */
 	noexec = p->command == SBX_ACCESS_GATED ? SBX_MOUNT_NOEXEC : 0;
 	tmp->host_readonly = p->host_write != SBX_ACCESS_ALLOW;
 	tmp->fresh_proc = true;
@@ -195,7 +196,7 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 	 * /run holds the host's pathname unix sockets (D-Bus, docker.sock,
 	 * systemd, nscd). Landlock below ABI 9 does not control connect()
 	 * to them and a read-only mount does not either: only hiding them
-	 * does (DESIGN 9). Profiles with network allow get the resolver
+	 * does (docs/design.md section 4.3). Profiles with network allow get the resolver
 	 * directory back so /etc/resolv.conf keeps working.
 	 */
 	if (!under_explicit(tmp, explicit_end, "/run")) {

@@ -51,7 +51,7 @@
 #endif
 
 /*
- * DESIGN 4.9: refused with EPERM whatever the arguments.
+ * docs/design.md section 4.9: refused with EPERM whatever the arguments.
  *
  * Checked against moby's default seccomp profile (moby/profiles
  * seccomp/default.json, an allow-list) and the x86_64 table up to
@@ -284,7 +284,7 @@ static int add_socket_rules(struct filter_ctx *f)
 	return r;
 }
 
-/* DESIGN 4.9 / 9: TCP Fast Open and MPTCP were both seen reaching a host
+/* docs/design.md sections 4.9, 10: TCP Fast Open and MPTCP were both seen reaching a host
  * loopback listener past Landlock's TCP connect rule on 6.18. Every compare
  * is on the low 32 bits: socket's family and protocol, setsockopt's level
  * and optname are int, the send* flags unsigned int (a one-bit mask in the
@@ -322,7 +322,7 @@ static int add_network_denied_rules(struct filter_ctx *f)
 }
 
 /*
- * DESIGN 6: a memfd holding a binary runs through execveat(AT_EMPTY_PATH)
+ * docs/design.md section 6: a memfd holding a binary runs through execveat(AT_EMPTY_PATH)
  * under the Landlock gate, and vm.memfd_noexec cannot be set from a user
  * namespace. MFD_NOEXEC_SEAL is not enough either: a sealed memfd cannot be
  * execve'd, but ld.so maps it PROT_EXEC all the same (`ld.so

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Trusting a config file: an fd walk from "/" with every step fstat'ed (DESIGN 3, 8). */
+/* Trusting a config file: an fd walk from "/" with every step fstat'ed
+ * (docs/design.md sections 3, 8). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

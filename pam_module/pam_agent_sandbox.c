@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* pam_agent_sandbox: the root half of an agent session (DESIGN sections 2, 7, 8). */
+/* pam_agent_sandbox: the root half of an agent session
+ * (docs/design.md sections 2, 7, 8). */
 #define PAM_SM_ACCOUNT
 #define PAM_SM_SESSION
 #include <dirent.h>
@@ -34,11 +35,11 @@
  *                     (default "agents"), see config_failure()
  *   netns             when the profile denies the network, also give the
  *                     session its own network namespace with only "lo" (this
- *                     also cuts sshd's own -L/-D/-W forwarders, DESIGN 2).
+ *                     also cuts sshd's own -L/-D/-W forwarders, docs/design.md section 2).
  *                     A module argument rather than a config key: it changes
  *                     what sshd itself can do, which is the PAM stack's call.
  *
- * What this module never does (DESIGN 2): Landlock, seccomp, no_new_privs,
+ * What this module never does (docs/design.md section 2): Landlock, seccomp, no_new_privs,
  * capability changes — sshd's root monitor runs in this process.
  * What it never leaves behind: a changed umask, euid, signal disposition,
  * an open fd, or a half-opened session.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * doctor.c — agent-shell --doctor: is every way into an agent account
- * (DESIGN section 7) covered on this host? Reads the config, the PAM
+ * (docs/design.md section 7) covered on this host? Reads the config, the PAM
  * stacks, sshd's effective configuration for each agent account, the
  * accounts themselves and the kernel as the agent sees it; prints one row
  * per check with OK / WARN / FAIL and the admin's fix. FAIL means an
@@ -739,7 +739,7 @@ static const char *sshd_value(char *text, const char *key, char *val, size_t siz
 	return NULL;
 }
 
-/* What sshd must say for an agent (DESIGN 7): each one open is a way
+/* What sshd must say for an agent (docs/design.md section 7): each one open is a way
  * around agent-shell — a forwarder, a tunnel, ~/.ssh/rc via /bin/sh,
  * ~/.ssh/environment into sshd's exec of the shell. */
 static const struct {
@@ -1121,7 +1121,7 @@ static void check_kernel(struct doctor *d)
 	else
 		row(d, DOC_OK, "kernel", "cgroup2", NULL, "mounted%s",
 		    p.cgroup2_delegated ? ", delegated to the agent" : " (not delegated: rlimits only)");
-	/* DESIGN 6: under the gate seccomp already refuses exec-able memfds;
+	/* docs/design.md section 6: under the gate seccomp already refuses exec-able memfds;
 	 * the sysctl adds a host-wide layer on dedicated agent hosts. */
 	if (any_gated(d) && sbx_read_file("/proc/sys/vm/memfd_noexec", 64, &mfd, &len, NULL) == 0) {
 		uint64_t v = 0;

@@ -110,7 +110,7 @@ static bool supplementary_member(const char *user, const char *group)
 
 /*
  * mkdir -p from "/" on directory fds (O_NOFOLLOW each step, so a symlink
- * planted on the way is refused, DESIGN 8): missing parents root-owned
+ * planted on the way is refused, docs/design.md section 8): missing parents root-owned
  * 0755, the last component owned by uid:gid with mode. An existing last
  * directory is left exactly as it is (root never chowns a path an agent
  * may have prepared). *created says whether it was made.

@@ -48,7 +48,7 @@ static void usage(FILE *out)
 	      out);
 }
 
-/* DESIGN 4.1, first thing: no stray fds, default signals, fixed umask. The
+/* docs/design.md section 4, first thing: no stray fds, default signals, fixed umask. The
  * environment is rebuilt from an allow-list by the engine before any
  * program in the sandbox starts; here we only make sure nothing we call
  * reads the dangerous variables. */

@@ -23,7 +23,7 @@
 
 static int ready_pipe[2] = { -1, -1 };	/* worker -> test: "I am running" */
 
-/* The DESIGN 4 sequence: outer (agent) -> userns -> pid+mount ns -> fork
+/* The sequence of docs/design.md section 4: outer (agent) -> userns -> pid+mount ns -> fork
  * init -> init mounts its /proc and forks the worker -> supervise. */
 static int outer(int (*worker)(void))
 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# End-to-end tier: a real sshd on loopback, real agent accounts, every entry path (DESIGN 2, 7).
+# End-to-end tier: a real sshd on loopback, real agent accounts, every entry path (docs/design.md sections 2, 7).
 #
 # Usage: tests/e2e/run.sh BUILD_DIR      (root; prints cmocka-style summary lines)
 #
@@ -26,7 +26,7 @@
 #   at /run/e2e (root-owned all the way up, as the trust checks want).
 #
 #   Four sshds, each started through its own symlink to /usr/sbin/sshd so
-#   that its PAM service is the symlink's name (DESIGN 2):
+#   that its PAM service is the symlink's name (docs/design.md section 2):
 #     A  sbxe2e-<r>    shipped drop-in, module "netns", external sftp-server
 #     B  sbxe2e-<r>-b  no drop-in,      module "netns"
 #     C  sbxe2e-<r>-c  no drop-in,      no netns (the hole the drop-in closes)
