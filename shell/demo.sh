@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo: one confined session on the built-in default profile, with its
-# guarantee report, one allowed write and three refused actions. Needs no
+# guarantee report, one allowed write and four refused actions. Needs no
 # account and no change under /etc. As root it runs the session as the
 # unprivileged "nobody" (the sandbox is for agents, not for root).
 set -u
@@ -15,10 +15,15 @@ listen="$build/tests/tcp_listen"
 ws=$(mktemp -d /var/tmp/agent-sandbox-demo.XXXXXX)
 mkdir -p "$ws/secrets"
 echo "demo-api-token-123" >"$ws/secrets/token"
-listener_pid=
+# A host daemon's unix socket, world-writable, outside /run and /tmp.
+daemon_dir=$(mktemp -d /var/tmp/agent-sandbox-demo-daemon.XXXXXX)
+chmod 0755 "$daemon_dir"
+sock="$daemon_dir/daemon.sock"
+listener_pid= daemon_pid=
 cleanup() {
 	[ -n "$listener_pid" ] && kill "$listener_pid" 2>/dev/null
-	rm -rf "$ws"
+	[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null
+	rm -rf "$ws" "$daemon_dir"
 }
 trap cleanup EXIT
 
@@ -33,11 +38,24 @@ fi
 coproc LISTEN { "$listen" 120; }
 listener_pid=$LISTEN_PID
 read -r port <&"${LISTEN[0]}"
+python3 -c '
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(4)
+s.settimeout(120)
+try:
+    while True:
+        s.accept()[0].close()
+except Exception:
+    pass
+' "$sock" &
+daemon_pid=$!
+for _ in 1 2 3 4 5 6 7 8 9 10; do [ -S "$sock" ] && break; sleep 0.1; done
 
 cat <<INTRO
 agent-sandbox demo
   workspace: $ws   (a secret planted at $ws/secrets/token, passed as --deny-read)
-  host loopback service on 127.0.0.1:$port
+  host loopback service on 127.0.0.1:$port, host daemon socket $sock (mode 0666)
   running as: $(if [ ${#run_as[@]} -gt 0 ]; then echo "nobody (dropped from root)"; else id -un; fi)
 
 INTRO
@@ -48,6 +66,7 @@ echo "--- inside the sandbox: uid $(id -u), pid $$, HOME=$HOME, cwd $(pwd)"
 if echo "written by the agent" > agent-output.txt; then echo "ALLOWED  write in the workspace: $(cat agent-output.txt)"; fi
 if ( echo x > /etc/agent-sandbox-demo ) 2>/dev/null; then echo "UNEXPECTED: wrote /etc"; else echo "REFUSED  write to /etc/agent-sandbox-demo: $(why sh -c "echo x > /etc/agent-sandbox-demo")"; fi
 if ( exec 3<>/dev/tcp/127.0.0.1/'"$port"' ) 2>/dev/null; then echo "UNEXPECTED: reached the host service"; else echo "REFUSED  connect to the host service 127.0.0.1:'"$port"': $(why bash -c "exec 3<>/dev/tcp/127.0.0.1/'"$port"'")"; fi
+if python3 -c "import socket; socket.socket(socket.AF_UNIX).connect(\"'"$sock"'\")" 2>/dev/null; then echo "UNEXPECTED: reached the host daemon"; else echo "REFUSED  connect to the host daemon socket: $(python3 -c "import socket; socket.socket(socket.AF_UNIX).connect(\"'"$sock"'\")" 2>&1 | tail -n 1 | sed "s/.*] //")"; fi
 if [ -s secrets/token ] && cat secrets/token >/dev/null 2>&1; then echo "UNEXPECTED: read the secret"; else echo "REFUSED  read of the deny_read secret secrets/token: $(why cat secrets/token) (secrets/ is masked)"; fi
 '
 "${run_as[@]}" "$shell" --run --workspace "$ws" --deny-read "$ws/secrets" -- /bin/bash -c "$script"

@@ -193,15 +193,27 @@ static void check_root_dir(struct doctor *d, const char *what, const char *path,
 	ret = sbx_dir_open_walk(path, true, 0, &fd, &err);
 	if (ret == -ENOENT) {
 		row(d, DOC_OK, "dirs", what, NULL,
-		    "%s does not exist yet; the PAM stage creates it root-owned, 0755", path);
+		    "%s does not exist yet; the PAM stage creates it root-owned, 0755%s", path,
+		    child ? " (and its sessions/ root-only, 0700)" : "");
 		return;
 	}
 	if (ret == 0 && child && sbx_snprintf(sub, sizeof(sub), "%s/%s", path, child) == 0) {
+		struct stat st;
+
 		close(fd);
 		fd = -1;
 		ret = sbx_dir_open_walk(sub, true, 0, &fd, &err);
 		if (ret == -ENOENT)
 			ret = 0;
+		/* The session records name every agent's client address. */
+		if (ret == 0 && fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 077)) {
+			char fix[sizeof(sub) + 64];
+
+			snprintf(fix, sizeof(fix), "chmod 0700 %s (the next login does it too)", sub);
+			row(d, DOC_WARN, "dirs", what, fix,
+			    "%s is mode %04o: the session records are readable by other users",
+			    sub, (unsigned)(st.st_mode & 07777));
+		}
 	}
 	if (fd >= 0)
 		close(fd);
