@@ -199,6 +199,52 @@ out:
 	return r;
 }
 
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL	/* Linux 6.9 */
+#endif
+
+/* The thread group a task id belongs to, from /proc/<tid>/status. */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], buf[1024], *line;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	line = strstr(buf, "\nTgid:");
+	return line ? (pid_t)strtol(line + 6, NULL, 10) : -1;
+}
+
+/*
+ * A pidfd for the calling task. The notice names a thread, which need not
+ * lead its group: a thread pidfd (Linux 6.9) is exact, also for a thread
+ * with an fd table of its own; before that, the group's leader. Whichever
+ * table the fd is taken from, the decision is made on the supervisor's own
+ * copy of the address and on the socket it took, so a mismatch can only
+ * connect another socket of the caller to an allowed place.
+ */
+static int caller_pidfd(pid_t tid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+	pid_t tgid;
+
+	if (fd >= 0 || errno != EINVAL)
+		return fd;
+	fd = (int)syscall(SYS_pidfd_open, tid, 0);
+	if (fd >= 0 || errno != EINVAL)
+		return fd;
+	tgid = tgid_of(tid);
+	return tgid > 0 ? (int)syscall(SYS_pidfd_open, tgid, 0) : -1;
+}
+
 /* connect(fd, addr, len) of the caller, done here. The result, or 1 when
  * the caller is gone (no answer to send). */
 static int handle_connect(const struct job *j)
@@ -211,9 +257,11 @@ static int handle_connect(const struct job *j)
 	int pidfd, sfd = -1, domain = 0, r;
 	socklen_t dlen = sizeof(domain);
 
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd < 0)
-		return 1;
+	pidfd = caller_pidfd(pid);
+	if (pidfd < 0) {
+		/* Gone, or no way to reach it: a refusal, never a hang. */
+		return seccomp_notify_id_valid(j->listener, req->id) == 0 ? -EACCES : 1;
+	}
 	/* The pid named the caller when the notice was sent: is it still
 	 * that one (not a recycled pid) now that the pidfd pins it? */
 	if (seccomp_notify_id_valid(j->listener, req->id) != 0) {

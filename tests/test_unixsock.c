@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tests for unixsock.c: connect() decided by the supervisor outside the filter. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+/*
+ * A host daemon's socket: root-owned, mode 0666, in a root-owned directory
+ * outside every place the agent may write (the case that escaped: the read-
+ * only mount view and Landlock below ABI 9 do not stop connect()). The test
+ * child drops to the agent, starts the supervisor, loads the filter with
+ * unix_notify, hands it the listener, then tries.
+ */
+static char host_dir[64], host_sock[128], tmp_dir[128];
+
+static int host_fd = -1;
+
+static int child_bind(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -1;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 || listen(fd, 8) != 0)
+		return -1;
+	return fd;
+}
+
+/* connect() to path: 0 or the errno. */
+static int try_connect(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), e;
+
+	if (fd < 0)
+		return errno;
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -1;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	e = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 ? 0 : errno;
+	close(fd);
+	return e;
+}
+
+static int try_abstract(const char *name)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), e;
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+
+	memcpy(sun.sun_path + 1, name, strlen(name));
+	e = connect(fd, (struct sockaddr *)&sun, len) == 0 ? 0 : errno;
+	close(fd);
+	return e;
+}
+
+struct thread_arg {
+	const char *path;
+	int result;
+};
+
+static void *thread_connect(void *arg)
+{
+	struct thread_arg *t = arg;
+
+	t->result = try_connect(t->path);
+	return NULL;
+}
+
+static int child(void *arg)
+{
+	struct sbx_unix_policy pol;
+	struct sbx_seccomp_opts o = { .unix_notify = true };
+	struct sbx_profile p;
+	struct sbx_session s;
+	struct sbx_error err = { 0 };
+	char mine[200], link[200], rel[64];
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t slen = sizeof(sin);
+	struct thread_arg t;
+	pthread_t th;
+	pid_t sup;
+	int chan, own, tcp, fd, e;
+
+	(void)arg;
+	/* Dropping from root left this process non-dumpable; the sandbox's
+	 * program is dumpable (see the non-dumpable case below). */
+	CHILD_CHECK(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0);
+	sbx_profile_init_default(&p);
+	memset(&s, 0, sizeof(s));
+	s.uid = getuid();
+	snprintf(s.home, sizeof(s.home), "%s/home", tmp_dir);
+	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
+	/* The policy's places: the workspace, home, /tmp, /dev/shm. */
+	CHILD_CHECK(sbx_unix_path_allowed(&pol, "/tmp/x.sock", s.uid));
+	CHILD_CHECK(!sbx_unix_path_allowed(&pol, "/tmp/x.sock", s.uid + 1));
+	CHILD_CHECK(!sbx_unix_path_allowed(&pol, host_sock, s.uid));
+	CHILD_CHECK(!sbx_unix_path_allowed(&pol, "/tmpx/y", s.uid));
+
+	snprintf(mine, sizeof(mine), "%s/ws/mine.sock", tmp_dir);
+	snprintf(link, sizeof(link), "/tmp/sbx-test-unix-link-%d", (int)getpid());
+	own = child_bind(mine);
+	CHILD_CHECK(own >= 0);
+	CHILD_CHECK(symlink(host_sock, link) == 0);
+	/* Controls before the filter: the host socket answers anyone. */
+	CHILD_CHECK(try_connect(host_sock) == 0);
+	CHILD_CHECK(try_connect(link) == 0);
+	tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHILD_CHECK(tcp >= 0 && bind(tcp, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+		    listen(tcp, 4) == 0 && getsockname(tcp, (struct sockaddr *)&sin, &slen) == 0);
+
+	CHILD_CHECK(sbx_unix_supervisor_start(&pol, false, &chan, &sup, &err) == 0);
+	CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	if (sbx_seccomp_apply(&o, &err) != 0) {
+		fprintf(stderr, "seccomp: %s\n", err.msg);
+		return 1;
+	}
+	CHILD_CHECK(o.notify_fd >= 0);
+	CHILD_CHECK(sbx_unix_send_listener(chan, o.notify_fd) == 0);
+	close(o.notify_fd);
+	close(chan);
+
+	/* Refused: the host daemon, also through a symlink the agent made in
+	 * a place it may write, and a non-socket outside (the kernel alone
+	 * would say ECONNREFUSED). */
+	e = try_connect(host_sock);
+	if (e != EACCES) {
+		fprintf(stderr, "host socket: %s\n", strerror(e));
+		return 1;
+	}
+	CHILD_CHECK(try_connect(link) == EACCES);
+	CHILD_CHECK(try_connect("/etc/passwd") == EACCES);
+	/* Allowed: its own socket, by absolute and relative path, and from a
+	 * thread that does not lead its group. */
+	CHILD_CHECK(try_connect(mine) == 0);
+	snprintf(rel, sizeof(rel), "ws/mine.sock");
+	CHILD_CHECK(chdir(tmp_dir) == 0);
+	CHILD_CHECK(try_connect(rel) == 0);
+	t.path = mine;
+	t.result = -1;
+	CHILD_CHECK(pthread_create(&th, NULL, thread_connect, &t) == 0);
+	CHILD_CHECK(pthread_join(th, NULL) == 0);
+	CHILD_CHECK(t.result == 0);
+	/* A missing socket is what the kernel would say. */
+	CHILD_CHECK(try_connect("ws/missing.sock") == ENOENT);
+	/* Abstract names: refused without a private network namespace. */
+	CHILD_CHECK(try_abstract("sbx-test-unix-abstract") == EACCES);
+	/* Other families are connected on behalf: a TCP listener of its own. */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHILD_CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	close(fd);
+	/* Datagram sockets would name a peer per send: none. */
+	CHILD_ERRNO(socket(AF_UNIX, SOCK_DGRAM, 0), EPERM);
+	CHILD_ERRNO(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), EPERM);
+	{
+		int sv[2];
+
+		CHILD_ERRNO(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), EPERM);
+		CHILD_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+		close(sv[0]);
+		close(sv[1]);
+	}
+	/* A caller that makes itself non-dumpable gives the supervisor no
+	 * access to its fds: refused, not hung. */
+	CHILD_CHECK(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0);
+	CHILD_CHECK(try_connect(mine) == EACCES);
+	CHILD_CHECK(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0);
+	CHILD_CHECK(try_connect(mine) == 0);
+	/* Without the supervisor the filter answers ENOSYS: closed. */
+	CHILD_CHECK(kill(sup, SIGKILL) == 0);
+	CHILD_CHECK(waitpid(sup, NULL, 0) == sup);
+	CHILD_CHECK(try_connect(mine) == ENOSYS);
+	CHILD_CHECK(try_connect(host_sock) == ENOSYS);
+	close(own);
+	close(tcp);
+	unlink(mine);
+	unlink(link);
+	return 0;
+}
+
+static void test_supervisor(void **state)
+{
+	char path[200];
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, child, NULL)), 0);
+	/* Nobody reached the host daemon after the filter: only the two
+	 * control connects before it were accepted. */
+	{
+		int n = 0, c;
+
+		while ((c = accept4(host_fd, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
+			close(c);
+			n++;
+		}
+		assert_int_equal(n, 2);
+	}
+	snprintf(path, sizeof(path), "%s/ws/mine.sock", tmp_dir);
+	unlink(path);
+}
+
+static int setup(void **state)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char path[200];
+	char *t;
+
+	(void)state;
+	if (geteuid() != 0)
+		return 0;
+	snprintf(host_dir, sizeof(host_dir), "/sbx-test-unix-XXXXXX");
+	if (!mkdtemp(host_dir) || chmod(host_dir, 0755) != 0)
+		return -1;
+	snprintf(host_sock, sizeof(host_sock), "%s/daemon.sock", host_dir);
+	memcpy(sun.sun_path, host_sock, strlen(host_sock) + 1);
+	host_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (host_fd < 0 || bind(host_fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 ||
+	    chmod(host_sock, 0666) != 0 || listen(host_fd, 16) != 0)
+		return -1;
+	t = sbx_test_mkdtemp("unix");
+	snprintf(tmp_dir, sizeof(tmp_dir), "%s", t);
+	free(t);
+	snprintf(path, sizeof(path), "%s/ws", tmp_dir);
+	if (mkdir(path, 0755) != 0 || chown(path, sbx_test_uid(), sbx_test_gid()) != 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (host_fd >= 0)
+		close(host_fd);
+	if (host_dir[0])
+		sbx_test_rmtree(host_dir);
+	if (tmp_dir[0])
+		sbx_test_rmtree(tmp_dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_supervisor),
+	};
+	return cmocka_run_group_tests_name("unixsock", tests, setup, teardown);
+}
