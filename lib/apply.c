@@ -594,6 +594,10 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	ret = sbx_mount_plan_build(p, run->session, &pl->mounts, err);
 	if (ret)
 		return ret;
+	/* Landlock keeps /proc read-only for the program (writes to
+	 * /proc/<pid>/mem rewrite code pages, an allowed program's included);
+	 * without it the mount does. */
+	pl->mounts.proc_readonly = probe->landlock_abi <= 0;
 	ret = sbx_landlock_plan_build(p, run->session, netns, &pl->landlock, err);
 	if (ret)
 		return ret;
@@ -650,6 +654,24 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 					    pl->mounts.exec->paths[i]);
 		}
 	}
+	return 0;
+}
+
+static int own_scratch_home(const char *home, uid_t uid, struct sbx_error *err)
+{
+	struct stat st;
+
+	if (mkdir(home, 0700) != 0 && errno != EEXIST)
+		return sbx_error_set(err, errno, "home %s: mkdir: %s", home, strerror(errno));
+	if (lstat(home, &st) != 0)
+		return sbx_error_set(err, errno, "home %s: %s", home, strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 022))
+		return sbx_error_set(err, EPERM,
+				     "home %s: %s; without a mount view it is in the host's shared "
+				     "/tmp, where another user may have planted files: refusing",
+				     home, !S_ISDIR(st.st_mode) ? "not a directory" :
+				     st.st_uid != uid ? "owned by another uid" :
+				     "writable by group or others");
 	return 0;
 }
 
@@ -720,6 +742,15 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	sbx_report_set(r, SBX_F_ENV_SCRUB, true, false, "allow-list; LD_*, BASH_ENV, ENV, GLIBC_TUNABLES dropped");
 	if (!pl->userns)
 		report_missing_userns(r, probe);
+	/* Without a mount view and without the PAM stage's private /tmp, a
+	 * home under /tmp (agent-shell's for accounts without one) is in the
+	 * host's shared /tmp: anyone could have made it first and planted a
+	 * .profile there. Ours, or refuse. */
+	if (!pl->userns && !run->pam_stage && sbx_path_is_under(run->session->home, "/tmp")) {
+		ret = own_scratch_home(run->session->home, run->session->uid, err);
+		if (ret)
+			goto out;
+	}
 	if (pl->userns && !(pl->ns_flags & CLONE_NEWNET) && p->network != SBX_ACCESS_ALLOW)
 		sbx_report_set(r, SBX_F_NETNS, false, false, "network namespaces unavailable");
 

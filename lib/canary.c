@@ -496,13 +496,16 @@ static void canary_unix_sockets(struct sbx_report *r)
 			    e ? strerror(e) : "connected");
 		return;
 	}
-	cli = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (cli >= 0 || errno != EPERM) {
-		canary_fail(r, SBX_F_UNIX_SOCKETS, "socket(AF_UNIX, SOCK_DGRAM): %s, not EPERM",
-			    cli >= 0 ? "allowed" : strerror(errno));
-		if (cli >= 0)
-			close(cli);
-		return;
+	/* SOCK_RAW is a datagram socket too, for AF_UNIX. */
+	for (int type = SOCK_DGRAM; type <= SOCK_RAW; type++) {
+		cli = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+		if (cli >= 0 || errno != EPERM) {
+			canary_fail(r, SBX_F_UNIX_SOCKETS, "socket(AF_UNIX, type %d): %s, not EPERM",
+				    type, cli >= 0 ? "allowed" : strerror(errno));
+			if (cli >= 0)
+				close(cli);
+			return;
+		}
 	}
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "/tmp/.agent-sandbox-canary-%016llx.sock",
 		 canary_tag());

@@ -1282,6 +1282,19 @@ static int walk_dir(struct walk *w, int dfd, const char *path, unsigned depth)
 		}
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;	/* gone meanwhile */
+		/* The whole tree becomes executable: every directory and file
+		 * in it must be root's alone to change, or the agent could put
+		 * its own program there (a writable subdirectory, a file root
+		 * handed to it). */
+		if ((S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) &&
+		    (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+			r = sbx_error_set(w->err, EPERM,
+					  "exec set: %s (below the directory %s) is %s; every file and "
+					  "directory in an allowed tree must be root's alone to change",
+					  child, w->top, st.st_uid != 0 ? "not owned by root" :
+					  "writable by group or others");
+			break;
+		}
 		if (S_ISDIR(st.st_mode)) {
 			int sub;
 

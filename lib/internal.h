@@ -221,6 +221,10 @@ struct sbx_mount_plan {
 	bool host_noexec;
 	struct sbx_exec_set *exec;	/* owned; NULL unless host_noexec */
 	bool fresh_proc;	/* needs to run inside the new pid namespace */
+	/* Without Landlock nothing else keeps the program from writing
+	 * /proc/<pid>/mem of its own processes (code pages included): the
+	 * fresh /proc is then mounted read-only. */
+	bool proc_readonly;
 	bool minimal_dev;	/* tmpfs /dev with null zero full random urandom tty, new devpts */
 	size_t n;
 	struct sbx_mount m[SBX_MAX_MOUNTS];
@@ -476,6 +480,8 @@ struct sbx_unix_policy {
 	char places[SBX_MAX_ROOTS + 4][SBX_PATH_MAX];
 	size_t n_allow;
 	char allow[SBX_MAX_UNIX_ALLOW][SBX_PATH_MAX];
+	size_t n_deny;			/* deny_read: never, whatever else allows */
+	char deny[SBX_MAX_DENY][SBX_PATH_MAX];
 };
 
 int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session *s,

@@ -810,7 +810,8 @@ int sbx_mount_view_apply(const struct sbx_mount_plan *plan,
 	}
 	if (plan->fresh_proc) {
 		/* Before any mask below /proc; shows only this pid namespace. */
-		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) {
+		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC |
+			  (plan->proc_readonly ? MS_RDONLY : 0), NULL) != 0) {
 			r = sbx_error_set(err, errno, "mount(proc, /proc): %s", strerror(errno));
 			goto out;
 		}

@@ -347,8 +347,9 @@ static int add_gate_rules(struct filter_ctx *f)
  * Pathname unix sockets are reached by connect() only once datagram
  * sockets are gone (a datagram names its peer per send): every connect()
  * goes to the supervisor (lib/unixsock.c), which decides and connects on
- * the caller's behalf, and AF_UNIX datagram sockets are refused. Socket
- * pairs of that type too: sendto() on one can still name any path.
+ * the caller's behalf, and AF_UNIX sockets other than stream and seqpacket
+ * are refused. Socket pairs too: sendto() on a datagram one can still name
+ * any path.
  */
 static int add_unix_rules(struct filter_ctx *f)
 {
@@ -356,12 +357,19 @@ static int add_unix_rules(struct filter_ctx *f)
 	int r;
 
 	r = rule(f, "connect", SCMP_ACT_NOTIFY, 0, NULL);
-	if (r == 0)
+	/* Every type but stream and seqpacket: the kernel turns SOCK_RAW
+	 * into SOCK_DGRAM for AF_UNIX, so refusing SOCK_DGRAM alone let a
+	 * datagram through. The type's low 4 bits are the type (the rest
+	 * are SOCK_CLOEXEC and SOCK_NONBLOCK). */
+	for (uint32_t type = 0; r == 0 && type <= 0xf; type++) {
+		if (type == SOCK_STREAM || type == SOCK_SEQPACKET)
+			continue;
 		r = rule2(f, "socket", eperm, int_eq(0, AF_UNIX),
-			  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM));
-	if (r == 0)
-		r = rule2(f, "socketpair", eperm, int_eq(0, AF_UNIX),
-			  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM));
+			  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type));
+		if (r == 0)
+			r = rule2(f, "socketpair", eperm, int_eq(0, AF_UNIX),
+				  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type));
+	}
 	return r;
 }
 

@@ -50,6 +50,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <unistd.h>
 
@@ -94,6 +95,13 @@ int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session 
 	for (i = 0; r == 0 && i < p->n_roots; i++)
 		if (p->roots[i].write == SBX_ACCESS_ALLOW)
 			r = add_place(pol, p->roots[i].path, err);
+	for (i = 0; r == 0 && i < p->n_deny_read && i < ARRAY_SIZE(pol->deny); i++) {
+		if (sbx_strlcpy(pol->deny[i], SBX_PATH_MAX, p->deny_read[i]) != 0)
+			r = sbx_error_set(err, ENAMETOOLONG, "deny_read %s: too long",
+					  p->deny_read[i]);
+		else
+			pol->n_deny++;
+	}
 	for (i = 0; r == 0 && i < p->n_unix_allow && i < ARRAY_SIZE(pol->allow); i++) {
 		if (sbx_strlcpy(pol->allow[i], SBX_PATH_MAX, p->unix_allow[i]) != 0)
 			r = sbx_error_set(err, ENAMETOOLONG, "unix_allow %s: too long",
@@ -111,6 +119,10 @@ bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, 
 {
 	size_t i;
 
+	/* A secret stays one, socket or not, wherever it sits. */
+	for (i = 0; i < pol->n_deny; i++)
+		if (sbx_path_is_under(path, pol->deny[i]))
+			return false;
 	for (i = 0; i < pol->n_allow; i++)
 		if (sbx_path_is_under(path, pol->allow[i]))
 			return true;
@@ -170,8 +182,15 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 		if (dirfd < 0)
 			return -EACCES;
 	}
-	pin = openat(dirfd, path, O_PATH | O_CLOEXEC);
-	r = pin < 0 ? -errno : 0;
+	/* Magic links (/proc/self/cwd, /proc/<pid>/root...) would be
+	 * resolved in the supervisor's context, not the caller's: none. */
+	{
+		struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+					.resolve = RESOLVE_NO_MAGICLINKS };
+
+		pin = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+		r = pin < 0 ? (errno == ELOOP ? -EACCES : -errno) : 0;
+	}
 	if (dirfd != AT_FDCWD)
 		close(dirfd);
 	if (r)
@@ -289,7 +308,10 @@ static int handle_connect(const struct job *j)
 	if (domain == AF_UNIX && ss.ss_family == AF_UNIX) {
 		const struct sockaddr_un *sun = (const struct sockaddr_un *)&ss;
 
-		if (len <= offsetof(struct sockaddr_un, sun_path))
+		/* The kernel's own bounds (unix_validate_addr): the path
+		 * copy below relies on them. */
+		if (len <= offsetof(struct sockaddr_un, sun_path) ||
+		    len > sizeof(struct sockaddr_un))
 			r = -EINVAL;
 		else if (sun->sun_path[0] == '\0')
 			r = j->pol->abstract_ok ? connect_or_errno(sfd, &ss, len) : -EACCES;
@@ -462,6 +484,11 @@ int sbx_unix_supervisor_start(const struct sbx_unix_policy *pol, bool in_userns,
 		if (sp[1] != 3 && (dup2(sp[1], 3) < 0 || close(sp[1]) != 0))
 			_exit(1);
 		if (sbx_fd_close_above(3, &e) != 0)
+			_exit(1);
+		/* Nothing is resolved against this process's own cwd (the
+		 * real home under the sandbox's tmpfs, for the outer
+		 * process): relative paths use the caller's. */
+		if (chdir("/") != 0)
 			_exit(1);
 		sbx_signals_reset();
 		/* Without a user namespace there is nothing to drop (and no

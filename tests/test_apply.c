@@ -22,6 +22,7 @@
 #define SECRET_TEXT "TOPSECRET\n"
 #define PUBLIC_TEXT "PUBLIC\n"
 #define PROBE_WHY "forced by test_apply"
+#define HOME_DIR "/tmp/sbx-test-apply-home"
 
 /* Paths shared by a test and the forked child that runs the session. */
 struct fixture {
@@ -180,6 +181,7 @@ static int teardown(void **state)
 		return 0;
 	sbx_test_rmtree(fx->ws);
 	sbx_test_rmtree(fx->bin);
+	sbx_test_rmtree(HOME_DIR);
 	if (fx->host[0] && strncmp(fx->host, "/var/tmp/sbx-test-apply-", 24) == 0) {
 		unlink(fx->secret);
 		unlink(fx->public);
@@ -365,9 +367,10 @@ static int run_as_agent(void *arg)
 	sbx_strlcpy(s.user, sizeof(s.user), "sbxagent");
 	s.uid = sbx_test_uid();
 	s.gid = sbx_test_gid();
-	/* The agent has no passwd home: like agent-shell, use one in the
-	 * sandbox's private /tmp. */
-	sbx_strlcpy(s.home, sizeof(s.home), "/tmp/home");
+	/* The agent has no passwd home: like agent-shell, use one under the
+	 * sandbox's private /tmp (without a mount view the host's, where the
+	 * engine makes it the agent's own: a name teardown removes). */
+	sbx_strlcpy(s.home, sizeof(s.home), HOME_DIR);
 	sbx_strlcpy(s.workspace, sizeof(s.workspace), fx->ws);
 	if (sbx_session_id_new(s.session_id, &err) != 0)
 		CHILD_FAIL(&o);
@@ -696,7 +699,9 @@ static void test_full_run(void **state)
 	 * reach the program; the environment was rebuilt. */
 	EXPECT(&res, "fds", "0,1,2");
 	EXPECT(&res, "env_ld_preload", "ABSENT");
-	EXPECT(&res, "env_home", "/tmp/home");
+	EXPECT(&res, "env_home", HOME_DIR);
+	EXPECT(&res, "proc_self_mem_write", "EACCES");	/* Landlock: /proc read-only */
+	EXPECT(&res, "proc_self_mem_read", "OK");
 	free(res.text);
 }
 
@@ -975,6 +980,7 @@ static void test_degraded_no_userns(void **state)
 	assert_true(o.tcp_control);
 	EXPECT(&res, "kill_outside", "EPERM");
 	EXPECT(&res, "kill_inside", "OK");
+	EXPECT(&res, "proc_self_mem_write", "EACCES");	/* Landlock */
 	EXPECT(&res, "ptrace_outside", "EPERM");
 	EXPECT(&res, "unshare_user", "EPERM");
 	EXPECT(&res, "x32_syscall", "SIGSYS");
@@ -990,6 +996,44 @@ static void test_degraded_no_userns(void **state)
 	assert_true(o.report.guarantees & SBX_G_NO_PRIVILEGE_GAIN);
 	EXPECT(&res, "fds", "0,1,2");
 	free(res.text);
+}
+
+/*
+ * Without a mount view and without the PAM stage, a home under /tmp is in
+ * the host's shared /tmp: one another user made first (with a .profile of
+ * theirs in it) refuses the session; the agent's own is used.
+ */
+static void test_degraded_foreign_tmp_home(void **state)
+{
+	const struct fixture *fx = *state;
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	sbx_test_rmtree(HOME_DIR);
+	assert_int_equal(mkdir(HOME_DIR, 0777), 0);
+	assert_int_equal(chmod(HOME_DIR, 0777), 0);	/* root's, open to all */
+	scenario_init(&sc, fx);
+	sc.probe = PROBE_NO_USERNS;
+	sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
+	sc.script = "exit 0";
+	run_scenario(&sc, &o);
+	assert_int_equal(o.ret, -EPERM);
+	assert_true(contains(o.err, "owned by another uid"));
+	assert_true(contains(o.err, "shared /tmp"));
+	/* Control: once it is gone, the engine makes it the agent's own. */
+	sbx_test_rmtree(HOME_DIR);
+	run_scenario(&sc, &o);
+	assert_int_equal(o.ret, 0);
+	assert_int_equal(o.exit_code, 0);
+	{
+		struct stat st;
+
+		assert_int_equal(lstat(HOME_DIR, &st), 0);
+		assert_int_equal(st.st_uid, sbx_test_uid());
+		assert_int_equal(st.st_mode & 07777, 0700);
+	}
 }
 
 /* Landlock missing: degraded, landlock_fs names the reason; under the gate
@@ -1025,6 +1069,25 @@ static void test_degraded_no_landlock(void **state)
 	assert_true(o.report.guarantees & SBX_G_WRITE_BOUNDARY);
 	assert_true(file_exists(fx, "marker"));
 	assert_int_equal(o.report.landlock_abi, 0);
+
+	/* Without Landlock the fresh /proc is mounted read-only: the program
+	 * cannot rewrite its own code pages through /proc/self/mem (under a
+	 * gate, an allowed program's), which Landlock would otherwise stop. */
+	scenario_init(&sc, fx);
+	sc.probe = PROBE_NO_LANDLOCK;
+	sc.probe_program = true;
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	{
+		struct results res;
+
+		results_load(fx, &res);
+		EXPECT(&res, "done", "OK");
+		EXPECT(&res, "proc_self_mem_write", "EROFS");
+		EXPECT(&res, "proc_self_mem_read", "OK");
+		free(res.text);
+	}
 
 	/* Gated: the mount view holds the gate without Landlock (the host
 	 * noexec, only the allowed program, its loader and libraries bound
@@ -1202,7 +1265,7 @@ static int refuse_child(void *arg)
 	memset(&s, 0, sizeof(s));
 	s.uid = sbx_test_uid();
 	s.gid = sbx_test_gid();
-	sbx_strlcpy(s.home, sizeof(s.home), "/tmp/home");
+	sbx_strlcpy(s.home, sizeof(s.home), HOME_DIR);
 	sbx_strlcpy(s.workspace, sizeof(s.workspace), fx->ws);
 	memset(&run, 0, sizeof(run));
 	run.profile = p;
@@ -1253,6 +1316,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_landlock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_degraded_foreign_tmp_home, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_floor_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abi_limit, setup, teardown),
 	};

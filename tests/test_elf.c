@@ -1065,6 +1065,44 @@ static void test_set_untrusted_symlink(void **state)
 	sbx_exec_set_free(&s);
 }
 
+/* A directory entry makes its whole tree executable: a subdirectory or a
+ * file in it the agent could change refuses the entry. */
+static void test_set_directory_untrusted_inside(void **state)
+{
+	static unsigned char buf[4096];
+	struct synth sp = basic(ELFCLASS64, EM_X86_64);
+	struct sbx_exec_set s;
+	struct sbx_error err = { 0 };
+	struct layout L;
+	size_t len;
+
+	(void)state;
+	REQUIRE_TREE();
+	mkdirs("tree/ok");
+	len = synth_build(&sp, buf, sizeof(buf), &L);
+	write_file(pathf("tree/ok/prog"), buf, len, 0755);
+	/* Positive control: all root's. */
+	sbx_exec_set_init(&s);
+	assert_int_equal(sbx_exec_set_add(&s, pathf("tree"), &err), 0);
+	sbx_exec_set_free(&s);
+	/* A subdirectory the agent owns. */
+	mkdirs("tree/agentdir");
+	assert_int_equal(chown(pathf("tree/agentdir"), sbx_test_uid(), sbx_test_gid()), 0);
+	sbx_exec_set_init(&s);
+	assert_int_equal(sbx_exec_set_add(&s, pathf("tree"), &err), -EPERM);
+	assert_non_null(strstr(err.msg, "agentdir"));
+	assert_non_null(strstr(err.msg, "not owned by root"));
+	assert_int_equal(s.n, 0);
+	sbx_exec_set_free(&s);
+	assert_int_equal(rmdir(pathf("tree/agentdir")), 0);
+	/* A file anyone may write. */
+	assert_int_equal(chmod(pathf("tree/ok/prog"), 0757), 0);
+	sbx_exec_set_init(&s);
+	assert_int_equal(sbx_exec_set_add(&s, pathf("tree"), &err), -EPERM);
+	assert_non_null(strstr(err.msg, "writable by group or others"));
+	sbx_exec_set_free(&s);
+}
+
 /* A fresh set with one path added (which must succeed). */
 static void set_of(struct sbx_exec_set *s, const char *path)
 {
@@ -1488,6 +1526,7 @@ int main(void)
 		cmocka_unit_test(test_set_vs_ldd),
 		cmocka_unit_test(test_set_directory),
 		cmocka_unit_test(test_set_untrusted_symlink),
+		cmocka_unit_test(test_set_directory_untrusted_inside),
 		cmocka_unit_test(test_set_search_rules),
 		cmocka_unit_test(test_set_refusals),
 		cmocka_unit_test(test_set_unresolved_cut),

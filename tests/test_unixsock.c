@@ -96,13 +96,17 @@ static int child(void *arg)
 	struct thread_arg t;
 	pthread_t th;
 	pid_t sup;
-	int chan, own, tcp, fd, e;
+	char secret_sock[200];
+	int chan, own, secret, tcp, fd, e;
 
 	(void)arg;
 	/* Dropping from root left this process non-dumpable; the sandbox's
 	 * program is dumpable (see the non-dumpable case below). */
 	CHILD_CHECK(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0);
 	sbx_profile_init_default(&p);
+	/* A secret socket inside the workspace. */
+	snprintf(secret_sock, sizeof(secret_sock), "%s/ws/secret.sock", tmp_dir);
+	snprintf(p.deny_read[p.n_deny_read++], SBX_PATH_MAX, "%s", secret_sock);
 	memset(&s, 0, sizeof(s));
 	s.uid = getuid();
 	snprintf(s.home, sizeof(s.home), "%s/home", tmp_dir);
@@ -118,6 +122,9 @@ static int child(void *arg)
 	snprintf(link, sizeof(link), "/tmp/sbx-test-unix-link-%d", (int)getpid());
 	own = child_bind(mine);
 	CHILD_CHECK(own >= 0);
+	secret = child_bind(secret_sock);
+	CHILD_CHECK(secret >= 0);
+	CHILD_CHECK(try_connect(secret_sock) == 0);	/* control, before the filter */
 	CHILD_CHECK(symlink(host_sock, link) == 0);
 	/* Controls before the filter: the host socket answers anyone. */
 	CHILD_CHECK(try_connect(host_sock) == 0);
@@ -167,13 +174,41 @@ static int child(void *arg)
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHILD_CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
 	close(fd);
-	/* Datagram sockets would name a peer per send: none. */
+	/* Datagram sockets would name a peer per send: none. SOCK_RAW is
+	 * one too for AF_UNIX (the kernel makes it SOCK_DGRAM). */
 	CHILD_ERRNO(socket(AF_UNIX, SOCK_DGRAM, 0), EPERM);
 	CHILD_ERRNO(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), EPERM);
+	CHILD_ERRNO(socket(AF_UNIX, SOCK_RAW, 0), EPERM);
+	CHILD_ERRNO(socket(AF_UNIX, SOCK_RDM, 0), EPERM);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	CHILD_CHECK(fd >= 0);
+	close(fd);
+	/* Magic links would be resolved in the supervisor's context (its
+	 * /proc/self is not the caller's): refused. The kernel alone would
+	 * have connected this one. */
+	CHILD_CHECK(try_connect("/proc/self/cwd/ws/mine.sock") == EACCES);
+	/* An address longer than a sockaddr_un is the kernel's EINVAL, and
+	 * the supervisor is still there afterwards. */
+	{
+		struct sockaddr_storage ss;
+		struct sockaddr_un *sun = (struct sockaddr_un *)&ss;
+
+		memset(&ss, 'A', sizeof(ss));
+		sun->sun_family = AF_UNIX;
+		sun->sun_path[0] = '/';
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		CHILD_CHECK(fd >= 0);
+		CHILD_ERRNO(connect(fd, (struct sockaddr *)&ss, sizeof(ss)), EINVAL);
+		close(fd);
+		CHILD_CHECK(try_connect(mine) == 0);
+	}
+	/* A secret stays one, socket or not, in a place it may write. */
+	CHILD_CHECK(try_connect(secret_sock) == EACCES);
 	{
 		int sv[2];
 
 		CHILD_ERRNO(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), EPERM);
+		CHILD_ERRNO(socketpair(AF_UNIX, SOCK_RAW, 0, sv), EPERM);
 		CHILD_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
 		close(sv[0]);
 		close(sv[1]);
@@ -190,8 +225,10 @@ static int child(void *arg)
 	CHILD_CHECK(try_connect(mine) == ENOSYS);
 	CHILD_CHECK(try_connect(host_sock) == ENOSYS);
 	close(own);
+	close(secret);
 	close(tcp);
 	unlink(mine);
+	unlink(secret_sock);
 	unlink(link);
 	return 0;
 }

@@ -1266,16 +1266,29 @@ static void cls_unix(void)
 		close(sv[0]);
 		close(sv[1]);
 	}
-	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s >= 0) {
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	/* SOCK_RAW is a datagram socket for AF_UNIX (the kernel makes it
+	 * SOCK_DGRAM): the same ban must hold. */
+	put_ret("raw_socket", socket(AF_UNIX, SOCK_RAW | SOCK_CLOEXEC, 0), true);
+	s = socketpair(AF_UNIX, SOCK_RAW | SOCK_CLOEXEC, 0, sv);
+	put_ret("raw_socketpair", s, false);
+	if (s == 0) {
+		close(sv[0]);
+		close(sv[1]);
+	}
+	for (int k = 0; k < 2; k++) {
+		const char *name = k ? "host_dgram_raw" : "host_dgram";
 
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", dgram);
-		put_ret("host_dgram", sendto(s, "sbx-esc", 7, 0, (struct sockaddr *)&sa, sizeof(sa)),
-			false);
-		close(s);
-	} else {
-		put("host_dgram", "%s", err_name(errno));
+		s = socket(AF_UNIX, (k ? SOCK_RAW : SOCK_DGRAM) | SOCK_CLOEXEC, 0);
+		if (s >= 0) {
+			struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+			snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", dgram);
+			put_ret(name, sendto(s, "sbx-esc", 7, 0, (struct sockaddr *)&sa, sizeof(sa)),
+				false);
+			close(s);
+		} else {
+			put(name, "%s", err_name(errno));
+		}
 	}
 	if (A.abstract)
 		unix_connect("abstract_host", SOCK_STREAM, A.abstract, true);

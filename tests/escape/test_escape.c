@@ -107,7 +107,7 @@ struct expect {
 	STOPS("processes", "pidfd_getfd:" t, p, "EPERM", "seccomp")
 /* Another process's /proc files that take ptrace access. */
 #define PROC_FILES(t, p, w, l)                                                       \
-	STOPS("processes", "mem_rw:" t, p, w, l),                                    \
+	STOPS("processes", "mem_rw:" t, p, w "|EROFS", l " (or /proc read-only)"),   \
 	STOPS("processes", "environ:" t, p, w, l),                                   \
 	STOPS("processes", "fd_link:" t, p, w, l),                                   \
 	STOPS("processes", "root_readlink:" t, p, w, l),                             \
@@ -305,7 +305,8 @@ static const struct expect table[] = {
 	STOPS("fs_boundary", "link_secret", PNS, "EXDEV|EROFS", "mount mask (a mount point cannot be linked)"),
 	STOPS("fs_boundary", "link_secret", PU, "EXDEV|EACCES", "landlock (refer)"),
 	OPEN("fs_boundary", "link_secret", PB, "OK", "read_boundary"),
-	STOPS("fs_boundary", "proc_sys_hostname", PNS, "EACCES", "DAC (root's sysctl)"),
+	STOPS("fs_boundary", "proc_sys_hostname", PNS, "EACCES|EROFS",
+	      "DAC (root's sysctl); /proc read-only without Landlock"),
 	STOPS("fs_boundary", "proc_sys_hostname", PU, "EACCES", "landlock + DAC"),
 	STOPS("fs_boundary", "proc_sys_hostname", PB, "EACCES", "DAC only"),
 	/* ENOENT on a kernel without transparent huge pages. */
@@ -409,6 +410,9 @@ static const struct expect table[] = {
 	STOPS("unix", "host_sock_symlink", PALL, "EACCES", "seccomp user-notification supervisor"),
 	STOPS("unix", "dgram_socket", PALL, "EPERM", "seccomp (no unix datagrams)"),
 	STOPS("unix", "dgram_socketpair", PALL, "EPERM", "seccomp (no unix datagrams)"),
+	STOPS("unix", "raw_socket", PALL, "EPERM", "seccomp (SOCK_RAW is a unix datagram)"),
+	STOPS("unix", "raw_socketpair", PALL, "EPERM", "seccomp (SOCK_RAW is a unix datagram)"),
+	STOPS("unix", "host_dgram_raw", PALL, "EPERM", "seccomp (SOCK_RAW is a unix datagram)"),
 	STOPS("unix", "host_dgram", PALL, "EPERM", "seccomp (no unix datagrams)"),
 	STOPS("unix", "abstract_host", PNS, "ECONNREFUSED", "network namespace"),
 	STOPS("unix", "abstract_host", PDEG, "EACCES", "seccomp user-notification supervisor"),

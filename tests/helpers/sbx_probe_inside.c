@@ -358,6 +358,11 @@ static void check_processes(pid_t outside)
 		waitpid(child, NULL, 0);
 	}
 	put("pid", "%d", (int)getpid());
+	/* Writing its own /proc/self/mem rewrites code pages (of an allowed
+	 * program too, under the gate): Landlock refuses the open, and
+	 * without Landlock the read-only /proc does. Control: reading. */
+	put_ret("proc_self_mem_write", open("/proc/self/mem", O_RDWR | O_CLOEXEC), true);
+	put_ret("proc_self_mem_read", open("/proc/self/mem", O_RDONLY | O_CLOEXEC), true);
 	put_ret("unshare_user", unshare(CLONE_NEWUSER), false);
 	put_ret("unshare_net", unshare(CLONE_NEWNET), false);
 }
