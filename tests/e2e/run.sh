@@ -12,6 +12,7 @@
 #           /etc/agent-sandbox/agent-sandbox.conf exist only there. So the
 #           SHIPPED agent-shell (which only reads the fixed config path) is
 #           tested as installed, and an existing host config is never touched.
+#     /var/log  an overlay too (lastlog, wtmp of the accounts and sessions).
 #     /run  a fresh tmpfs: /run/sshd (privilege separation) and
 #           /run/agent-sandbox (the session records, the fixed path the shell
 #           verifies) are the test's own; /run/e2e is a bind of the test
