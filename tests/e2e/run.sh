@@ -374,6 +374,12 @@ after_last_session() {
 
 setup_shipped() {
 	local pamdir base u i port
+	# The names the shipped [match] rules use must be this world's alone: a
+	# host that has them would lend it its own accounts and members.
+	for u in agents reviewers; do
+		! NS getent group "$u" >/dev/null || { echo "the host has a group $u: its members would be checked here"; return 1; }
+	done
+	! NS getent passwd "$S_CI" >/dev/null || { echo "the host has an account $S_CI"; return 1; }
 	S_A=$(snippet_line agent-sandbox-sshd account) || return 1
 	S_S=$(snippet_line agent-sandbox-sshd session) || return 1
 	L_A=$(snippet_line agent-sandbox-login account) || return 1
