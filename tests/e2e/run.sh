@@ -882,8 +882,9 @@ t_forwarding_netns_without_dropin() {
 		echo "  -R: $(head -1 "$T/br.err")"
 	fi
 	wait $rpid 2>/dev/null
-	# Without the drop-in, sshd runs ~/.ssh/rc through /bin/sh: outside
-	# agent-shell (here it can only write where the PAM stage's view lets it).
+	# Without the drop-in, sshd runs ~/.ssh/rc: as popen("<login shell> -c
+	# '/bin/sh ~/.ssh/rc'") in OpenSSH 9.2, so the file's commands run
+	# under agent-shell (t_shipped_reviewer shows them under its seccomp).
 	rm -f "$W/ws/$AGENT/rc-marker"
 	sshc b "$AGENT" true
 	rc=$([ -e "$W/ws/$AGENT/rc-marker" ] && echo ran || echo "not run")
