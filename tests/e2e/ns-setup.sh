@@ -19,6 +19,10 @@ mount --bind "$world" /run/e2e
 # /etc: an overlay, so accounts, PAM services and the config exist only here.
 mkdir /run/ovl/upper /run/ovl/work
 mount -t overlay -o lowerdir=/etc,upperdir=/run/ovl/upper,workdir=/run/ovl/work e2e-etc /etc
+# /var/log: useradd resets the new uids' lastlog and faillog records, and
+# sshd and login append to wtmp and lastlog; all of it stays here.
+mkdir /run/ovl/log-upper /run/ovl/log-work
+mount -t overlay -o lowerdir=/var/log,upperdir=/run/ovl/log-upper,workdir=/run/ovl/log-work e2e-log /var/log
 # /dev: the usual nodes, a devpts instance for the session PTYs, and room
 # for /dev/log (the syslog sink binds it).
 mount --rbind /dev /run/hostdev

@@ -12,6 +12,7 @@
 #           /etc/agent-sandbox/agent-sandbox.conf exist only there. So the
 #           SHIPPED agent-shell (which only reads the fixed config path) is
 #           tested as installed, and an existing host config is never touched.
+#     /var/log  an overlay too (lastlog, wtmp of the accounts and sessions).
 #     /run  a fresh tmpfs: /run/sshd (privilege separation) and
 #           /run/agent-sandbox (the session records, the fixed path the shell
 #           verifies) are the test's own; /run/e2e is a bind of the test
@@ -31,6 +32,18 @@
 #     B  sbxe2e-<r>-b  no drop-in,      module "netns"
 #     C  sbxe2e-<r>-c  no drop-in,      no netns (the hole the drop-in closes)
 #     D  sbxe2e-<r>-d  shipped drop-in, module "netns", internal-sftp
+#
+#   The shipped files, as shipped (t_shipped_*): a mount namespace nested in
+#   the world's (ns-setup-shipped.sh) stands for a Debian host that followed
+#   README "Deploying on a host": etc/agent-sandbox.conf at
+#   /etc/agent-sandbox/agent-sandbox.conf as "make install" writes it (only
+#   agent_shell rewritten, by the Makefile's own rule), the module in the
+#   system PAM directory, /etc/pam.d/{sshd,login,su,runuser,runuser-l} edited
+#   with the lines of etc/pam.d/agent-sandbox-* where step 2 says, the drop-in
+#   in /etc/ssh/sshd_config.d, packaging/postinst run, accounts enrolled with
+#   agent-shell --enroll. Its sshd S is /usr/sbin/sshd itself (PAM service
+#   "sshd", which the shipped profiles' "services = sshd" names) with the
+#   default /etc/ssh/sshd_config, so agent-shell --doctor checks what runs.
 set -u
 export LC_ALL=C
 
@@ -88,34 +101,45 @@ FLOOR=sbxf-$R		# its profile requires a guarantee it can never hold
 LIMIT=sbxl-$R		# max_sessions = 2
 SVC=sbxe2e-$R
 OPEN=/var/tmp/sbxe2e-$R	# agent-writable by Unix permissions, outside the workspace
-HOLDER="" SINK="" LISTENER="" AGENT_PID="" SSHD_PIDS=()
+HOLDER="" SINK="" LISTENER="" ULISTENER="" AGENT_PID="" SSHD_PIDS=()
+# The shipped-config world. The group and ci-runner names are the shipped
+# [match] rules'; they exist only in that namespace's /etc.
+S_HOLDER=""
+S_CODER=sbxc-$R		# in group agents     -> profile coder
+S_REV=sbxr-$R		# in group reviewers  -> profile reviewer
+S_CI=ci-runner		# user rule           -> profile ci
+S_PLAIN=sbxp-$R		# no agent: the positive control of su, runuser and login
+S_WRONG=sbxq-$R		# in group agents with /bin/bash: refused by the account line
 
 cleanup() {
-	local p uid
+	local p uid h ns
 	trap - EXIT INT TERM
-	for p in "${SSHD_PIDS[@]}" $SINK $LISTENER $AGENT_PID; do
+	for p in "${SSHD_PIDS[@]}" $SINK $LISTENER $ULISTENER $AGENT_PID; do
 		kill "$p" 2>/dev/null
 	done
-	# Session processes of our accounts (uids exist only in our namespace).
+	# Session processes of our accounts (uids exist only in our namespaces;
+	# a process with the same uid in the host's mount namespace is not ours:
+	# every session runs in the world's namespace or one made under it).
 	for uid in $(cat "$T/uids" 2>/dev/null); do
 		for p in $(awk -v u="$uid" '/^Uid:/ { if ($2 == u) print FILENAME }' \
 				/proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do
+			[ "$(readlink "/proc/$p/ns/mnt" 2>/dev/null)" = "$(readlink /proc/self/ns/mnt)" ] &&
+				continue
 			kill -KILL "$p" 2>/dev/null
 		done
 	done
-	# Everything still in our mount namespace was started by this test
+	# Everything still in our mount namespaces was started by this test
 	# (sshds, their session processes, the sink): none may outlive it.
-	if [ -n "$HOLDER" ] && ns=$(readlink "/proc/$HOLDER/ns/mnt") &&
-		[ "$ns" != "$(readlink /proc/self/ns/mnt)" ]; then
+	for h in $S_HOLDER $HOLDER; do
+		ns=$(readlink "/proc/$h/ns/mnt") || continue
+		[ "$ns" != "$(readlink /proc/self/ns/mnt)" ] || continue
 		for p in /proc/[0-9]*; do
 			[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] || continue
-			[ "${p#/proc/}" = "$HOLDER" ] || kill -KILL "${p#/proc/}" 2>/dev/null
+			[ "${p#/proc/}" = "$h" ] || kill -KILL "${p#/proc/}" 2>/dev/null
 		done
-	fi
-	if [ -n "$HOLDER" ]; then
-		kill "$HOLDER" 2>/dev/null
-		wait "$HOLDER" 2>/dev/null
-	fi
+		kill "$h" 2>/dev/null
+		wait "$h" 2>/dev/null
+	done
 	wait 2>/dev/null
 	# Nothing is mounted on the host side; -xdev is belt and braces.
 	case "$T" in /tmp/sbxe2e-*) rm -rf --one-file-system "$T" ;; esac
@@ -315,6 +339,228 @@ setup() {
 	LPORT=$(cat "$T/listen.port") || return 1
 	AGENT_UID=$(NS id -u "$AGENT")
 	return 0
+}
+
+# ---- set-up of the shipped-config world ----------------------------------
+
+NSS() { nsenter -t "$S_HOLDER" -m -- "$@"; }
+NSSBG() { nsenter -t "$S_HOLDER" -m -- "$@" & }
+# The project's own make rules, without the jobserver of the "make check"
+# that may be running this script.
+mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "$SRC" "$@"; }
+# snippet_line FILE KIND: the one active line of KIND (account, session) in
+# etc/pam.d/FILE, as an admin copies it.
+snippet_line() {
+	local l
+	l=$(grep -E "^$2[[:space:]]" "$SRC/etc/pam.d/$1")
+	[ "$(printf '%s\n' "$l" | wc -l)" -eq 1 ] && [ -n "$l" ] ||
+		{ echo "etc/pam.d/$1: not exactly one $2 line" >&2; return 1; }
+	printf '%s\n' "$l"
+}
+# pam_edit STACK: the shipped world's /etc/pam.d/STACK, edited with FILTER (stdin -> stdout).
+pam_edit() {
+	local stack=$1
+	shift
+	NSS cat "/etc/pam.d/$stack" | "$@" >"$T/pam.$stack" || return 1
+	NSS tee "/etc/pam.d/$stack" <"$T/pam.$stack" >/dev/null
+}
+# The session line goes after the last session line (README step 2; on
+# Debian 12's sshd stack that is "pam_selinux.so open", where the
+# walkthrough's sed puts it).
+after_last_session() {
+	awk -v line="$1" '{ l[NR] = $0 } /^-?session[ \t]/ { last = NR }
+		END { for (i = 1; i <= NR; i++) { print l[i]; if (i == last) print line } }'
+}
+
+setup_shipped() {
+	local pamdir base u i port
+	# The names the shipped [match] rules use must be this world's alone: a
+	# host that has them would lend it its own accounts and members.
+	for u in agents reviewers; do
+		! NS getent group "$u" >/dev/null || { echo "the host has a group $u: its members would be checked here"; return 1; }
+	done
+	! NS getent passwd "$S_CI" >/dev/null || { echo "the host has an account $S_CI"; return 1; }
+	S_A=$(snippet_line agent-sandbox-sshd account) || return 1
+	S_S=$(snippet_line agent-sandbox-sshd session) || return 1
+	L_A=$(snippet_line agent-sandbox-login account) || return 1
+	L_S=$(snippet_line agent-sandbox-login session) || return 1
+	U_A=$(snippet_line agent-sandbox-su account) || return 1
+	U_S=$(snippet_line agent-sandbox-su session) || return 1
+	# "make install": where it puts the module, and the config it installs
+	# (its install-conf-file rule, with BINDIR where this test's binary is).
+	pamdir=$(mk --eval 'sbxe2e-pamdir: ; @echo $(PAMDIR)' sbxe2e-pamdir) || return 1
+	mk install-conf-file BUILD="$T/mk" BINDIR="$WN/bin" || return 1
+	S_CONF=$T/mk/install/agent-sandbox.conf
+	diff "$SRC/etc/agent-sandbox.conf" "$S_CONF" >"$T/conf.diff"
+	# Nothing but the agent_shell value differs from etc/agent-sandbox.conf.
+	[ "$(grep -c '^[<>]' "$T/conf.diff")" -eq 2 ] &&
+		grep -q '^< agent_shell = /usr/local/bin/agent-shell ' "$T/conf.diff" &&
+		grep -q "^> agent_shell = $WN/bin/agent-shell " "$T/conf.diff" ||
+		{ echo "installed config differs from etc/agent-sandbox.conf beyond agent_shell:"; cat "$T/conf.diff"; return 1; }
+
+	# The namespace, nested in the world's.
+	NSBG unshare -m --propagation private sleep 100000
+	S_HOLDER=$!
+	for _ in $(seq 50); do
+		[ "$(cat /proc/$S_HOLDER/comm 2>/dev/null)" = sleep ] &&
+			[ "$(readlink /proc/$S_HOLDER/ns/mnt)" != "$(readlink /proc/$HOLDER/ns/mnt)" ] && break
+		sleep 0.1
+	done
+	[ "$(readlink /proc/$S_HOLDER/ns/mnt)" != "$(readlink /proc/$HOLDER/ns/mnt)" ] || return 1
+	NSS /bin/bash "$HERE/ns-setup-shipped.sh" "$(readlink /proc/self/ns/mnt)" \
+		"$(readlink /proc/$HOLDER/ns/mnt)" "$pamdir" || return 1
+
+	# Step 1, install (make install's files; the .deb's postinst for the
+	# state directory and the agents group).
+	NSS install -m 0644 "$WN/bin/pam_agent_sandbox.so" "$pamdir/pam_agent_sandbox.so" || return 1
+	NSS install -d -m 0755 /etc/agent-sandbox /etc/agent-sandbox/skel || return 1
+	NSS install -m 0644 "$S_CONF" /etc/agent-sandbox/agent-sandbox.conf || return 1
+	NSS install -m 0644 "$SRC/etc/skel/.bashrc" "$SRC/etc/skel/.profile" /etc/agent-sandbox/skel/ || return 1
+	NSS install -d -m 0755 /etc/ssh/sshd_config.d || return 1
+	# Only the shipped drop-in in sshd_config.d (a host's own would be read too).
+	NSS find /etc/ssh/sshd_config.d -mindepth 1 -maxdepth 1 ! -name agent-sandbox.conf -print -delete
+	NSS install -m 0644 "$SRC/etc/sshd_config.d/agent-sandbox.conf" /etc/ssh/sshd_config.d/agent-sandbox.conf ||
+		return 1
+	NSS sh "$SRC/packaging/postinst" configure "" >"$T/postinst.out" 2>&1 ||
+		{ cat "$T/postinst.out"; return 1; }
+
+	# Step 2, PAM, as README says: sshd (the netns session line last),
+	# login and su, runuser and runuser-l.
+	pam_edit sshd sed "/^@include common-account/i $S_A" || return 1
+	pam_edit sshd after_last_session "$S_S" || return 1
+	for u in login su; do
+		local a=$L_A s=$L_S
+		[ "$u" = su ] && a=$U_A s=$U_S
+		pam_edit "$u" sed "/^@include common-account/i $a" || return 1
+		pam_edit "$u" sed "/^@include common-session/a $s" || return 1
+	done
+	pam_edit runuser sh -c 'cat; printf "%s\naccount required pam_permit.so\n%s\n" "$1" "$2"' - "$U_A" "$U_S" ||
+		return 1
+	pam_edit runuser-l sh -c 'cat; printf "%s\naccount required pam_permit.so\n" "$1"' - "$U_A" || return 1
+
+	# sshd_config: Debian 12's (the Include first, then its settings), and
+	# this test's port, key and users.
+	port=$("$PY" "$HELPER" freeport)
+	PORT_s=$port
+	NSS tee /etc/ssh/sshd_config >/dev/null <<-EOF
+	Include /etc/ssh/sshd_config.d/*.conf
+	KbdInteractiveAuthentication no
+	UsePAM yes
+	X11Forwarding yes
+	PrintMotd no
+	AcceptEnv LANG LC_*
+	Subsystem sftp $SFTP_SERVER
+	# tests/e2e/run.sh
+	Port $port
+	ListenAddress 127.0.0.1
+	HostKey $WN/sshd/hostkey
+	PidFile $WN/sshd/s.pid
+	PasswordAuthentication no
+	LogLevel VERBOSE
+	AllowUsers $S_CODER $S_REV $S_CI $S_WRONG
+	EOF
+
+	# Step 3, enrol: accounts with uids of this test's own (a free block, so
+	# that teardown's kill by uid can only hit our sessions), then
+	# agent-shell --enroll does the rest (login shell, group, workspace,
+	# isolated home).
+	base=$((63000 + (0x$R % 200) * 8))
+	for i in 0 1 2 3 4; do
+		NS getent passwd $((base + i)) >/dev/null && { echo "uid $((base + i)) in use"; return 1; }
+		[ -z "$(awk -v u=$((base + i)) '/^Uid:/ { if ($2 == u) print FILENAME }' /proc/[0-9]*/status 2>/dev/null)" ] ||
+			{ echo "uid $((base + i)) has processes"; return 1; }
+	done
+	S_UID_WRONG=$((base + 4))
+	echo "$S_UID_WRONG" >>"$T/uids"
+	i=0
+	for u in $S_CODER $S_REV $S_CI $S_PLAIN; do
+		# (useradd warns that the uid is above UID_MAX: on purpose.)
+		NSS useradd --create-home --uid $((base + i)) --user-group --shell /bin/sh "$u" \
+			2>"$T/useradd.err" || { cat "$T/useradd.err"; return 1; }
+		echo $((base + i)) >>"$T/uids"
+		i=$((i + 1))
+	done
+	NSS "$WN/bin/agent-shell" --enroll "$S_CODER" >"$T/enroll.out" 2>&1 &&
+		NSS "$WN/bin/agent-shell" --enroll "$S_REV" --profile reviewer >>"$T/enroll.out" 2>&1 &&
+		NSS "$WN/bin/agent-shell" --enroll "$S_CI" >>"$T/enroll.out" 2>&1 ||
+		{ cat "$T/enroll.out"; return 1; }
+	# The roots the profiles name (README step 3: a missing one refuses
+	# every session).
+	NSS install -d /opt/toolchains || return 1
+	echo "toolchain $R" >"$T/toolchain"
+	NSS install -m 0644 "$T/toolchain" /opt/toolchains/VERSION || return 1
+	for u in $S_CODER $S_REV; do
+		NSS install -d -m 0750 -o "$u" -g "$u" "/srv/agents/$u/cache" || return 1
+	done
+	NSS install -d -m 0750 -o "$S_REV" -g "$S_REV" "/srv/agents/$S_REV/notes" || return 1
+	echo "to review $R" >"$T/review"
+	NSS install -m 0640 -o "$S_REV" -g "$S_REV" "$T/review" "/srv/agents/$S_REV/workspace/README.txt" || return 1
+	# Keys in the passwd homes (sshd reads them before the PAM stage).
+	for u in $S_CODER $S_REV $S_CI; do
+		NSS install -d -m 0700 -o "$u" -g "$u" "/home/$u/.ssh" || return 1
+		NSS install -m 0600 -o "$u" -g "$u" "$W/client/id.pub" "/home/$u/.ssh/authorized_keys" || return 1
+	done
+	# The non-agent control logs in with /bin/sh, whose ~/.profile says so and ends it.
+	printf 'echo "plain-login $(id -un)"\nexit 0\n' >"$T/plain.profile"
+	NSS install -m 0644 -o "$S_PLAIN" -g "$S_PLAIN" "$T/plain.profile" "/home/$S_PLAIN/.profile" || return 1
+	# The ci job's project, in its workspace.
+	ci_project "$T/ciproj" || return 1
+	NSS cp -r "$T/ciproj/." "/srv/ci/$S_CI/build/" || return 1
+	NSS chown -R "$S_CI:$S_CI" "/srv/ci/$S_CI/build" || return 1
+
+	# A host service on a unix socket (a path every session's view shows).
+	"$PY" "$HELPER" ulisten "$W/unix.sock" "$T/ulisten.log" &
+	ULISTENER=$!
+
+	NSS "$WN/bin/agent-shell" --check-config >"$T/s-check-config.out" 2>&1 ||
+		{ cat "$T/s-check-config.out"; return 1; }
+	NSS /usr/sbin/sshd -t || return 1
+	NSSBG /usr/sbin/sshd -D -E "$WN/sshd/s.log"
+	SSHD_PIDS+=($!)
+	for _ in $(seq 100); do
+		[ "$("$PY" "$HELPER" probe "$port")" != refused ] && break
+		sleep 0.1
+	done
+	[ "$("$PY" "$HELPER" probe "$port")" != refused ]
+}
+
+# ci_project DIR: a small C project whose build runs cc, gcc, as and ld,
+# and a "probe" target that prints the session's report and tries what the
+# gate must refuse (only sh and make builtins: nothing else is allowed).
+ci_project() {
+	mkdir -p "$1" || return 1
+	cat >"$1/main.c" <<-'EOF'
+	#include <stdio.h>
+	int twice(int);
+	int answer(void);
+	int main(void) { printf("hello %d\n", twice(answer())); return 0; }
+	EOF
+	printf 'int twice(int x) { return 2 * x; }\n' >"$1/util.c"
+	cat >"$1/answer.s" <<-'EOF'
+		.text
+		.globl answer
+		.type answer, @function
+	answer:
+		movl $21, %eax
+		ret
+		.section .note.GNU-stack,"",@progbits
+	EOF
+	# Recipes need their tab: not a <<- here-document, which strips it.
+	printf '%s\n' \
+		'all: hello' '	@echo "build=ok"' \
+		'hello: main.o both.o' '	cc -o $@ main.o both.o' \
+		'both.o: util.o answer.o' '	ld -r -o $@ util.o answer.o' \
+		'main.o: main.c' '	cc -c main.c' \
+		'util.o: util.c' '	gcc -c util.c' \
+		'answer.o: answer.s' '	as -o $@ answer.s' \
+		'probe:' \
+		'	$(info REPORT=$(file <$(HOME)/.agent-sandbox/reports/$(AGENT_SANDBOX_SESSION).json))' \
+		'	@echo "pwd=$$PWD"' \
+		'	@/usr/bin/id 2>&1; echo "id_exit=$$?"' \
+		'	@/lib64/ld-linux-x86-64.so.2 /usr/bin/id 2>&1; echo "ldso_id_exit=$$?"' \
+		'	@./hello 2>&1; echo "hello_exit=$$?"' \
+		'	@/lib64/ld-linux-x86-64.so.2 ./hello 2>&1; echo "ldso_hello_exit=$$?"' \
+		>"$1/Makefile"
 }
 
 # ---- client helpers ------------------------------------------------------
@@ -636,8 +882,9 @@ t_forwarding_netns_without_dropin() {
 		echo "  -R: $(head -1 "$T/br.err")"
 	fi
 	wait $rpid 2>/dev/null
-	# Without the drop-in, sshd runs ~/.ssh/rc through /bin/sh: outside
-	# agent-shell (here it can only write where the PAM stage's view lets it).
+	# Without the drop-in, sshd runs ~/.ssh/rc: as popen("<login shell> -c
+	# '/bin/sh ~/.ssh/rc'") in OpenSSH 9.2, so the file's commands run
+	# under agent-shell (t_shipped_reviewer shows them under its seccomp).
 	rm -f "$W/ws/$AGENT/rc-marker"
 	sshc b "$AGENT" true
 	rc=$([ -e "$W/ws/$AGENT/rc-marker" ] && echo ran || echo "not run")
@@ -771,8 +1018,336 @@ t_max_sessions_and_crashed_sshd() {
 	return $ok
 }
 
+# ---- the shipped files, as shipped (README "Deploying on a host") ----------
+
+# sshs USER CMD: a session of sshd S.
+sshs() { sshc s "$@"; }
+# slog_has SID WHAT: the world's syslog has a line of session SID with WHAT.
+slog_has() { grep -F "session=$1 " "$W/syslog.log" | grep -qF -- "$2"; }
+# sshd_t USER KEY: sshd S's effective value of KEY for USER (sshd -T -C).
+sshd_t() {
+	NSS /usr/sbin/sshd -T -C "user=$1,host=localhost,addr=127.0.0.1" 2>/dev/null |
+		awk -v k="$2" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }'
+}
+
+t_shipped_installed_as_make_install() {
+	local u ok=0 key
+	echo "  config: only agent_shell differs from etc/agent-sandbox.conf ($(grep '^>' "$T/conf.diff" | cut -c3- | cut -d'#' -f1))"
+	echo "  --check-config: $(head -1 "$T/s-check-config.out")"
+	NSS cmp "$SRC/etc/sshd_config.d/agent-sandbox.conf" /etc/ssh/sshd_config.d/agent-sandbox.conf ||
+		{ echo "  the drop-in is not the shipped one"; ok=1; }
+	[ "$(NSS head -1 /etc/ssh/sshd_config)" = "Include /etc/ssh/sshd_config.d/*.conf" ] || ok=1
+	sed 's/^/  enrol: /' "$T/enroll.out" | grep -E 'gets profile|added .* to group|created (workspace|isolated)'
+	grep -qx "$S_CODER gets profile coder (group rule)" "$T/enroll.out" || ok=1
+	grep -qx "$S_REV gets profile reviewer (group rule)" "$T/enroll.out" || ok=1
+	grep -qx "$S_CI gets profile ci (user rule)" "$T/enroll.out" || ok=1
+	# What the drop-in gives each account (sshd -T, the effective config).
+	for u in $S_CODER $S_REV $S_CI; do
+		local line="" bad=""
+		for key in disableforwarding allowtcpforwarding permituserrc x11forwarding permittunnel; do
+			line="$line $key=$(sshd_t "$u" $key)"
+		done
+		echo "  sshd -T -C user=$u ($(NSS id -Gn "$u")):$line"
+		case "$line" in *"disableforwarding=yes"*"permituserrc=no"*) ;; *) bad=1 ;; esac
+		[ -z "$bad" ] || { echo "  the shipped drop-in does not apply to $u (not in group agents)"; ok=1; }
+	done
+	# The effective profiles' trees (after the shipped ceiling).
+	for u in $S_CODER $S_REV; do
+		NSS "$WN/bin/agent-shell" --explain "$u" 2>/dev/null | awk -v u="$u" '
+			/^profile / { p = $2 } /^roots/ { r = 1 } r && /^[a-z_]+ / && !/^roots/ { r = 0 }
+			r { sub(/^roots/, ""); gsub(/  +/, " "); print "  explain " u " (" p "): root" $0 }'
+	done
+	return $ok
+}
+
+t_shipped_doctor() {
+	local rc s ok=0
+	NSS "$WN/bin/agent-shell" --doctor >"$T/doctor.out" 2>&1
+	rc=$?
+	echo "  --doctor exit $rc: $(tail -1 "$T/doctor.out")"
+	grep -E '^(FAIL|WARN)' -A1 "$T/doctor.out" | sed 's/^/  | /'
+	[ $rc -eq 0 ] || ok=1
+	# Every stack step 2 edits, with the module in both phases.
+	for s in sshd login su su-l runuser runuser-l; do
+		grep -qE "^OK +pam +$s +module in the account and session phases" "$T/doctor.out" ||
+			{ echo "  doctor: pam $s not OK"; ok=1; }
+	done
+	return $ok
+}
+
+t_shipped_pam_stacks() {
+	local f ok=0 d sid out
+	# Each stack is Debian's plus exactly the snippet's lines, where README says.
+	for f in sshd login su runuser runuser-l; do
+		d=$(diff "/etc/pam.d/$f" <(NSS cat "/etc/pam.d/$f") | grep '^[<>]')
+		echo "  /etc/pam.d/$f: $(echo "$d" | grep -c '^>') line(s) added, $(echo "$d" | grep -c '^<') removed"
+		echo "$d" | grep -q '^<' && ok=1
+	done
+	NSS grep -B1 -x '@include common-account' /etc/pam.d/sshd | head -1 | grep -qxF "$S_A" ||
+		{ echo "  sshd: account line not right before @include common-account"; ok=1; }
+	[ "$(NSS grep -E '^-?session[[:space:]]' /etc/pam.d/sshd | tail -1)" = "$S_S" ] ||
+		{ echo "  sshd: the netns session line is not the last session line"; ok=1; }
+	for f in login su; do
+		NSS grep -B1 -x '@include common-account' "/etc/pam.d/$f" | head -1 |
+			grep -q '^account .*pam_agent_sandbox.so$' || { echo "  $f: account line misplaced"; ok=1; }
+		NSS grep -A1 -x '@include common-session' "/etc/pam.d/$f" | tail -1 |
+			grep -q '^session .*pam_agent_sandbox.so$' || { echo "  $f: session line misplaced"; ok=1; }
+	done
+	# In effect for sshd: the session phase is the shipped line (the
+	# module logs under service sshd, and its "netns" argument shows in
+	# what the stage did) ...
+	out=$(sshs "$S_CODER" 'echo "SID=$AGENT_SANDBOX_SESSION"')
+	sid=$(echo "$out" | sed -n 's/^SID=//p')
+	wait_for slog_has "$sid" "pam_agent_sandbox(sshd:session): session=$sid " ||
+		{ echo "  no module line from service sshd's session phase"; ok=1; }
+	grep -F "pam_agent_sandbox(sshd:session): session=$sid " "$W/syslog.log" | grep -qE 'pam_stage=([a-z_-]+,)*netns' ||
+		{ echo "  the session stage did not make a network namespace (netns argument)"; ok=1; }
+	echo "  session phase: $(grep -F "session=$sid " "$W/syslog.log" | grep -o 'pam_agent_sandbox(sshd:session).*' |
+		sed 's/ hash=.*pam_stage=/ ... pam_stage=/')"
+	# ... and the account phase is the shipped line: an account in group
+	# agents whose login shell is bash is refused by it, under sshd.
+	NSS useradd --create-home --uid "$S_UID_WRONG" --user-group --groups agents --shell /bin/bash "$S_WRONG" \
+		2>"$T/useradd.err" || { cat "$T/useradd.err"; return 1; }
+	NSS install -d -m 0700 -o "$S_WRONG" -g "$S_WRONG" "/home/$S_WRONG/.ssh"
+	NSS install -m 0600 -o "$S_WRONG" -g "$S_WRONG" "$W/client/id.pub" "/home/$S_WRONG/.ssh/authorized_keys"
+	if sshs "$S_WRONG" 'echo ran' >"$T/s-wrong.out" 2>&1 || grep -qx ran "$T/s-wrong.out"; then
+		echo "  $S_WRONG (bash, in agents) got a session"; ok=1
+	fi
+	wait_for syslog_has "pam_agent_sandbox(sshd:account): user $S_WRONG: refused: login shell /bin/bash" ||
+		{ echo "  no refusal from sshd's account phase"; ok=1; }
+	echo "  account phase: $(grep -o "pam_agent_sandbox(sshd:account): user $S_WRONG: refused: .*" "$W/syslog.log" | head -1)"
+	NSS userdel -r "$S_WRONG" 2>/dev/null
+	return $ok
+}
+
+# The probe of a coder or reviewer session (LPORT is known after set-up).
+s_probe() {
+	echo 'echo "PWD=$(pwd)"; echo "HOME=$HOME"; echo "SID=$AGENT_SANDBOX_SESSION"
+grep -E "^(NoNewPrivs|Seccomp):" /proc/self/status | tr -d "\t" | sed "s/:/=/"
+try_write() { if (echo x >"$2") 2>/dev/null; then echo "$1=ok"; else echo "$1=refused: $( (echo x >"$2") 2>&1 | sed "s/.*: //")"; fi; }
+ws=/srv/agents/$USER/workspace
+try_write ws_write "$ws/from-ssh"
+try_write etc_write /etc/sbxe2e-shipped
+try_write toolchain_write /opt/toolchains/from-ssh
+try_write cache_write "/srv/agents/$USER/cache/from-ssh"
+try_write notes_write "/srv/agents/$USER/notes/from-ssh"
+echo "toolchain_read=$(cat /opt/toolchains/VERSION 2>&1)"
+echo "ws_read=$(cat "$ws/README.txt" 2>&1 | head -1)"
+if (exec 3<>/dev/tcp/127.0.0.1/'"$LPORT"') 2>/dev/null; then echo tcp=reached; else echo "tcp=blocked: $( (exec 3<>/dev/tcp/127.0.0.1/'"$LPORT"') 2>&1 | tail -1 | sed "s/.*: //")"; fi
+[ -f "$HOME/persist" ] && echo "home_prev=$(cat "$HOME/persist")"
+echo "$AGENT_SANDBOX_SESSION" >"$HOME/persist" && echo home_write=ok
+echo done'
+}
+
+# expect FILE LINE: FILE has LINE (exactly), else say so.
+expect() { grep -qxF -- "$2" "$1" || { echo "  expected \"$2\", got: $(grep -m1 "^${2%%=*}=" "$1" || echo nothing)"; return 1; }; }
+
+# s_unix_forward USER: what "ssh -L LOCAL:HOST_SOCKET" brings back from the
+# host's unix-socket service through a session of USER.
+s_unix_forward() {
+	local lsock=$T/fwd-$1.sock pid
+	rm -f "$lsock"
+	sshc s "$1" -L "$lsock:$WN/unix.sock" 'sleep 3' >/dev/null 2>&1 &
+	pid=$!
+	wait_for test -S "$lsock"
+	"$PY" "$HELPER" uprobe "$lsock"
+	wait "$pid" 2>/dev/null
+	rm -f "$lsock"
+}
+
+# s_report USER SID FILE: the report of session SID (agent-shell writes it
+# into the home: the isolated one persists), summarised.
+s_report() {
+	NSS cat "/var/lib/agent-sandbox/homes/$1/.agent-sandbox/reports/$2.json" >"$3.json" &&
+		"$PY" "$HELPER" report "$3.json" >"$3"
+}
+
+t_shipped_coder() {
+	local ok=0 before sid1 sid2 g out
+	before=$(listener_count)
+	sshs "$S_CODER" "$(s_probe)" >"$T/coder1.out" 2>&1 || { echo "  ssh exit $?"; ok=1; }
+	sed 's/^/  | /' "$T/coder1.out"
+	expect "$T/coder1.out" done || return 1
+	for l in Seccomp=2 NoNewPrivs=1 "PWD=/srv/agents/$S_CODER/workspace" ws_write=ok \
+		"etc_write=refused: Read-only file system" "toolchain_read=toolchain $R" \
+		"toolchain_write=refused: Read-only file system" cache_write=ok home_write=ok; do
+		expect "$T/coder1.out" "$l" || ok=1
+	done
+	grep -q '^tcp=blocked' "$T/coder1.out" || ok=1
+	# sshd's own forwarding: the drop-in refuses it for group agents.
+	echo | sshv s "$S_CODER" -W "127.0.0.1:$LPORT" >"$T/coder-w.out" 2>&1
+	echo "  ssh -W to the host listener: $(head -1 "$T/coder-w.out")"
+	grep -q HELLO "$T/coder-w.out" && ok=1
+	[ "$(listener_count)" = "$before" ] || { echo "  the host listener got a connection"; ok=1; }
+	out=$(s_unix_forward "$S_CODER")
+	echo "  ssh -L to a host unix socket: $out"
+	[ "$out" = data:HELLO ] && ok=1
+	[ "$(NSS cat "/srv/agents/$S_CODER/workspace/from-ssh")" = x ] || { echo "  workspace file not kept"; ok=1; }
+	[ "$(NSS cat "/srv/agents/$S_CODER/cache/from-ssh")" = x ] || { echo "  cache file not kept"; ok=1; }
+	NSS test ! -e /etc/sbxe2e-shipped -a ! -e /opt/toolchains/from-ssh || ok=1
+	# The report: the shipped floor (min_level degraded, its require list), met.
+	sid1=$(sed -n 's/^SID=//p' "$T/coder1.out")
+	s_report "$S_CODER" "$sid1" "$T/coder.report" || { echo "  no report"; return 1; }
+	grep -E '^(level|min_level|floor_met|required)=' "$T/coder.report" | sed 's/^/  report: /'
+	expect "$T/coder.report" min_level=degraded || ok=1
+	expect "$T/coder.report" floor_met=true || ok=1
+	grep -qE '^level=(full|degraded)$' "$T/coder.report" || ok=1
+	for g in write_boundary read_boundary network_boundary no_privilege_gain syscall_filter env_scrub; do
+		grep -q "^required=.*\b$g\b" "$T/coder.report" || { echo "  $g not required"; ok=1; }
+		grep -q "^guarantees=.*\b$g\b" "$T/coder.report" || { echo "  $g not held"; ok=1; }
+	done
+	wait_for slog_has "$sid1" "floor=met" || { echo "  no floor=met report line logged"; ok=1; }
+	# pam_stage = required: this session was prepared by the PAM stage ...
+	slog_has "$sid1" "service=sshd profile=coder" && slog_has "$sid1" "pam_stage=" ||
+		{ echo "  no PAM-stage line for the session"; ok=1; }
+	# ... and the isolated home persists: a second session sees the first's file.
+	sshs "$S_CODER" "$(s_probe)" >"$T/coder2.out" 2>&1
+	sid2=$(sed -n 's/^SID=//p' "$T/coder2.out")
+	echo "  second session $sid2: $(grep '^home_prev=' "$T/coder2.out")"
+	[ -n "$sid2" ] && [ "$sid2" != "$sid1" ] || ok=1
+	expect "$T/coder2.out" "home_prev=$sid1" || ok=1
+	[ "$(NSS cat "/var/lib/agent-sandbox/homes/$S_CODER/persist")" = "$sid2" ] ||
+		{ echo "  not the isolated home under /var/lib/agent-sandbox"; ok=1; }
+	return $ok
+}
+
+# pam_stage = required, the other side: the same account started without
+# a PAM session stage (setpriv, no PAM at all) is refused by agent-shell.
+t_shipped_pam_stage_required() {
+	local rc gid
+	gid=$(NSS id -g "$S_CODER")
+	NSS setpriv --reuid "$S_CODER" --regid "$gid" --init-groups \
+		env -i PATH=/usr/bin:/bin HOME="/home/$S_CODER" USER="$S_CODER" LOGNAME="$S_CODER" \
+		"$WN/bin/agent-shell" -c 'echo ran' >"$T/nopam.out" 2>&1
+	rc=$?
+	echo "  without PAM: exit $rc: $(head -1 "$T/nopam.out")"
+	[ $rc -eq 126 ] || return 1
+	grep -qx ran "$T/nopam.out" && return 1
+	grep -q "profile coder has pam_stage = required" "$T/nopam.out"
+}
+
+t_shipped_reviewer() {
+	local ok=0 out
+	sshs "$S_REV" "$(s_probe)" >"$T/rev.out" 2>&1 || { echo "  ssh exit $?"; ok=1; }
+	sed 's/^/  | /' "$T/rev.out"
+	expect "$T/rev.out" done || return 1
+	for l in Seccomp=2 NoNewPrivs=1 "ws_read=to review $R" "ws_write=refused: Read-only file system" \
+		notes_write=ok "etc_write=refused: Read-only file system" "toolchain_read=toolchain $R"; do
+		expect "$T/rev.out" "$l" || ok=1
+	done
+	NSS test ! -e "/srv/agents/$S_REV/workspace/from-ssh" || ok=1
+	[ "$(NSS cat "/srv/agents/$S_REV/notes/from-ssh" 2>/dev/null)" = x ] || { echo "  notes file not kept"; ok=1; }
+	s_report "$S_REV" "$(sed -n 's/^SID=//p' "$T/rev.out")" "$T/rev.report" && grep -E '^(level|floor_met)=' "$T/rev.report" | sed 's/^/  report: /'
+	expect "$T/rev.report" floor_met=true || ok=1
+	# The drop-in's Match Group agents does not select a reviewer: what
+	# sshd's own forwarding reaches is left to the PAM stage's netns ...
+	out=$(echo | sshv s "$S_REV" -W "127.0.0.1:$LPORT" 2>&1 | head -1)
+	echo "  ssh -W to a host TCP listener: ${out:-nothing}"
+	echo "$out" | grep -q HELLO && { echo "  a reviewer's forward reached a host service"; ok=1; }
+	# ... which does not hold unix sockets, reached by path.
+	out=$(s_unix_forward "$S_REV")
+	echo "  ssh -L to a host unix socket: $out"
+	[ "$out" = data:HELLO ] && { echo "  a reviewer's forward reached a host unix socket"; ok=1; }
+	# ~/.ssh/rc, which the agent can write (its home is writable) and the
+	# drop-in's PermitUserRC no does not stop here: OpenSSH runs it as
+	# popen("<login shell> -c '/bin/sh ~/.ssh/rc'"), so through agent-shell,
+	# confined. It tries the read-only workspace and /var/tmp (host_write =
+	# deny; 1777 by Unix permissions) and shows its seccomp mode.
+	NSS rm -f "/var/tmp/sbxe2e-rc-$R"
+	sshs "$S_REV" "mkdir -p ~/.ssh && printf '%s\n' 'echo rc >/srv/agents/\$USER/workspace/rc-was-here' \
+		'echo rc >/var/tmp/sbxe2e-rc-$R' 'grep ^Seccomp: /proc/self/status >&2' >~/.ssh/rc" ||
+		{ echo "  could not write ~/.ssh/rc"; ok=1; }
+	sshs "$S_REV" true >"$T/rev-rc.out" 2>&1
+	sed 's/^/  rc | /' "$T/rev-rc.out"
+	grep -qP '^Seccomp:\t2$' "$T/rev-rc.out" || { echo "  ~/.ssh/rc did not run under agent-shell's seccomp"; ok=1; }
+	if NSS test -e "/srv/agents/$S_REV/workspace/rc-was-here" -o -e "/var/tmp/sbxe2e-rc-$R"; then
+		echo "  ~/.ssh/rc ran outside agent-shell and wrote: $(NSS ls "/srv/agents/$S_REV/workspace/rc-was-here" "/var/tmp/sbxe2e-rc-$R" 2>/dev/null | tr '\n' ' ')"
+		ok=1
+	fi
+	return $ok
+}
+
+t_shipped_ci_gated() {
+	local ok=0 rc out cmd
+	sshs "$S_CI" make >"$T/ci-make.out" 2>&1
+	rc=$?
+	sed 's/^/  make | /' "$T/ci-make.out"
+	[ $rc -eq 0 ] && grep -qx build=ok "$T/ci-make.out" || { echo "  make failed: exit $rc"; ok=1; }
+	sshs "$S_CI" make -s probe >"$T/ci-probe.out" 2>&1
+	grep -v '^REPORT=' "$T/ci-probe.out" | sed 's/^/  probe | /'
+	expect "$T/ci-probe.out" hello_exit=126 || ok=1
+	expect "$T/ci-probe.out" id_exit=126 || ok=1
+	grep -q '^ldso_id_exit=0$' "$T/ci-probe.out" && { echo "  the loader ran /usr/bin/id"; ok=1; }
+	grep -q '^ldso_hello_exit=0$' "$T/ci-probe.out" && { echo "  the loader ran the built program"; ok=1; }
+	grep -q '^uid=' "$T/ci-probe.out" && ok=1
+	sed -n 's/^REPORT=//p' "$T/ci-probe.out" >"$T/ci.report.json"
+	if "$PY" "$HELPER" report "$T/ci.report.json" >"$T/ci.report"; then
+		grep -E '^(level|min_level|floor_met|guarantees)=|^feature (command_gate|exec_boundary)' "$T/ci.report" |
+			sed 's/^/  report: /'
+		expect "$T/ci.report" level=full || ok=1
+		expect "$T/ci.report" min_level=full || ok=1
+		expect "$T/ci.report" floor_met=true || ok=1
+		grep -q '^feature command_gate requested=true achieved=true verified=true' "$T/ci.report" ||
+			{ echo "  command_gate not achieved and verified"; ok=1; }
+		grep -q '^guarantees=.*\bexec_boundary\b' "$T/ci.report" || { echo "  exec_boundary not held"; ok=1; }
+	else
+		echo "  no report from the session"; ok=1
+	fi
+	out=$(sshs "$S_CI" git --version 2>&1)
+	echo "  git --version: $out"
+	echo "$out" | grep -q '^git version ' || ok=1
+	for cmd in /usr/bin/id "/lib64/ld-linux-x86-64.so.2 /usr/bin/id"; do
+		sshs "$S_CI" "$cmd" >"$T/ci-refused.out" 2>&1
+		rc=$?
+		echo "  $cmd: exit $rc: $(head -1 "$T/ci-refused.out")"
+		[ $rc -ne 0 ] && ! grep -q '^uid=' "$T/ci-refused.out" || ok=1
+	done
+	return $ok
+}
+
+# su, runuser and login with the shipped su and login lines: the agents'
+# profiles name only sshd in "services", so each refuses them, in the
+# account phase; a non-agent goes through the same stacks.
+t_shipped_su_runuser_login() {
+	local ok=0 svc out rc
+	s_try() {
+		local svc=$1
+		shift
+		out=$(NSS timeout 20 "$@" 2>&1)
+		rc=$?
+		echo "  $svc: $* -> exit $rc: $(echo "$out" | grep -v '^$' | head -1)"
+	}
+	for svc in su su-l runuser runuser-l login; do
+		case $svc in
+		su)		s_try $svc su "$S_CODER" -c 'echo ran' ;;
+		su-l)		s_try $svc su - "$S_CODER" -c 'echo ran' ;;
+		runuser)	s_try $svc runuser -u "$S_CODER" -- /bin/echo ran ;;
+		runuser-l)	s_try $svc runuser -l "$S_CODER" -c 'echo ran' ;;
+		login)		s_try $svc "$PY" "$HELPER" pty 15 /bin/login -f "$S_CODER" ;;
+		esac
+		[ $rc -ne 0 ] && ! echo "$out" | grep -qx ran || { echo "  $svc: the agent got in"; ok=1; }
+		# runuser never runs the account phase: there the session line refuses.
+		local phase=account
+		case $svc in runuser*) phase=session ;; esac
+		wait_for syslog_has "pam_agent_sandbox($svc:$phase): user $S_CODER: refused: PAM service $svc is not allowed for profile coder" ||
+			{ echo "  $svc: no refusal from the module's $phase line"; ok=1; }
+		case $svc in
+		su)		s_try $svc su "$S_PLAIN" -c 'echo ran' ;;
+		su-l)		s_try $svc su - "$S_PLAIN" -c 'echo ran' ;;
+		runuser)	s_try $svc runuser -u "$S_PLAIN" -- /bin/echo ran ;;
+		runuser-l)	s_try $svc runuser -l "$S_PLAIN" -c 'echo ran' ;;
+		login)		s_try $svc "$PY" "$HELPER" pty 15 /bin/login -f "$S_PLAIN" ;;
+		esac
+		[ $rc -eq 0 ] && echo "$out" | grep -qE "^(ran|plain-login $S_PLAIN)$" ||
+			{ echo "  $svc: the non-agent control did not get in"; ok=1; }
+	done
+	return $ok
+}
+
+# SBX_E2E_ONLY=REGEX runs only the tests whose names match (while working on some).
 run_test() {
 	local name=$1 t0=$SECONDS
+	[ -z "${SBX_E2E_ONLY:-}" ] || [[ $name =~ $SBX_E2E_ONLY ]] || return 0
 	echo "[ RUN      ] $name"
 	if "$name" >"$T/test.out" 2>&1; then
 		sed 's/^/  /' "$T/test.out" | sed 's/^  \(  \)/\1/'
@@ -802,6 +1377,27 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 	t_floor_unmet_refused t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd; do
 	run_test "$t"
 done
+# The shipped files: their own world, set up once the tests above are done.
+shipped_tests=(t_shipped_installed_as_make_install t_shipped_doctor t_shipped_pam_stacks
+	t_shipped_coder t_shipped_pam_stage_required t_shipped_reviewer t_shipped_ci_gated
+	t_shipped_su_runuser_login)
+[ -z "${SBX_E2E_ONLY:-}" ] || [[ " ${shipped_tests[*]}" =~ $SBX_E2E_ONLY ]] || shipped_tests=()
+t0=$SECONDS
+if [ ${#shipped_tests[@]} -eq 0 ]; then
+	:
+elif echo "[ RUN      ] shipped set-up" && setup_shipped >"$T/s-setup.out" 2>&1; then
+	sed 's/^/  /' "$T/s-setup.out"
+	echo "[       OK ] shipped set-up ($((SECONDS - t0)) s)"
+	for t in "${shipped_tests[@]}"; do
+		run_test "$t"
+	done
+else
+	sed 's/^/  /' "$T/s-setup.out"
+	[ -s "$W/sshd/s.log" ] && tail -20 "$W/sshd/s.log"
+	echo "[  FAILED  ] shipped set-up"
+	n_fail=$((n_fail + 1))
+	failed+=("shipped set-up")
+fi
 if [ "$n_fail" -gt 0 ] || [ -n "${SBX_E2E_VERBOSE:-}" ]; then
 	echo "== syslog (last 40 lines)"; tail -40 "$W/syslog.log"
 	echo "== sshd A log (last 30 lines)"; tail -30 "$W/sshd/a.log"
