@@ -816,7 +816,7 @@ static void check_sshd_agent(struct doctor *d, const struct doc_agent *a)
 	}
 	if (bad[0])
 		row(d, DOC_FAIL, "sshd", a->user,
-		    "install /etc/ssh/sshd_config.d/agent-sandbox.conf (Match Group agents: "
+		    "install /etc/ssh/sshd_config.d/agent-sandbox.conf (Match Group listing the account's group: "
 		    "DisableForwarding yes, AllowTcpForwarding no, ..., PermitUserRC no) and keep "
 		    "UsePAM yes; the account must be in the Match group",
 		    "effective config for %s: %s: a way around agent-shell", a->user, bad);

@@ -232,13 +232,13 @@ static void write_sshd_configs(void)
 	snprintf(key, sizeof(key), "%s/hostkey", fx.tmp);
 	assert_int_equal(run_quiet(keygen), 0);
 	dropin = file_text("etc/sshd_config.d/agent-sandbox.conf");
-	assert_non_null(strstr(dropin, "\nMatch Group agents"));
-	cut = (size_t)(strstr(dropin, "\nMatch Group agents") - dropin);
+	assert_non_null(strstr(dropin, "\nMatch Group agents,reviewers"));
+	cut = (size_t)(strstr(dropin, "\nMatch Group agents,reviewers") - dropin);
 	snprintf(path, sizeof(path), "%s/dropin.conf", fx.tmp);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fprintf(f, "%.*s\nMatch Group %s%s", (int)cut, dropin, fx.group,
-		dropin + cut + strlen("\nMatch Group agents"));
+		dropin + cut + strlen("\nMatch Group agents,reviewers"));
 	fclose(f);
 	free(dropin);
 	snprintf(text, sizeof(text),
