@@ -118,6 +118,21 @@ static void test_plan_build(void **state)
 	 * denied the resolver directory is not bound back. */
 	assert_int_equal(pl->m[plan_index(pl, "/run")].kind, SBX_MOUNT_MASK);
 	assert_int_equal(plan_index(pl, "/run/systemd/resolve"), -1);
+	/* Gated: the host noexec, and the allowed program with its closure
+	 * (the loader, libc) executable. */
+	{
+		char real[PATH_MAX];
+
+		assert_true(pl->host_noexec);
+		assert_non_null(pl->exec);
+		assert_non_null(realpath("/usr/bin/true", real));
+		assert_true(sbx_exec_set_contains(pl->exec, real));
+		assert_non_null(realpath("/lib64/ld-linux-x86-64.so.2", real));
+		assert_true(sbx_exec_set_contains(pl->exec, real));
+		assert_false(sbx_exec_set_contains(pl->exec, "/usr/bin/id"));
+	}
+	sbx_mount_plan_free(pl);
+	assert_null(pl->exec);
 
 	/* Not gated, host writable, workspace fully denied. */
 	p->command = SBX_ACCESS_ALLOW;
