@@ -10,7 +10,8 @@
 
 #include "internal.h"
 
-int sbx_error_set(struct sbx_error *err, int code, const char *fmt, ...)
+/* Parenthesised: internal.h may define a function-like macro of this name. */
+int (sbx_error_set)(struct sbx_error *err, int code, const char *fmt, ...)
 {
 	if (code <= 0)
 		code = EINVAL;
