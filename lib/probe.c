@@ -710,7 +710,7 @@ int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
 	static const char *const keys[] = {
 		"kernel", "landlock_abi", "landlock_errata", "features",
 	};
-	struct sbx_jr j = { buf, buf, buf + len, "probe JSON", err };
+	struct sbx_jr j;
 	struct sbx_probe p;
 	bool landlock_ok = false;
 	uint32_t seen = 0;
@@ -722,6 +722,7 @@ int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
 	if (len > PROBE_JSON_MAX)
 		return sbx_error_set(err, EINVAL, "probe JSON: larger than %u bytes",
 				     PROBE_JSON_MAX);
+	j = (struct sbx_jr){ buf, buf, buf + len, "probe JSON", err };
 	memset(&p, 0, sizeof(p));
 	if (sbx_jr_expect(&j, '{'))
 		return -EINVAL;

@@ -797,7 +797,7 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 		"required", "level", "min_level", "floor_met", "refusal",
 	};
 	struct sbx_report *r;
-	struct sbx_jr j = { buf, buf, buf + len, "report JSON", err };
+	struct sbx_jr j;
 	uint32_t seen = 0;
 	uint64_t n;
 	int k, v = 0, rc = -EINVAL;
@@ -807,6 +807,7 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 	if (len > REPORT_JSON_MAX)
 		return sbx_error_set(err, EINVAL, "report JSON: larger than %u bytes",
 				     REPORT_JSON_MAX);
+	j = (struct sbx_jr){ buf, buf, buf + len, "report JSON", err };
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return sbx_error_set(err, ENOMEM, "report JSON: out of memory");
