@@ -799,7 +799,7 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 	struct sbx_report *r;
 	struct sbx_jr j;
 	uint32_t seen = 0;
-	uint64_t n;
+	uint64_t n = 0;
 	int k, v = 0, rc = -EINVAL;
 
 	if (!buf || !out)
