@@ -1094,6 +1094,8 @@ static void check_kernel(struct doctor *d)
 		return;
 	}
 	lsm_list(lsm, sizeof(lsm));
+	/* p is filled: probe_as() returned 0, and its -errno is never 0.
+	 * NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult) */
 	if (p.landlock_abi == 0)
 		row(d, DOC_WARN, "kernel", "landlock", p.landlock_why,
 		    "unavailable (lsm=%s): sessions are degraded or refused by their floor", lsm);
