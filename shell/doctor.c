@@ -453,6 +453,7 @@ static char *next_token(char **s)
  * following @include, include and substack (only_type: the phase an
  * include/substack line brings in; NULL = all). 0, or -errno of the
  * top-level file. */
+/* Recursion: at most PAM_MAX_DEPTH includes deep. NOLINTNEXTLINE(misc-no-recursion) */
 static int pam_scan(const char *dir, const char *name, const char *only_type, int depth,
 		    struct pam_found *f)
 {
