@@ -642,12 +642,13 @@ int sbx_home_prepare_ephemeral(const char *home, uid_t uid, gid_t gid,
 	}
 	goto out;
 undo:
-	/* Detach through the fd of the mountpoint we mounted on. */
+	/* Detach through the fd of the mountpoint we mounted on. Best
+	 * effort: the error being returned is the one that matters. */
 	if (rfd >= 0) {
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", rfd);
-		umount2(fdpath, MNT_DETACH);
+		(void)umount2(fdpath, MNT_DETACH);
 	} else {
-		umount2(home, MNT_DETACH | UMOUNT_NOFOLLOW);
+		(void)umount2(home, MNT_DETACH | UMOUNT_NOFOLLOW);
 	}
 out:
 	if (rfd >= 0)

@@ -327,12 +327,13 @@ static void probe_namespaces(struct sbx_probe *p)
 	}
 	if (pid == 0) {
 		close(fds[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		/* A process that changed uids without exec (a test child, a
 		 * PAM caller) is not dumpable, which makes /proc/self/uid_map
 		 * root-owned and the map write fail with EACCES. This
-		 * throwaway child holds nothing its own uid may not see. */
-		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		 * throwaway child holds nothing its own uid may not see. If
+		 * this fails, the probe reports that map write failing. */
+		(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 		ns_child(fds[1], getuid(), getgid());
 	}
 	close(fds[1]);
