@@ -467,7 +467,7 @@ static void sanitize(char *dst, size_t size, const char *src)
 	if (!src)
 		return;
 	for (i = 0; src[i] && i + 1 < size; i++)
-		dst[i] = ((unsigned char)src[i] < 0x20 || src[i] == 0x7f) ? '?' : src[i];
+		dst[i] = (char)(((unsigned char)src[i] < 0x20 || src[i] == 0x7f) ? '?' : src[i]);
 	dst[i] = '\0';
 }
 

@@ -961,7 +961,7 @@ static int probe_collect(pid_t pid, int out, int errr, char *buf, size_t *len, c
 					mlen = msg_size;
 					break;
 				}
-				msg[mlen++] = junk[k] >= 0x20 && junk[k] < 0x7f ? junk[k] : '?';
+				msg[mlen++] = (char)(junk[k] >= 0x20 && junk[k] < 0x7f ? junk[k] : '?');
 				msg[mlen] = '\0';
 			}
 		}
