@@ -491,7 +491,7 @@ static void test_positive_controls(void **state)
 		P "command = gated\ngate_allow = /usr/bin/git\n",
 		P "isolation = unconfined\nack_unconfined = yes\n",
 		P "pam_stage = required\n",
-		"[ceiling]\nisolation = sandboxed\n" P,
+		("[ceiling]\nisolation = sandboxed\n" P),	/* () : one string, no comma missed */
 	};
 	struct sbx_config *cfg;
 	struct sbx_error err;
