@@ -115,21 +115,29 @@ check-asan:
 
 # libFuzzer targets, one per parser, each run for FUZZ_TIME seconds. A
 # target outside lib/ names its extra sources in a line
-# "// fuzz-extra: shell/gate.c" (space-separated).
+# "// fuzz-extra: shell/gate.c" (space-separated). Every target runs; the
+# target fails if any crashed, leaked or timed out, and the input that did
+# it is kept as build-fuzz/<target>-crash-* (-leak-, -timeout-, -oom-),
+# with the whole log in build-fuzz/<target>.log.
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Ilib -fsanitize=fuzzer,address,undefined \
                -fno-sanitize-recover=all -DSBX_FUZZING=1
 fuzz:
 	@mkdir -p build-fuzz
-	@set -e; for f in $(FUZZ_SRCS); do \
+	@failed=; for f in $(FUZZ_SRCS); do \
 		n=$$(basename $$f .c); \
 		echo "== $$n"; \
 		extra=$$(sed -n 's|^// fuzz-extra: *||p' $$f); \
-		clang $(FUZZ_CFLAGS) -o build-fuzz/$$n $$f $(LIB_SRCS) $$extra $(LIBS); \
+		clang $(FUZZ_CFLAGS) -o build-fuzz/$$n $$f $(LIB_SRCS) $$extra $(LIBS) || \
+			{ failed="$$failed $$n(build)"; continue; }; \
 		mkdir -p build-fuzz/corpus-$$n; \
 		cp -n tests/fuzz/corpus/$$n/* build-fuzz/corpus-$$n/ 2>/dev/null || true; \
-		build-fuzz/$$n -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 \
-			-print_final_stats=1 build-fuzz/corpus-$$n 2>&1 | tail -n 25; \
-	done
+		rc=0; build-fuzz/$$n -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 \
+			-print_final_stats=1 -artifact_prefix=build-fuzz/$$n- \
+			build-fuzz/corpus-$$n > build-fuzz/$$n.log 2>&1 || rc=$$?; \
+		tail -n 25 build-fuzz/$$n.log; \
+		[ $$rc = 0 ] || failed="$$failed $$n(exit $$rc)"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (see build-fuzz/)" >&2; exit 1; fi
 
 # Static analysis: cppcheck, then clang-tidy, over every C file the build
 # compiles (tests, helpers and fuzz targets included: a test that proves
