@@ -144,7 +144,8 @@ fuzz:
 # nothing because of a bug is as bad as a bug). Both read one
 # compile_commands.json written from the flags above, so they see the
 # build's own -D, -I and -W options. Configuration: .clang-tidy (with
-# tests/.clang-tidy on top for tests/) and .cppcheck-suppressions; false
+# tests/.clang-tidy on top for tests/), .cppcheck-suppressions and
+# .cppcheck-library.cfg (corrections to cppcheck's own library); false
 # positives are suppressed inline, next to the code, with the reason. Any
 # finding fails the target.
 LINT_DIR   := $(BUILD)/lint
@@ -157,7 +158,7 @@ LINT_TEST_SRCS := tests/testlib.c $(TEST_SRCS) $(sort $(wildcard tests/helpers/*
 # syscall numbers; without these it stops at landlock_compat.h's #error
 # and skips every file that includes it.
 CPPCHECK_FLAGS := --enable=warning,portability,performance --std=c11 \
-                  --library=posix --library=gnu --inline-suppr \
+                  --library=posix --library=gnu --library=.cppcheck-library.cfg --inline-suppr \
                   --suppressions-list=.cppcheck-suppressions --error-exitcode=1 \
                   --cppcheck-build-dir=$(LINT_DIR)/cppcheck -j$(LINT_JOBS) --quiet \
                   -DSYS_landlock_create_ruleset -DSYS_landlock_add_rule \
