@@ -1181,7 +1181,6 @@ static void cls_network(void)
 		    getsockname(ls, (struct sockaddr *)&l, &len) != 0 ||
 		    (c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
 		    connect(c, (struct sockaddr *)&l, sizeof(l)) != 0 ||
-		    /* cppcheck-suppress nullPointer ; addrlen may be NULL (gnu.cfg says not) */
 		    (a = accept4(ls, NULL, NULL, SOCK_CLOEXEC)) < 0)
 			put("loopback_own", "%s", err_name(errno));
 		else
@@ -1230,7 +1229,6 @@ static void own_socket(const char *name, const char *dir)
 	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(l, 1) != 0 ||
 	    (c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
 	    connect(c, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    /* cppcheck-suppress nullPointer ; addrlen may be NULL (gnu.cfg says not) */
 	    (a = accept4(l, NULL, NULL, SOCK_CLOEXEC)) < 0)
 		put(name, "%s", err_name(errno));
 	else

@@ -750,7 +750,6 @@ static void __attribute__((noreturn)) serve(const int *fds, int *const *counter,
 
 			if (!(p[i].revents & POLLIN))
 				continue;
-			/* cppcheck-suppress nullPointer ; addrlen may be NULL (gnu.cfg says not) */
 			c = accept4(fds[i], NULL, NULL, SOCK_CLOEXEC);
 			if (c >= 0) {
 				__atomic_add_fetch(counter[i], 1, __ATOMIC_SEQ_CST);
