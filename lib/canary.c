@@ -603,6 +603,9 @@ static void canary_caps(struct sbx_report *r)
 			canary_fail(r, SBX_F_CAPS, "/proc/self/status has no %s", sets[i]);
 			return;
 		}
+		/* status_field() set v: it returned -errno, which the analyzer takes
+		 * for a possible 0.
+		 * NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Branch) */
 		for (k = 0; v[k]; k++) {
 			if (v[k] == '0')
 				continue;
@@ -628,7 +631,7 @@ static void canary_caps(struct sbx_report *r)
 
 static void canary_landlock_scope(struct sbx_report *r)
 {
-	char path[64], buf[4096], *line;
+	char path[64], buf[4096], *line, *end = NULL;
 	pid_t ppid = getppid();
 	unsigned long ruid = 0;
 	ssize_t n;
@@ -650,7 +653,12 @@ static void canary_landlock_scope(struct sbx_report *r)
 	}
 	buf[n] = '\0';
 	line = strstr(buf, "\nUid:");
-	if (!line || sscanf(line + 5, "%lu", &ruid) != 1 || ruid != (unsigned long)getuid()) {
+	if (line) {
+		/* strtoul, not sscanf: sscanf's overflow is undefined. */
+		errno = 0;
+		ruid = strtoul(line + 5, &end, 10);
+	}
+	if (!line || end == line + 5 || errno || ruid != (unsigned long)getuid()) {
 		canary_fail(r, SBX_F_LANDLOCK_SCOPE, "parent %ld runs as another uid: "
 			    "signal scope not observable", (long)ppid);
 		return;

@@ -67,6 +67,7 @@ struct section {
 	unsigned line;
 	size_t first, n;	/* its settings in parser.kvs */
 	int state;		/* 0 unresolved, 1 resolving, 2 done */
+	unsigned links;		/* inherit links from it to a profile without one */
 };
 
 enum kind { SEC_NONE, SEC_GLOBAL, SEC_CEILING, SEC_PROFILE, SEC_MATCH };
@@ -508,7 +509,9 @@ static struct section *find_section(struct parser *ps, const char *name)
 	return NULL;
 }
 
-static int resolve(struct parser *ps, size_t idx)
+/* depth: the inherit links followed to reach this profile; it bounds the
+ * recursion. NOLINTNEXTLINE(misc-no-recursion) */
+static int resolve(struct parser *ps, size_t idx, unsigned depth)
 {
 	struct section *sec = &ps->secs[idx];
 	struct sbx_profile *p = &ps->cfg->profiles[idx];
@@ -539,9 +542,20 @@ static int resolve(struct parser *ps, size_t idx)
 			return sbx_error_set(ps->err, ELOOP,
 					     "%s:%u: key 'inherit': inherit cycle through profile '%s'",
 					     ps->file, inh->line, inh->val);
-		r = resolve(ps, (size_t)(parent - ps->secs));
+		/* depth bounds the recursion (the stack), links the chain
+		 * whatever order its profiles were resolved in. */
+		if (depth == SBX_CONFIG_MAX_INHERIT)
+			return sbx_error_set(ps->err, ELOOP,
+					     "%s:%u: key 'inherit': more than %u inherit links",
+					     ps->file, inh->line, SBX_CONFIG_MAX_INHERIT);
+		r = resolve(ps, (size_t)(parent - ps->secs), depth + 1);
 		if (r < 0)
 			return r;
+		if (parent->links == SBX_CONFIG_MAX_INHERIT)
+			return sbx_error_set(ps->err, ELOOP,
+					     "%s:%u: key 'inherit': more than %u inherit links",
+					     ps->file, inh->line, SBX_CONFIG_MAX_INHERIT);
+		sec->links = parent->links + 1;
 		memcpy(p, &ps->cfg->profiles[parent - ps->secs], sizeof(*p));
 	} else {
 		sbx_profile_init_default(p);
@@ -855,7 +869,7 @@ int sbx_config_parse_buffer(const char *buf, size_t len, const char *name,
 	}
 	cfg->n_profiles = ps.n_sec;
 	for (i = 0; i < ps.n_sec; i++)
-		if ((r = resolve(&ps, i)) < 0)
+		if ((r = resolve(&ps, i, 0)) < 0)
 			goto out;
 
 	for (i = 0; i < cfg->n_matches; i++) {

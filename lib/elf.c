@@ -879,6 +879,9 @@ static int try_lib(struct walk *w, size_t from, const char *name, const char *ca
 		note(w->set, "%s (needed by %s: %s)", name, w->objs[from].path, e.msg);
 		w->noted++;
 	}
+	/* r >= 0: elf_parse() returned 0 and *info was copied out; the
+	 * analyzer does not follow elf_parse().
+	 * NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Branch) */
 	if (r < 0 || !info->is_elf || info->elf_class != w->objs[from].elf_class ||
 	    info->machine != w->objs[from].machine) {
 		free(info);
@@ -1138,6 +1141,8 @@ enum obj_kind {
 static int add_object(struct walk *w, const char *canon, enum obj_kind kind, const char *why);
 
 /* The PT_INTERP of an executable: the kernel maps it. */
+/* Recursion: add_object() of an interpreter adds no interpreter of its own.
+ * NOLINTNEXTLINE(misc-no-recursion) */
 static int add_interp(struct walk *w, const char *interp, const char *of)
 {
 	char canon[SBX_PATH_MAX], why[SBX_PATH_MAX + 32];
@@ -1187,6 +1192,8 @@ static int open_regular(const char *canon, int *fd_out)
  * how the file was reached). An interpreter must be trusted like a
  * library; the caller's paths are taken as the profile names them.
  */
+/* Recursion: at most walk_dir() -> add_object() -> add_interp() -> add_object().
+ * NOLINTNEXTLINE(misc-no-recursion) */
 static int add_object(struct walk *w, const char *canon, enum obj_kind kind, const char *why)
 {
 	char origin[SBX_PATH_MAX], interp[SBX_PATH_MAX];
@@ -1233,6 +1240,8 @@ static int add_object(struct walk *w, const char *canon, enum obj_kind kind, con
 			return r;
 		}
 	}
+	/* r >= 0: *info is set, as in try_lib().
+	 * NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Branch) */
 	if (!info->is_elf) {
 		free(info);
 		return 0;
@@ -1251,6 +1260,7 @@ static int add_object(struct walk *w, const char *canon, enum obj_kind kind, con
 	return r;
 }
 
+/* Recursion: at most DIR_DEPTH_MAX directories deep. NOLINTNEXTLINE(misc-no-recursion) */
 static int walk_dir(struct walk *w, int dfd, const char *path, unsigned depth)
 {
 	char child[SBX_PATH_MAX], why[SBX_PATH_MAX + 16];

@@ -17,6 +17,18 @@
 /* Fill err (if not NULL) and return -code. code is a positive errno. */
 int sbx_error_set(struct sbx_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+#ifdef __clang_analyzer__
+/* The analyzer sees one file at a time and would follow a "success" path
+ * out of every `return sbx_error_set(...)`; tell it what util.c guarantees:
+ * the result is always negative. util.c defines the function as
+ * (sbx_error_set) so this macro does not touch the definition. */
+#define sbx_error_set(...) ({						\
+	int sbx_error_ret_ = sbx_error_set(__VA_ARGS__);		\
+	if (sbx_error_ret_ >= 0)					\
+		__builtin_unreachable();				\
+	sbx_error_ret_;							\
+})
+#endif
 void sbx_error_clear(struct sbx_error *err);
 
 /* Copy with truncation check: 0 or -ENAMETOOLONG (dst left as "" then). */

@@ -466,6 +466,7 @@ static int deny_relation(const struct sbx_landlock_plan *plan, const char *path)
  * view (mounts.c) additionally masks deny paths when namespaces exist;
  * this expansion is what holds when they do not.
  */
+/* Recursion: at most 64 directories deep. NOLINTNEXTLINE(misc-no-recursion) */
 static int expand_around_deny(struct apply_ctx *c, int dir, const struct stat *dst,
 			      const char *dir_path, uint64_t access, unsigned depth)
 {

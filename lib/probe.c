@@ -87,6 +87,8 @@ static void current_lsm_list(char *out, size_t size)
 	char cmdline[4096];
 	const char *p;
 
+	/* 0 means out was filled; -errno after a failed open() is never 0.
+	 * NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Branch) */
 	if (read_small("/sys/kernel/security/lsm", out, size) == 0 && out[0])
 		return;
 	if (read_small("/proc/cmdline", cmdline, sizeof(cmdline)) == 0) {
@@ -325,12 +327,13 @@ static void probe_namespaces(struct sbx_probe *p)
 	}
 	if (pid == 0) {
 		close(fds[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		/* A process that changed uids without exec (a test child, a
 		 * PAM caller) is not dumpable, which makes /proc/self/uid_map
 		 * root-owned and the map write fail with EACCES. This
-		 * throwaway child holds nothing its own uid may not see. */
-		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		 * throwaway child holds nothing its own uid may not see. If
+		 * this fails, the probe reports that map write failing. */
+		(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 		ns_child(fds[1], getuid(), getgid());
 	}
 	close(fds[1]);
@@ -710,7 +713,7 @@ int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
 	static const char *const keys[] = {
 		"kernel", "landlock_abi", "landlock_errata", "features",
 	};
-	struct sbx_jr j = { buf, buf, buf + len, "probe JSON", err };
+	struct sbx_jr j;
 	struct sbx_probe p;
 	bool landlock_ok = false;
 	uint32_t seen = 0;
@@ -722,6 +725,7 @@ int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
 	if (len > PROBE_JSON_MAX)
 		return sbx_error_set(err, EINVAL, "probe JSON: larger than %u bytes",
 				     PROBE_JSON_MAX);
+	j = (struct sbx_jr){ buf, buf, buf + len, "probe JSON", err };
 	memset(&p, 0, sizeof(p));
 	if (sbx_jr_expect(&j, '{'))
 		return -EINVAL;

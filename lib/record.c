@@ -811,6 +811,9 @@ static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
 		if (record_read_for_count(dirfd(dir), de->d_name, buf, &rec) != 0 ||
 		    strcmp(rec.session, de->d_name) != 0)
 			continue;
+		/* rec was read: record_read_for_count() returned 0, and its -errno
+		 * is never 0.
+		 * NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult) */
 		if (rec.opener_pid <= 0 && !set_loaded) {
 			set = mntns_in_use(&n_set);
 			set_loaded = true;

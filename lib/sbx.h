@@ -211,6 +211,10 @@ int sbx_guarantee_parse(const char *s, enum sbx_guarantee *out);
 #define SBX_CONFIG_PATH "/etc/agent-sandbox/agent-sandbox.conf"
 #define SBX_CONFIG_MAX_BYTES (1u << 20)
 #define SBX_CONFIG_MAX_LINE 4096
+/* Most inherit links from a profile to one without inherit: resolving
+ * recurses once per link, and a 1 MiB config holds a chain (~30000 links)
+ * deep enough to overflow the stack. */
+#define SBX_CONFIG_MAX_INHERIT 32
 
 enum sbx_match_kind { SBX_MATCH_USER, SBX_MATCH_GROUP };
 

@@ -193,7 +193,7 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 	}
 	if (dirfd != AT_FDCWD)
 		close(dirfd);
-	if (r)
+	if (pin < 0)
 		return r;
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", pin);
 	got = readlink(link, real, sizeof(real) - 1);

@@ -10,7 +10,8 @@
 
 #include "internal.h"
 
-int sbx_error_set(struct sbx_error *err, int code, const char *fmt, ...)
+/* Parenthesised: internal.h may define a function-like macro of this name. */
+int (sbx_error_set)(struct sbx_error *err, int code, const char *fmt, ...)
 {
 	if (code <= 0)
 		code = EINVAL;
@@ -209,7 +210,7 @@ int sbx_write_all(int fd, const char *buf, size_t len)
 
 int sbx_proc_start_time(pid_t pid, uint64_t *out)
 {
-	char path[64], buf[1024], *p;
+	char path[64], buf[1024], *p, *end;
 	unsigned long long v;
 	ssize_t n;
 	int fd, field;
@@ -234,7 +235,12 @@ int sbx_proc_start_time(pid_t pid, uint64_t *out)
 		if (p)
 			p++;
 	}
-	if (!p || sscanf(p, "%llu", &v) != 1)
+	if (!p)
+		return -EIO;
+	/* strtoull, not sscanf: sscanf's overflow is undefined, not ERANGE. */
+	errno = 0;
+	v = strtoull(p, &end, 10);
+	if (end == p || errno)
 		return -EIO;
 	*out = v;
 	return 0;

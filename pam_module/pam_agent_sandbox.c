@@ -385,7 +385,7 @@ static void undo_note(struct undo *u, const char *target)
 static void undo_run(pam_handle_t *pamh, const char *user, struct undo *u)
 {
 	while (u->n > 0)
-		umount2(u->targets[--u->n], MNT_DETACH | UMOUNT_NOFOLLOW);
+		(void)umount2(u->targets[--u->n], MNT_DETACH | UMOUNT_NOFOLLOW);
 	if (u->old_net >= 0 && setns(u->old_net, CLONE_NEWNET) != 0)
 		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
 			   "user %s: setns(old net namespace): %m", user);
@@ -468,7 +468,7 @@ static void sanitize(char *dst, size_t size, const char *src)
 	if (!src)
 		return;
 	for (i = 0; src[i] && i + 1 < size; i++)
-		dst[i] = ((unsigned char)src[i] < 0x20 || src[i] == 0x7f) ? '?' : src[i];
+		dst[i] = (char)(((unsigned char)src[i] < 0x20 || src[i] == 0x7f) ? '?' : src[i]);
 	dst[i] = '\0';
 }
 
@@ -674,7 +674,7 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 		goto fail_undo;
 	}
 	if (pam_set_data(pamh, DATA_NAME, ss, state_cleanup) != PAM_SUCCESS) {
-		pam_putenv(pamh, "AGENT_SANDBOX_SESSION");
+		(void)pam_putenv(pamh, "AGENT_SANDBOX_SESSION");
 		r = sbx_error_set(&err, ENOMEM, "pam_set_data failed");
 		goto fail_undo;
 	}
@@ -839,17 +839,18 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 	else if (r)
 		outcome = err.msg;
 	killed = kill_session_leftovers(ss->uid, ss->mntns, &passes);
-	/* Unmount by path only inside the session's own namespace. */
+	/* Unmount by path only inside the session's own namespace; best
+	 * effort, as the namespace ends with the session anyway. */
 	same_ns = sbx_ns_inode("mnt") == ss->mntns;
 	if (same_ns && (ss->did & DID_EPHEMERAL_HOME))
-		umount2(ss->home, MNT_DETACH | UMOUNT_NOFOLLOW);
+		(void)umount2(ss->home, MNT_DETACH | UMOUNT_NOFOLLOW);
 	if (same_ns && (ss->did & DID_TMP))
-		umount2("/tmp", MNT_DETACH | UMOUNT_NOFOLLOW);
+		(void)umount2("/tmp", MNT_DETACH | UMOUNT_NOFOLLOW);
 	if (same_ns && (ss->did & DID_SHM))
-		umount2("/dev/shm", MNT_DETACH | UMOUNT_NOFOLLOW);
+		(void)umount2("/dev/shm", MNT_DETACH | UMOUNT_NOFOLLOW);
 	if (same_ns && (ss->did & DID_VIEW) &&
 	    sbx_record_view_path(ss->runtime_dir, view, sizeof(view)) == 0)
-		umount2(view, MNT_DETACH | UMOUNT_NOFOLLOW);
+		(void)umount2(view, MNT_DETACH | UMOUNT_NOFOLLOW);
 	pam_syslog(pamh, LOG_AUTHPRIV | (r && r != -ENOENT ? LOG_ERR : LOG_INFO),
 		   "session=%s user=%s closed after %llds: %s, %u leftover process(es) killed in %u pass(es)%s",
 		   ss->id, ss->user, (long long)(time(NULL) - ss->started), outcome, killed, passes,

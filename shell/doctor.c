@@ -465,6 +465,7 @@ static char *next_token(char **s)
  * following @include, include and substack (only_type: the phase an
  * include/substack line brings in; NULL = all). 0, or -errno of the
  * top-level file. */
+/* Recursion: at most PAM_MAX_DEPTH includes deep. NOLINTNEXTLINE(misc-no-recursion) */
 static int pam_scan(const char *dir, const char *name, const char *only_type, int depth,
 		    struct pam_found *f)
 {
@@ -972,7 +973,7 @@ static int probe_collect(pid_t pid, int out, int errr, char *buf, size_t *len, c
 					mlen = msg_size;
 					break;
 				}
-				msg[mlen++] = junk[k] >= 0x20 && junk[k] < 0x7f ? junk[k] : '?';
+				msg[mlen++] = (char)(junk[k] >= 0x20 && junk[k] < 0x7f ? junk[k] : '?');
 				msg[mlen] = '\0';
 			}
 		}
@@ -1106,6 +1107,8 @@ static void check_kernel(struct doctor *d)
 		return;
 	}
 	lsm_list(lsm, sizeof(lsm));
+	/* p is filled: probe_as() returned 0, and its -errno is never 0.
+	 * NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult) */
 	if (p.landlock_abi == 0)
 		row(d, DOC_WARN, "kernel", "landlock", p.landlock_why,
 		    "unavailable (lsm=%s): sessions are degraded or refused by their floor", lsm);

@@ -117,16 +117,16 @@ static int unconfined_child(void *arg)
 
 static int run_child(bool drop, int (*fn)(void *), struct child *c, struct sbx_report *r)
 {
-	int fds[2], status;
+	int fds[2], code;
 
 	assert_int_equal(pipe(fds), 0);
 	c->fd = fds[1];
-	status = sbx_test_fork(drop, fn, c);
+	code = sbx_test_status_code(sbx_test_fork(drop, fn, c));
 	close(fds[1]);
-	if (sbx_test_status_code(status) == 0)
+	if (code == 0)
 		recv_report(fds[0], r);
 	close(fds[0]);
-	return sbx_test_status_code(status);
+	return code;
 }
 
 static bool canary_file_left(void)

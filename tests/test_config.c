@@ -174,6 +174,54 @@ static void test_inherit(void **state)
 	sbx_config_free(cfg);
 }
 
+/* An inherit chain of links profiles p0 -> p1 -> ... -> p<links>, written
+ * from p0 down (resolving recurses along it) or from the end up (every
+ * parent is resolved already). */
+static char *inherit_chain(unsigned links, bool root_first)
+{
+	size_t size = (links + 1) * 64, used = 0;
+	char *text = malloc(size);
+	unsigned k;
+
+	assert_non_null(text);
+	for (k = 0; k <= links; k++) {
+		unsigned i = root_first ? k : links - k;
+		int n = i < links ?
+			snprintf(text + used, size - used, "[profile p%u]\ninherit = p%u\n", i, i + 1) :
+			snprintf(text + used, size - used, "[profile p%u]\nworkspace_root = /w\n", i);
+
+		assert_true(n > 0 && (size_t)n < size - used);
+		used += (size_t)n;
+	}
+	return text;
+}
+
+static void test_inherit_depth(void **state)
+{
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err = { 0 };
+	char *text;
+
+	(void)state;
+	for (int root_first = 0; root_first <= 1; root_first++) {
+		/* The longest chain allowed resolves: p0 gets the root's keys. */
+		text = inherit_chain(SBX_CONFIG_MAX_INHERIT, root_first);
+		assert_int_equal(parse(text, &cfg, &err), 0);
+		assert_string_equal(sbx_config_find_profile(cfg, "p0")->workspace_root, "/w");
+		sbx_config_free(cfg);
+		cfg = NULL;
+		free(text);
+		/* One link more is refused, in either order (resolving it
+		 * root first used to recurse once per link: a 1 MiB config
+		 * overflowed the stack). */
+		text = inherit_chain(SBX_CONFIG_MAX_INHERIT + 1, root_first);
+		assert_int_equal(parse(text, &cfg, &err), -ELOOP);
+		assert_null(cfg);
+		assert_non_null(strstr(err.msg, "inherit links"));
+		free(text);
+	}
+}
+
 static void test_select(void **state)
 {
 	static const char text[] =
@@ -443,7 +491,7 @@ static void test_positive_controls(void **state)
 		P "command = gated\ngate_allow = /usr/bin/git\n",
 		P "isolation = unconfined\nack_unconfined = yes\n",
 		P "pam_stage = required\n",
-		"[ceiling]\nisolation = sandboxed\n" P,
+		("[ceiling]\nisolation = sandboxed\n" P),	/* () : one string, no comma missed */
 	};
 	struct sbx_config *cfg;
 	struct sbx_error err;
@@ -464,6 +512,7 @@ int main(void)
 	const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_full_example),
 		cmocka_unit_test(test_inherit),
+		cmocka_unit_test(test_inherit_depth),
 		cmocka_unit_test(test_select),
 		cmocka_unit_test(test_comments_and_templates),
 		cmocka_unit_test(test_repo_example),

@@ -38,21 +38,21 @@ static void profile_for_test(struct sbx_profile *p, enum sbx_access command)
 	p->command = command;
 	if (command == SBX_ACCESS_GATED) {
 		p->n_gate = 1;
-		strcpy(p->gate_allow[0], "/usr/bin/true");
+		sbx_strlcpy(p->gate_allow[0], sizeof(p->gate_allow[0]), "/usr/bin/true");
 	}
 	p->n_deny_read = 2;
-	strcpy(p->deny_read[0], secret_dir);
-	strcpy(p->deny_read[1], secret_file);
+	sbx_strlcpy(p->deny_read[0], sizeof(p->deny_read[0]), secret_dir);
+	sbx_strlcpy(p->deny_read[1], sizeof(p->deny_read[1]), secret_file);
 }
 
 static void session_for_test(struct sbx_session *s)
 {
 	memset(s, 0, sizeof(*s));
-	strcpy(s->user, "agent");
+	sbx_strlcpy(s->user, sizeof(s->user), "agent");
 	s->uid = sbx_test_uid();
 	s->gid = sbx_test_gid();
-	strcpy(s->home, home);
-	strcpy(s->workspace, ws);
+	sbx_strlcpy(s->home, sizeof(s->home), home);
+	sbx_strlcpy(s->workspace, sizeof(s->workspace), ws);
 }
 
 static int plan_index(const struct sbx_mount_plan *pl, const char *target)
@@ -76,17 +76,17 @@ static void test_plan_build(void **state)
 
 	(void)state;
 	memset(&s, 0, sizeof(s));
-	strcpy(s.home, "/home/agent");
-	strcpy(s.workspace, "/srv/ws/agent");
+	sbx_strlcpy(s.home, sizeof(s.home), "/home/agent");
+	sbx_strlcpy(s.workspace, sizeof(s.workspace), "/srv/ws/agent");
 	profile_for_test(p, SBX_ACCESS_GATED);
 	p->host_read = SBX_ACCESS_DENY;
 	p->n_deny_read = 1;
-	strcpy(p->deny_read[0], "/srv/ws/agent/.env");
+	sbx_strlcpy(p->deny_read[0], sizeof(p->deny_read[0]), "/srv/ws/agent/.env");
 	p->n_roots = 2;
-	strcpy(p->roots[0].path, "/var/lib/cache");
+	sbx_strlcpy(p->roots[0].path, sizeof(p->roots[0].path), "/var/lib/cache");
 	p->roots[0].read = SBX_ACCESS_ALLOW;
 	p->roots[0].write = SBX_ACCESS_DENY;
-	strcpy(p->roots[1].path, "/opt");
+	sbx_strlcpy(p->roots[1].path, sizeof(p->roots[1].path), "/opt");
 	p->roots[1].read = SBX_ACCESS_ALLOW;
 	p->roots[1].write = SBX_ACCESS_ALLOW;
 	p->limits.set_mask = 1u << SBX_LIMIT_TMP_SIZE;
@@ -146,7 +146,7 @@ static void test_plan_build(void **state)
 	assert_int_equal(pl->m[plan_index(pl, "/srv/ws/agent")].kind, SBX_MOUNT_MASK);
 	assert_int_equal(plan_index(pl, "/home"), -1);
 	/* A home source is bound rw. */
-	strcpy(s.home_source, "/var/lib/agent-sandbox/homes/agent");
+	sbx_strlcpy(s.home_source, sizeof(s.home_source), "/var/lib/agent-sandbox/homes/agent");
 	assert_int_equal(sbx_mount_plan_build(p, &s, pl, &err), 0);
 	h = plan_index(pl, "/home/agent");
 	assert_int_equal(pl->m[h].kind, SBX_MOUNT_BIND);
@@ -154,7 +154,7 @@ static void test_plan_build(void **state)
 
 	/* Bad input: a non-canonical path is refused, the plan untouched. */
 	pl->n = 5;
-	strcpy(p->roots[0].path, "/var/../etc");
+	sbx_strlcpy(p->roots[0].path, sizeof(p->roots[0].path), "/var/../etc");
 	assert_int_equal(sbx_mount_plan_build(p, &s, pl, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "/var/../etc"));
 	assert_int_equal(pl->n, 5);

@@ -854,7 +854,7 @@ static int hold_session(struct holder *me, int go)
 	if (pam_start_confdir("sbxtest-eph", W.agent, &conv, W.confdir, &h) != PAM_SUCCESS)
 		return 71;
 	r = pam_open_session(h, 0);
-	c = r == PAM_SUCCESS ? 'o' : r == PAM_SESSION_ERR ? 'f' : '?';
+	c = (char)(r == PAM_SUCCESS ? 'o' : r == PAM_SESSION_ERR ? 'f' : '?');
 	if (write(me->from[1], &c, 1) != 1)
 		return 72;
 	if (r != PAM_SUCCESS) {

@@ -675,7 +675,7 @@ static void test_limit_under_race(void **state)
 				_exit(9);
 			fill(&rec, u);
 			r = sbx_record_write(fx->rt, &rec, 5, &err);
-			c = r == 0 ? 'w' : r == -EUSERS ? 'l' : '?';
+			c = (char)(r == 0 ? 'w' : r == -EUSERS ? 'l' : '?');
 			if (write(answers[1], &c, 1) != 1)
 				_exit(8);
 			(void)!read(release[0], &c, 1);	/* EOF: the parent is done */
