@@ -92,11 +92,11 @@ $(BUILD)/tests/test_%: tests/test_%.c $(TESTLIB) $(LIBSBX) tests/testlib.h
 	$(CC) $(ALL_CFLAGS) -Itests -pie -o $@ $< $(TESTLIB) $(LIBSBX) \
 		$(HARDEN_LD) $(LIBS) -lcmocka -lpam -lpam_misc
 
-$(BUILD)/tests/%: tests/helpers/%.c
+$(BUILD)/tests/%: tests/helpers/%.c tests/helpers/inside.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pie -o $@ $< $(HARDEN_LD)
 
-$(BUILD)/tests/escape_helper: tests/escape/escape_helper.c
+$(BUILD)/tests/escape_helper: tests/escape/escape_helper.c tests/helpers/inside.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pie -o $@ $< $(HARDEN_LD)
 

@@ -70,33 +70,6 @@ static bool achieved(const struct sbx_report *r, enum sbx_feature f)
 	return r->entry[f].achieved;
 }
 
-/* The "Name:\t<value>" line of /proc/self/status, value copied to out. */
-static int status_field(const char *name, char *out, size_t size)
-{
-	char buf[8192], *line, *save = NULL;
-	size_t n = strlen(name);
-	ssize_t got;
-	int fd;
-
-	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	got = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (got <= 0)
-		return -EIO;
-	buf[got] = '\0';
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, name, n) == 0 && line[n] == ':') {
-			line += n + 1;
-			while (*line == '\t' || *line == ' ')
-				line++;
-			return sbx_strlcpy(out, size, line);
-		}
-	}
-	return -ENOENT;
-}
-
 /* ---- write boundary: landlock_fs and mount_view -------------------------- */
 
 struct write_try {
@@ -555,7 +528,7 @@ static void canary_seccomp(struct sbx_report *r)
 
 	if (!achieved(r, SBX_F_SECCOMP))
 		return;
-	if (status_field("Seccomp", v, sizeof(v)) != 0 || strcmp(v, "2") != 0) {
+	if (sbx_proc_status_field(0, "Seccomp", v, sizeof(v)) != 0 || strcmp(v, "2") != 0) {
 		canary_fail(r, SBX_F_SECCOMP, "/proc/self/status Seccomp is not 2");
 		return;
 	}
@@ -580,7 +553,7 @@ static void canary_no_new_privs(struct sbx_report *r)
 
 	if (!achieved(r, SBX_F_NO_NEW_PRIVS))
 		return;
-	if (status_field("NoNewPrivs", v, sizeof(v)) != 0 || strcmp(v, "1") != 0)
+	if (sbx_proc_status_field(0, "NoNewPrivs", v, sizeof(v)) != 0 || strcmp(v, "1") != 0)
 		canary_fail(r, SBX_F_NO_NEW_PRIVS, "/proc/self/status NoNewPrivs is not 1");
 	else if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
 		canary_fail(r, SBX_F_NO_NEW_PRIVS, "PR_GET_NO_NEW_PRIVS is not 1");
@@ -599,11 +572,11 @@ static void canary_caps(struct sbx_report *r)
 	bool bounding_kept = false;
 
 	for (i = 0; i < ARRAY_SIZE(sets); i++) {
-		if (status_field(sets[i], v, sizeof(v)) != 0) {
+		if (sbx_proc_status_field(0, sets[i], v, sizeof(v)) != 0) {
 			canary_fail(r, SBX_F_CAPS, "/proc/self/status has no %s", sets[i]);
 			return;
 		}
-		/* status_field() set v: it returned -errno, which the analyzer takes
+		/* sbx_proc_status_field() set v: it returned -errno, which the analyzer takes
 		 * for a possible 0.
 		 * NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Branch) */
 		for (k = 0; v[k]; k++) {
@@ -631,34 +604,20 @@ static void canary_caps(struct sbx_report *r)
 
 static void canary_landlock_scope(struct sbx_report *r)
 {
-	char path[64], buf[4096], *line, *end = NULL;
 	pid_t ppid = getppid();
-	unsigned long ruid = 0;
-	ssize_t n;
-	int fd;
+	long ruid;
 
 	if (!achieved(r, SBX_F_LANDLOCK_SCOPE))
 		return;
 	/* kill(ppid, 0) is only a proof when file-style permissions would
 	 * allow it, i.e. the parent runs as our uid (the init of the pid
 	 * namespace does, outside the Landlock domain). */
-	snprintf(path, sizeof(path), "/proc/%ld/status", (long)ppid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0) {
+	ruid = sbx_proc_status_number(ppid, "Uid");
+	if (ruid < 0) {
 		canary_fail(r, SBX_F_LANDLOCK_SCOPE, "parent %ld not visible", (long)ppid);
 		return;
 	}
-	buf[n] = '\0';
-	line = strstr(buf, "\nUid:");
-	if (line) {
-		/* strtoul, not sscanf: sscanf's overflow is undefined. */
-		errno = 0;
-		ruid = strtoul(line + 5, &end, 10);
-	}
-	if (!line || end == line + 5 || errno || ruid != (unsigned long)getuid()) {
+	if ((unsigned long)ruid != (unsigned long)getuid()) {
 		canary_fail(r, SBX_F_LANDLOCK_SCOPE, "parent %ld runs as another uid: "
 			    "signal scope not observable", (long)ppid);
 		return;

@@ -63,6 +63,12 @@ int sbx_read_fd(int fd, const char *what, size_t max, char **out, size_t *len,
 /* write() until done, retrying EINTR: 0 or -errno. */
 int sbx_write_all(int fd, const char *buf, size_t len);
 
+/* The value of the "name:" line of /proc/<pid>/status (pid 0: self),
+ * leading blanks cut: 0, -ENOENT when there is no such line, or -errno. */
+int sbx_proc_status_field(pid_t pid, const char *name, char *out, size_t size);
+/* Its first number (the real uid of "Uid", the "Tgid"), or -1. */
+long sbx_proc_status_number(pid_t pid, const char *name);
+
 /* When pid started, in clock ticks after boot (/proc/<pid>/stat field 22):
  * with the pid it names one process for the life of the system. 0, or
  * -ENOENT when there is no such process. */

@@ -222,26 +222,6 @@ out:
 #define PIDFD_THREAD O_EXCL	/* Linux 6.9 */
 #endif
 
-/* The thread group a task id belongs to, from /proc/<tid>/status. */
-static pid_t tgid_of(pid_t tid)
-{
-	char path[64], buf[1024], *line;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	line = strstr(buf, "\nTgid:");
-	return line ? (pid_t)strtol(line + 6, NULL, 10) : -1;
-}
-
 /*
  * A pidfd for the calling task. The notice names a thread, which need not
  * lead its group: a thread pidfd (Linux 6.9) is exact, also for a thread
@@ -260,7 +240,7 @@ static int caller_pidfd(pid_t tid)
 	fd = (int)syscall(SYS_pidfd_open, tid, 0);
 	if (fd >= 0 || errno != EINVAL)
 		return fd;
-	tgid = tgid_of(tid);
+	tgid = (pid_t)sbx_proc_status_number(tid, "Tgid");
 	return tgid > 0 ? (int)syscall(SYS_pidfd_open, tgid, 0) : -1;
 }
 

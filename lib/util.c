@@ -2,6 +2,7 @@
 /* Shared helpers: the error model, bounded strings, numbers and paths. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,4 +245,48 @@ int sbx_proc_start_time(pid_t pid, uint64_t *out)
 		return -EIO;
 	*out = v;
 	return 0;
+}
+
+int sbx_proc_status_field(pid_t pid, const char *name, char *out, size_t size)
+{
+	char path[64], buf[8192], *line, *save = NULL;
+	size_t n = strlen(name);
+	ssize_t got;
+	int fd;
+
+	if (pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (got <= 0)
+		return -EIO;
+	buf[got] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, name, n) == 0 && line[n] == ':') {
+			line += n + 1;
+			while (*line == '\t' || *line == ' ')
+				line++;
+			return sbx_strlcpy(out, size, line);
+		}
+	}
+	return -ENOENT;
+}
+
+long sbx_proc_status_number(pid_t pid, const char *name)
+{
+	char v[64], *end = NULL;
+	unsigned long n;
+
+	if (sbx_proc_status_field(pid, name, v, sizeof(v)) != 0)
+		return -1;
+	errno = 0;
+	n = strtoul(v, &end, 10);	/* the first number (Uid: real effective ...) */
+	if (end == v || errno || n > LONG_MAX)
+		return -1;
+	return (long)n;
 }

@@ -725,26 +725,6 @@ int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **ar
 	return r;
 }
 
-/* The real uid of /proc/<pid>, from its status file; -1 when unknown. */
-static long proc_real_uid(const char *pid)
-{
-	char path[300], buf[2048], *line;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%s/status", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	line = strstr(buf, "\nUid:\t");
-	return line ? strtol(line + 6, NULL, 10) : -1;
-}
-
 /*
  * Nothing of a closed session outlives it: every process of the agent's
  * uid still in the mount namespace this session created is killed. (With
@@ -786,7 +766,7 @@ static unsigned kill_pass(uid_t uid, unsigned long mntns)
 		if (pidfd < 0)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/ns/mnt", de->d_name);
-		if (proc_real_uid(de->d_name) == (long)uid && stat(path, &st) == 0 &&
+		if (sbx_proc_status_number((pid_t)pid, "Uid") == (long)uid && stat(path, &st) == 0 &&
 		    (unsigned long)st.st_ino == mntns &&
 		    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
 			killed++;

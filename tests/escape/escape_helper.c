@@ -70,6 +70,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../helpers/inside.h"
+
 #ifndef IPPROTO_MPTCP
 #define IPPROTO_MPTCP 262
 #endif
@@ -138,71 +140,6 @@ static char **self_env;
 static char start_fds[256];
 
 /* ---- output ---------------------------------------------------------------- */
-
-static void put(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-static const char *err_name(int e)
-{
-	const char *n = strerrorname_np(e);
-
-	return n ? n : "E?";
-}
-
-/* "OK" for ret >= 0, else the errno name; closes a returned fd when asked. */
-static void put_ret(const char *name, long ret, bool is_fd)
-{
-	if (ret < 0) {
-		put(name, "%s", err_name(errno));
-		return;
-	}
-	if (is_fd)
-		close((int)ret);
-	put(name, "OK");
-}
-
-static void put_status(const char *name, int status)
-{
-	if (WIFSIGNALED(status))
-		put(name, "SIG%s", sigabbrev_np(WTERMSIG(status)) ?: "?");
-	else
-		put(name, "exit=%d", WEXITSTATUS(status));
-}
-
-/* Run fn in a child: "OK" when it returns 0, the errno it returns, or the
- * signal that killed it. */
-static void put_child(const char *name, int (*fn)(void *), void *arg)
-{
-	int status = 0;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		put(name, "fork:%s", err_name(errno));
-		return;
-	}
-	if (pid == 0)
-		_exit(fn(arg));
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (WIFSIGNALED(status))
-		put(name, "SIG%s", sigabbrev_np(WTERMSIG(status)) ?: "?");
-	else if (WEXITSTATUS(status) == 0)
-		put(name, "OK");
-	else
-		put(name, "%s", err_name(WEXITSTATUS(status)));
-}
 
 /*
  * Run a program: its execve errno when that failed (reported through a
@@ -1304,35 +1241,6 @@ static void cls_unix(void)
 }
 
 /* ---- fds_cwd, env ---------------------------------------------------------- */
-
-/* Before anything else opens a file: the fds the program was given. */
-static void list_fds(char *buf, size_t size)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	size_t len = 0;
-
-	buf[0] = '\0';
-	if (!d) {
-		snprintf(buf, size, "%s", err_name(errno));
-		return;
-	}
-	while ((e = readdir(d)) != NULL) {
-		long fd;
-		int n;
-
-		if (e->d_name[0] == '.')
-			continue;
-		fd = strtol(e->d_name, NULL, 10);
-		if (fd == dirfd(d))
-			continue;	/* the listing's own fd */
-		n = snprintf(buf + len, size - len, "%s%ld", len ? "," : "", fd);
-		if (n < 0 || (size_t)n >= size - len)
-			break;
-		len += (size_t)n;
-	}
-	closedir(d);
-}
 
 static void cls_fds_cwd(void)
 {

@@ -43,6 +43,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "inside.h"
+
 #ifndef IPPROTO_MPTCP
 #define IPPROTO_MPTCP 262
 #endif
@@ -67,96 +69,8 @@ const char *__asan_default_options(void)
 }
 #endif
 
-static FILE *out;
 static const char *self_path;
 static char **self_env;
-
-static void put(const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void put(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(out, "%s ", name);
-	va_start(ap, fmt);
-	vfprintf(out, fmt, ap);
-	va_end(ap);
-	fputc('\n', out);
-	fflush(out);
-}
-
-static const char *err_name(int e)
-{
-	const char *n = strerrorname_np(e);
-
-	return n ? n : "E?";
-}
-
-/* "OK" for ret >= 0, else the errno name; closes a returned fd when asked. */
-static void put_ret(const char *name, long ret, bool is_fd)
-{
-	if (ret < 0) {
-		put(name, "%s", err_name(errno));
-		return;
-	}
-	if (is_fd)
-		close((int)ret);
-	put(name, "OK");
-}
-
-/* Run fn in a child; "OK" when it exits 0, the errno it exits with, or the
- * signal that killed it. */
-static void put_child(const char *name, int (*fn)(void *), void *arg)
-{
-	int status = 0;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		put(name, "fork:%s", err_name(errno));
-		return;
-	}
-	if (pid == 0)
-		_exit(fn(arg));
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (WIFSIGNALED(status))
-		put(name, "SIG%s", sigabbrev_np(WTERMSIG(status)) ?: "?");
-	else if (WEXITSTATUS(status) == 0)
-		put(name, "OK");
-	else
-		put(name, "%s", err_name(WEXITSTATUS(status)));
-}
-
-/* Before anything else opens a file: the fds the program was given. */
-static void list_fds(char *buf, size_t size)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	size_t len = 0;
-
-	buf[0] = '\0';
-	if (!d) {
-		snprintf(buf, size, "%s", err_name(errno));
-		return;
-	}
-	while ((e = readdir(d)) != NULL) {
-		long fd;
-		int n;
-
-		if (e->d_name[0] == '.')
-			continue;
-		fd = strtol(e->d_name, NULL, 10);
-		if (fd == dirfd(d))
-			continue;	/* the listing's own fd */
-		n = snprintf(buf + len, size - len, "%s%ld", len ? "," : "", fd);
-		if (n < 0 || (size_t)n >= size - len)
-			break;
-		len += (size_t)n;
-	}
-	closedir(d);
-}
 
 static void check_status(void)
 {
@@ -424,27 +338,6 @@ static int do_exec_loader(void *arg)
 	return 250;
 }
 
-static void put_exit(const char *name, int (*fn)(void *), void *arg)
-{
-	int status = 0;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		put(name, "fork:%s", err_name(errno));
-		return;
-	}
-	if (pid == 0)
-		_exit(fn(arg));
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (WIFSIGNALED(status))
-		put(name, "SIG%s", sigabbrev_np(WTERMSIG(status)) ?: "?");
-	else
-		put(name, "exit=%d", WEXITSTATUS(status));
-}
-
 static int do_execveat_self(void *arg)
 {
 	char *argv[] = { (char *)self_path, (char *)"-n", NULL };
@@ -562,8 +455,8 @@ int main(int argc, char **argv, char **envp)
 	}
 	if (!out_path)
 		return 2;
-	out = fopen(out_path, "we");
-	if (!out)
+	inside_out = fopen(out_path, "we");
+	if (!inside_out)
 		return 3;
 	put("fds", "%s", fds);
 	put("uid", "%u", (unsigned)getuid());
@@ -592,6 +485,6 @@ int main(int argc, char **argv, char **envp)
 	if (gated)
 		put_child("execveat_fd", do_execveat_self, NULL);
 	put("done", "OK");
-	fclose(out);
+	fclose(inside_out);
 	return 0;
 }
