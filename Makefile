@@ -30,6 +30,10 @@ endif
 CFLAGS   ?=
 LDFLAGS  ?=
 ALL_CFLAGS  := $(BASE) $(OPT) $(WARN) $(CFLAGS)
+# Header dependencies from the compiler: each object or test binary gets a
+# .d file beside it, read back below, so touching any header rebuilds what
+# includes it (and a deleted header does not break the build: -MP).
+DEPFLAGS    := -MMD -MP
 HARDEN_LD   := -Wl,-z,relro -Wl,-z,now -Wl,-z,noexecstack $(LDSAN) $(LDFLAGS)
 LIBS        := -lseccomp -lcap
 
@@ -59,9 +63,9 @@ ESCAPE_TEST := $(BUILD)/tests/test_escape
 
 all: $(LIBSBX) $(SHELL_BIN) $(PAM_SO)
 
-$(BUILD)/%.o: %.c $(wildcard lib/*.h) Makefile
+$(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 $(LIBSBX): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -72,9 +76,9 @@ $(SHELL_BIN): $(SHELL_OBJS) $(LIBSBX)
 	$(CC) -pie -o $@ $(SHELL_OBJS) $(LIBSBX) $(HARDEN_LD) $(LIBS)
 
 # Same shell, built so a test may force a probe result (SBX_TESTING); never installed.
-$(BUILD)/tests/shell/%.o: shell/%.c $(wildcard lib/*.h) Makefile
+$(BUILD)/tests/shell/%.o: shell/%.c Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DSBX_TESTING=1 -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -DSBX_TESTING=1 -c -o $@ $<
 
 $(SHELL_TEST_BIN): $(SHELL_SRCS:%.c=$(BUILD)/tests/%.o) $(LIBSBX)
 	$(CC) -pie -o $@ $^ $(HARDEN_LD) $(LIBS)
@@ -83,26 +87,26 @@ $(PAM_SO): $(PAM_OBJS) $(LIBSBX) pam_module/pam_agent_sandbox.map
 	$(CC) -shared -o $@ $(PAM_OBJS) $(LIBSBX) $(HARDEN_LD) \
 		-Wl,--version-script=pam_module/pam_agent_sandbox.map $(LIBS) -lpam
 
-$(TESTLIB): tests/testlib.c tests/testlib.h $(wildcard lib/*.h)
+$(TESTLIB): tests/testlib.c Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests -c -o $@ $<
 
-$(BUILD)/tests/test_%: tests/test_%.c $(TESTLIB) $(LIBSBX) tests/testlib.h
+$(BUILD)/tests/test_%: tests/test_%.c $(TESTLIB) $(LIBSBX)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -pie -o $@ $< $(TESTLIB) $(LIBSBX) \
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests -pie -o $@ $< $(TESTLIB) $(LIBSBX) \
 		$(HARDEN_LD) $(LIBS) -lcmocka -lpam -lpam_misc
 
-$(BUILD)/tests/%: tests/helpers/%.c tests/helpers/inside.h
+$(BUILD)/tests/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -pie -o $@ $< $(HARDEN_LD)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -pie -o $@ $< $(HARDEN_LD)
 
-$(BUILD)/tests/escape_helper: tests/escape/escape_helper.c tests/helpers/inside.h
+$(BUILD)/tests/escape_helper: tests/escape/escape_helper.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -pie -o $@ $< $(HARDEN_LD)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -pie -o $@ $< $(HARDEN_LD)
 
-$(ESCAPE_TEST): tests/escape/test_escape.c $(TESTLIB) $(LIBSBX) tests/testlib.h
+$(ESCAPE_TEST): tests/escape/test_escape.c $(TESTLIB) $(LIBSBX)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -pie -o $@ $< $(TESTLIB) $(LIBSBX) \
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests -pie -o $@ $< $(TESTLIB) $(LIBSBX) \
 		$(HARDEN_LD) $(LIBS) -lcmocka
 
 # Every test tier from one command. Each tier does its own set-up and
@@ -309,3 +313,6 @@ deb: all
 
 clean:
 	rm -rf build build-asan build-fuzz
+
+# The compiler's header dependencies (DEPFLAGS above).
+-include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)
