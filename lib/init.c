@@ -134,21 +134,29 @@ static void relay_drain(const struct sbx_relay *r)
  * A process can only fork while alive; each pass kills every current child
  * and reaps it, and the grandchildren that reparent to us meanwhile are
  * the next pass's children. Bounded, in case /proc is unreadable. */
-static void kill_descendants(void)
+static int children_open(void)
 {
-	char path[64], buf[4096];
-	int status;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* fd: children_open() from before the session ran, so nothing the session
+ * does to this process's limits can keep it from reading the list (-1:
+ * open it now). A seq_file: pread at 0 reads the current list. */
+static void kill_descendants(int fd)
+{
+	char buf[4096];
+	int status;
+	bool own = fd < 0;
+
+	if (own)
+		fd = children_open();
 	for (int pass = 0; pass < 1000; pass++) {
-		ssize_t n = -1;
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
 		unsigned killed = 0;
 
-		if (fd >= 0) {
-			n = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
-		}
 		if (n > 0) {
 			char *p = buf, *end;
 
@@ -169,10 +177,12 @@ static void kill_descendants(void)
 			pid_t p = waitpid(-1, &status, WNOHANG);
 
 			if (p < 0 && errno == ECHILD)
-				return;
+				break;
 			usleep(1000);
 		}
 	}
+	if (own && fd >= 0)
+		close(fd);
 }
 
 /*
@@ -205,11 +215,15 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 	struct signalfd_siginfo si;
 	sigset_t set, old;
 	int sfd, status = 0, code = 255, timer_stage = 0;
+	int children_fd = o->subreaper ? children_open() : -1;
 	bool done = false, in_open = relay != NULL, master_open = relay != NULL;
 
 	supervised_set(&set);
-	if (sigprocmask(SIG_BLOCK, &set, &old) != 0)
+	if (sigprocmask(SIG_BLOCK, &set, &old) != 0) {
+		if (children_fd >= 0)
+			close(children_fd);
 		return 255;
+	}
 	if (o->session_time)
 		alarm(o->session_time);
 	sfd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -318,9 +332,11 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 		while (waitpid(-1, &status, 0) > 0 || errno == EINTR)
 			;
 	} else if (o->subreaper) {
-		kill_descendants();
+		kill_descendants(children_fd);
 	}
 out:
+	if (children_fd >= 0)
+		close(children_fd);
 	(void)sigprocmask(SIG_SETMASK, &old, NULL);
 	return code;
 }

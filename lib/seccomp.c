@@ -9,6 +9,8 @@
 #include <sched.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <netinet/in.h>
@@ -340,6 +342,36 @@ static int add_gate_rules(struct filter_ctx *f)
 	if (r == 0)
 		r = rule1(f, "execveat", SCMP_ACT_ERRNO(EPERM),
 			  SCMP_A4(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH));
+	/* SysV shared memory attached executable is anonymous code memory
+	 * outside every mount; shmflg is an int, SHM_EXEC a low bit. */
+	if (r == 0)
+		r = rule1(f, "shmat", SCMP_ACT_ERRNO(EPERM),
+			  SCMP_A2(SCMP_CMP_MASKED_EQ, SHM_EXEC, SHM_EXEC));
+	return r;
+}
+
+/*
+ * Other processes of the agent's uid outside the sandbox (on a path without
+ * a pid namespace: agent-shell's outer process, which ends the session, and
+ * the unix supervisor) are reachable by pid. Signals are Landlock's scope;
+ * their limits are not: prlimit(outer, RLIMIT_NOFILE, 0) left the outer
+ * unable to open /proc/self/task/N/children, so it could not end what the
+ * session left behind. prlimit64 is allowed on the caller only (pid 0:
+ * setrlimit, ulimit); a 64-bit NE also refuses 1 << 32, which the kernel
+ * would read as 0, a harmless over-refusal. setpriority(PRIO_USER, 0, 19)
+ * would slow every process of the uid, the outer included: only
+ * PRIO_PROCESS of the caller (nice(1), nice(3)).
+ */
+static int add_process_rules(struct filter_ctx *f)
+{
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	int r;
+
+	r = rule1(f, "prlimit64", eperm, SCMP_A0(SCMP_CMP_NE, 0));
+	if (r == 0)
+		r = rule1(f, "setpriority", eperm, SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS));
+	if (r == 0)
+		r = rule1(f, "setpriority", eperm, SCMP_A1(SCMP_CMP_NE, 0));
 	return r;
 }
 
@@ -490,6 +522,8 @@ int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err)
 		goto out;
 
 	if ((r = add_socket_rules(&f)) != 0)
+		goto out;
+	if ((r = add_process_rules(&f)) != 0)
 		goto out;
 
 	/* A user-notification listener would let the sandbox answer syscalls

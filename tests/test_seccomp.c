@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -648,6 +649,41 @@ static int child_moby_denied(void *arg)
 }
 #endif
 
+/* Limits and priority of other processes: agent-shell's outer process
+ * shares the uid on paths without a pid namespace, and a limit of 0 open
+ * files kept it from ending the session's leftovers. */
+static int child_other_processes(void *arg)
+{
+	struct rlimit rl;
+	pid_t parent = getppid();
+	int nice_now;
+
+	(void)arg;
+	CHILD_CHECK(child_apply(false, false, false) == 0);
+	/* controls: the caller's own */
+	CHILD_CHECK(prlimit(0, RLIMIT_NOFILE, NULL, &rl) == 0);
+	CHILD_CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	errno = 0;
+	nice_now = getpriority(PRIO_PROCESS, 0);
+	CHILD_CHECK(errno == 0);
+	CHILD_CHECK(setpriority(PRIO_PROCESS, 0, nice_now) == 0);
+	/* refused: anyone else's, and the caller named by its pid too */
+	CHILD_ERRNO(prlimit(parent, RLIMIT_NOFILE, NULL, &rl), EPERM);
+	CHILD_ERRNO(prlimit(parent, RLIMIT_NOFILE, &rl, NULL), EPERM);
+	CHILD_ERRNO(prlimit(getpid(), RLIMIT_NOFILE, NULL, &rl), EPERM);
+	CHILD_ERRNO(syscall(SYS_prlimit64, 1UL << 32, RLIMIT_NOFILE, NULL, &rl), EPERM);
+	CHILD_ERRNO(setpriority(PRIO_USER, 0, nice_now), EPERM);
+	CHILD_ERRNO(setpriority(PRIO_PGRP, 0, nice_now), EPERM);
+	CHILD_ERRNO(setpriority(PRIO_PROCESS, (id_t)parent, nice_now), EPERM);
+	return 0;
+}
+
+static void test_other_processes(void **state)
+{
+	(void)state;
+	expect_child_ok(child_other_processes, NULL);
+}
+
 static void test_moby_denied(void **state)
 {
 	(void)state;
@@ -768,6 +804,7 @@ int main(void)
 		cmocka_unit_test(test_socket_families),
 		cmocka_unit_test(test_network_denied),
 		cmocka_unit_test(test_int_args),
+		cmocka_unit_test(test_other_processes),
 		cmocka_unit_test(test_inet_denied),
 		cmocka_unit_test(test_gated),
 		cmocka_unit_test(test_foreign_arch_killed),

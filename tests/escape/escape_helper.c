@@ -57,6 +57,7 @@
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -517,6 +518,13 @@ static void attack_process(const char *tag, pid_t pid)
 	/* Reading another process's limits takes the same permission as
 	 * changing them (kernel/sys.c check_prlimit_permission). */
 	put_ret(N("prlimit"), prlimit(pid, RLIMIT_NOFILE, NULL, &rl), false);
+	/* Changing them: set the target's limit to our own, so that a
+	 * regression shows without crippling the target (a limit of 0 kept
+	 * agent-shell's outer process from ending the session's leftovers). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		put_ret(N("prlimit_set"), prlimit(pid, RLIMIT_NOFILE, &rl, NULL), false);
+	else
+		put_ret(N("prlimit_set"), -1, false);
 	put_ret(N("kill0"), kill(pid, 0), false);
 #undef N
 }
@@ -563,6 +571,24 @@ static void cls_processes(void)
 			kill(c, SIGKILL);
 			waitpid(c, NULL, 0);
 		}
+	}
+	/* Limits and priority: the caller's own, yes; anyone else's, no. The
+	 * values set are the current ones, so a regression changes nothing. */
+	{
+		struct rlimit rl;
+		int nice_now;
+
+		put_ret("prlimit_self", prlimit(0, RLIMIT_NOFILE, NULL, &rl), false);
+		bool known;
+
+		errno = 0;
+		nice_now = getpriority(PRIO_PROCESS, 0);
+		known = errno == 0;
+		put_ret("setpriority_self", known ? setpriority(PRIO_PROCESS, 0, nice_now) : -1,
+			false);
+		put_ret("setpriority_user", known ? setpriority(PRIO_USER, 0, nice_now) : -1, false);
+		put_ret("setpriority_pid:parent",
+			known ? setpriority(PRIO_PROCESS, (id_t)getppid(), nice_now) : -1, false);
 	}
 }
 
@@ -1012,6 +1038,27 @@ static void cls_gate(void)
 	}
 	if (fd >= 0)
 		close(fd);
+	/* SysV shared memory attached executable: code memory outside every
+	 * mount. A segment of our own, removed at once. */
+	{
+		int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+		void *p;
+
+		if (id >= 0) {
+			p = shmat(id, NULL, SHM_RDONLY);
+			put_ret("shmat_plain", p == (void *)-1 ? -1 : 0, false);
+			if (p != (void *)-1)
+				shmdt(p);
+			p = shmat(id, NULL, SHM_RDONLY | SHM_EXEC);
+			put_ret("shmat_exec", p == (void *)-1 ? -1 : 0, false);
+			if (p != (void *)-1)
+				shmdt(p);
+			shmctl(id, IPC_RMID, NULL);
+		} else {
+			put_ret("shmat_plain", -1, false);
+			put_ret("shmat_exec", -1, false);
+		}
+	}
 	exec_copy("tmp", "/tmp");
 	exec_copy("shm", "/dev/shm");
 	exec_copy("ws", A.ws);

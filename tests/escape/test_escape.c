@@ -104,7 +104,9 @@ struct expect {
 	STOPS("processes", "ptrace_attach:" t, p, "EPERM", "seccomp"),               \
 	STOPS("processes", "ptrace_seize:" t, p, "EPERM", "seccomp"),                \
 	STOPS("processes", "process_vm_readv:" t, p, "EPERM", "seccomp"),            \
-	STOPS("processes", "pidfd_getfd:" t, p, "EPERM", "seccomp")
+	STOPS("processes", "pidfd_getfd:" t, p, "EPERM", "seccomp"),                \
+	STOPS("processes", "prlimit:" t, p, "EPERM", "seccomp (prlimit64 on the caller only)"), \
+	STOPS("processes", "prlimit_set:" t, p, "EPERM", "seccomp (prlimit64 on the caller only)")
 /* Another process's /proc files that take ptrace access. */
 #define PROC_FILES(t, p, w, l)                                                       \
 	STOPS("processes", "mem_rw:" t, p, w "|EROFS", l " (or /proc read-only)"),   \
@@ -208,7 +210,6 @@ static const struct expect table[] = {
 	/* What /proc/1/cwd would show: the real home under the ephemeral one. */
 	STOPS("processes", "init_cwd_home_mark", PF, "EACCES", "landlock (ptrace scope) + init not dumpable"),
 	STOPS("processes", "init_cwd_home_mark", PL, "EACCES", "init not dumpable"),
-	HARMLESS("processes", "prlimit:init", PNS, "OK", "the sandbox's own init: its limits only end the session"),
 	STOPS("processes", "kill0:init", PF, "EPERM", "landlock (signal scope)"),
 	HARMLESS("processes", "kill0:init", PL, "OK", "the pid namespace's init (see kill1_sigkill)"),
 	STOPS("processes", "kill1_sigkill", PF, "EPERM", "landlock (signal scope)"),
@@ -217,25 +218,25 @@ static const struct expect table[] = {
 	PROC_SYSCALLS("fixture", PALL),
 	PROC_FILES("fixture", PNS, "ENOENT", "pid namespace (the host pid does not exist)"),
 	STOPS("processes", "fd_dir:fixture", PNS, "ENOENT", "pid namespace (the host pid does not exist)"),
-	STOPS("processes", "prlimit:fixture", PNS, "ESRCH", "pid namespace"),
 	STOPS("processes", "kill0:fixture", PNS, "ESRCH", "pid namespace"),
 	PROC_FILES("fixture", PU, "EACCES", "landlock (ptrace scope)"),
 	/* Landlock has no hook there: a process of the agent's uid outside
 	 * the sandbox shows its fd numbers. */
 	OPEN("processes", "fd_dir:fixture", PDEG, "OK", "process_boundary"),
-	OPEN("processes", "prlimit:fixture", PU, "OK", "process_boundary"),
 	STOPS("processes", "kill0:fixture", PU, "EPERM", "landlock (signal scope)"),
 	PROC_FILES_OPEN("fixture", PB),
-	OPEN("processes", "prlimit:fixture", PB, "OK", "process_boundary"),
 	OPEN("processes", "kill0:fixture", PB, "OK", "process_boundary"),
 	PROC_SYSCALLS("parent", PDEG),
 	PROC_FILES("parent", PU, "EACCES", "landlock (ptrace scope)"),
 	PROC_FILES("parent", PB, "EACCES", "agent-shell not dumpable"),
 	STOPS("processes", "fd_dir:parent", PDEG, "EACCES", "agent-shell not dumpable"),
-	OPEN("processes", "prlimit:parent", PDEG, "OK", "process_boundary"),
 	STOPS("processes", "kill0:parent", PU, "EPERM", "landlock (signal scope)"),
 	OPEN("processes", "kill0:parent", PB, "OK", "process_boundary"),
 	CONTROL("processes", "kill0_own_child", PALL, "OK"),
+	CONTROL("processes", "prlimit_self", PALL, "OK"),
+	CONTROL("processes", "setpriority_self", PALL, "OK"),
+	STOPS("processes", "setpriority_user", PALL, "EPERM", "seccomp (PRIO_PROCESS of the caller only)"),
+	STOPS("processes", "setpriority_pid:parent", PALL, "EPERM", "seccomp (PRIO_PROCESS of the caller only)"),
 
 	/* tty: typing into a terminal, line disciplines. */
 	CONTROL("tty", "openpt", PALL, "OK"),
@@ -367,6 +368,8 @@ static const struct expect table[] = {
 	STOPS("gate", "memfd_sealed_exec", PALL, "EPERM", "seccomp (no memfd under the gate)"),
 	STOPS("gate", "execveat_empty_path", PALL, "EPERM", "seccomp (execveat AT_EMPTY_PATH)"),
 	STOPS("gate", "ldso_memfd", PALL, "EPERM", "seccomp (no memfd under the gate)"),
+	CONTROL("gate", "shmat_plain", PALL, "OK"),
+	STOPS("gate", "shmat_exec", PALL, "EPERM", "seccomp (no SHM_EXEC under the gate)"),
 	GATE_COPY("tmp"),
 	GATE_COPY("shm"),
 	GATE_COPY("ws"),
