@@ -212,6 +212,21 @@ struct plans {
 	int ns_flags;
 };
 
+/* fd moved to a number above 10 (close-on-exec); the old one closed. */
+static int park_fd(int fd, const char *what)
+{
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+
+	if (n < 0) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "fcntl(%s, F_DUPFD_CLOEXEC)", what);
+		die_errno(msg);
+	}
+	close(fd);
+	return n;
+}
+
 /* The confined worker: never returns. */
 static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct plans *pl,
 					     struct sbx_report *r, int report_fd)
@@ -263,15 +278,19 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 	/* fd hygiene: only 0-2, the report pipe (moved to 3, close-on-exec,
 	 * closed before exec) and, until seccomp is loaded, the channel to the
 	 * unix supervisor (4) survive. */
-	if (report_fd != 3) {
-		if (dup2(report_fd, 3) < 0)
-			die_errno("dup2(report pipe)");
-		close(report_fd);
-		report_fd = 3;
-	}
+	/* Both go above 10 first: either may sit on the other's target (the
+	 * channel on 3 when the caller had fd 3 free), and a dup2 onto it
+	 * would close it. */
+	report_fd = park_fd(report_fd, "report pipe");
+	if (pl->unix_chan >= 0)
+		pl->unix_chan = park_fd(pl->unix_chan, "unix supervisor channel");
+	if (dup2(report_fd, 3) < 0)
+		die_errno("dup2(report pipe)");
+	close(report_fd);
+	report_fd = 3;
 	if (fcntl(report_fd, F_SETFD, FD_CLOEXEC) != 0)
 		die_errno("fcntl(report pipe)");
-	if (pl->unix_chan >= 0 && pl->unix_chan != 4) {
+	if (pl->unix_chan >= 0) {
 		if (dup2(pl->unix_chan, 4) < 0)
 			die_errno("dup2(unix supervisor channel)");
 		close(pl->unix_chan);

@@ -48,6 +48,7 @@ struct scenario {
 	const char *script;	/* else /bin/sh -c script */
 	char marker[256];	/* checked when on_report runs */
 	const char *run_path;	/* override (refusal tests) */
+	bool low_fds_free;	/* run with every fd above 2 moved past 19 */
 	int out_fd;
 };
 
@@ -334,7 +335,7 @@ static int run_as_agent(void *arg)
 		(char *)"LD_PRELOAD=/nonexistent/libsbx-test-evil.so", NULL,
 	};
 	unsigned tcp_port = 0, udp_port = 0;
-	int tcp = -1, udp = -1, argc = 0, status;
+	int tcp = -1, udp = -1, argc = 0, status, out_fd = sc->out_fd;
 	pid_t sleeper = -1;
 
 	memset(&o, 0, sizeof(o));
@@ -354,6 +355,17 @@ static int run_as_agent(void *arg)
 	udp = host_listener(SOCK_DGRAM, &udp_port);
 	if (tcp < 0 || udp < 0)
 		CHILD_FAIL(&o);
+	/* agent-shell without a syslog socket and without its fallback log
+	 * file starts the engine with fd 3 free: the engine's own fds then
+	 * land on the numbers it moves them to. */
+	if (sc->low_fds_free) {
+		out_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, 20);
+		tcp = fcntl(tcp, F_DUPFD_CLOEXEC, 20);
+		udp = fcntl(udp, F_DUPFD_CLOEXEC, 20);
+		if (out_fd < 0 || tcp < 0 || udp < 0 ||
+		    close_range(3, 19, 0) != 0)
+			CHILD_FAIL(&o);
+	}
 	/* A process of the same uid outside the sandbox. */
 	sleeper = fork();
 	if (sleeper < 0)
@@ -440,7 +452,7 @@ send:
 		kill(sleeper, SIGKILL);
 		waitpid(sleeper, NULL, 0);
 	}
-	if (write(sc->out_fd, &o, sizeof(o)) != (ssize_t)sizeof(o))
+	if (write(out_fd, &o, sizeof(o)) != (ssize_t)sizeof(o))
 		return 3;
 	return 0;
 }
@@ -912,6 +924,34 @@ static void test_leftovers_ended(void **state)
 	}
 }
 
+/* The engine's own fds (report pipe, unix supervisor channel) must not
+ * land on each other when it starts with fd 3 free: moving the report
+ * pipe to 3 closed the channel there, and every session with the network
+ * denied was refused. */
+static void test_low_fds_free(void **state)
+{
+	const struct fixture *fx = *state;
+	static const enum probe_edit paths[] = { PROBE_REAL, PROBE_NO_LANDLOCK,
+						 PROBE_NO_USERNS };
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		scenario_init(&sc, fx);
+		sc.probe = paths[i];
+		sc.low_fds_free = true;
+		sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
+		sc.script = "exit 7";
+		run_scenario(&sc, &o);
+		if (o.ret != 0)
+			fail_msg("path %zu: sbx_run_confined: %d %s", i, o.ret, o.err);
+		assert_int_equal(o.exit_code, 7);
+		assert_true(o.report.entry[SBX_F_UNIX_SOCKETS].achieved);
+	}
+}
+
 static bool contains(const char *hay, const char *needle)
 {
 	if (strstr(hay, needle))
@@ -1312,6 +1352,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gated_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_time_not_outlived, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_low_fds_free, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
