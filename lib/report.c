@@ -1038,10 +1038,15 @@ int sbx_report_to_logline(const struct sbx_report *r, char *buf, size_t size)
 
 int sbx_report_write_file(const char *path, const struct sbx_report *r)
 {
+	return sbx_report_write_at(AT_FDCWD, path, r);
+}
+
+int sbx_report_write_at(int dirfd, const char *name, const struct sbx_report *r)
+{
 	FILE *f;
 	int fd, ret;
 
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	f = fdopen(fd, "w");

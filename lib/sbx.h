@@ -378,6 +378,9 @@ int sbx_report_to_json(const struct sbx_report *r, FILE *out);
 /* Write the JSON to path (created 0600, truncated, never through a
  * symlink). 0 or -errno. */
 int sbx_report_write_file(const char *path, const struct sbx_report *r);
+/* The same, name relative to an open directory (AT_FDCWD: the cwd), so
+ * a directory checked once cannot be swapped before the write. */
+int sbx_report_write_at(int dirfd, const char *name, const struct sbx_report *r);
 int sbx_report_to_text(const struct sbx_report *r, FILE *out);
 /* One structured line for syslog: key=value pairs, no newline. */
 int sbx_report_to_logline(const struct sbx_report *r, char *buf, size_t size);

@@ -63,40 +63,74 @@ void shell_log(int priority, const char *fmt, ...)
 
 /* $XDG_RUNTIME_DIR/agent-sandbox when it is ours, else
  * /tmp/agent-sandbox-<uid> (created 0700, refused if not ours). */
-int shell_report_dir(char *out, size_t size)
+static int report_base(char *base, size_t size)
 {
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	char base[SBX_PATH_MAX];
 	struct stat st;
 
 	if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) &&
-	    st.st_uid == getuid() && sbx_snprintf(base, sizeof(base), "%s/agent-sandbox", xdg) == 0) {
-		/* fine */
-	} else if (sbx_snprintf(base, sizeof(base), "/tmp/agent-sandbox-%u", (unsigned)getuid()) != 0) {
+	    st.st_uid == getuid() && sbx_snprintf(base, size, "%s/agent-sandbox", xdg) == 0)
+		return 0;
+	if (sbx_snprintf(base, size, "/tmp/agent-sandbox-%u", (unsigned)getuid()) != 0)
 		return -ENAMETOOLONG;
-	}
+	return 0;
+}
+
+int shell_report_dir_open(char *out, size_t size)
+{
+	char base[SBX_PATH_MAX];
+	struct stat st;
+	int fd, r;
+
+	if ((r = report_base(base, sizeof(base))) != 0)
+		return r;
 	if (mkdir(base, 0700) != 0 && errno != EEXIST)
 		return -errno;
-	if (lstat(base, &st) != 0)
+	/* Opened once and checked on the fd: every file is then made in this
+	 * very directory, whatever is renamed over its name meanwhile. */
+	fd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 0077))
+	if (fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & 0077)) {
+		close(fd);
 		return -EPERM;
-	return sbx_strlcpy(out, size, base);
+	}
+	if (out && (r = sbx_strlcpy(out, size, base)) != 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int shell_report_dir(char *out, size_t size)
+{
+	int fd = shell_report_dir_open(out, size);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
 }
 
 void shell_log_session_begin(const char *session_id)
 {
-	char dir[SBX_PATH_MAX], path[SBX_PATH_MAX + 64];
+	char dir[SBX_PATH_MAX], path[SBX_PATH_MAX + 64], name[64];
+	int dir_fd;
 
 	if (sidecar_fd >= 0 || shell_syslog_available())
 		return;
-	if (shell_report_dir(dir, sizeof(dir)) != 0 ||
-	    sbx_snprintf(path, sizeof(path), "%s/%s.log", dir, session_id) != 0) {
+	dir_fd = shell_report_dir_open(dir, sizeof(dir));
+	if (dir_fd < 0 || sbx_snprintf(name, sizeof(name), "%s.log", session_id) != 0 ||
+	    sbx_snprintf(path, sizeof(path), "%s/%s", dir, name) != 0) {
+		if (dir_fd >= 0)
+			close(dir_fd);
 		fprintf(stderr, "agent-shell: warning: no syslog daemon listens on /dev/log; "
 			"this session is not logged\n");
 		return;
 	}
-	sidecar_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	sidecar_fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
+	close(dir_fd);
 	fprintf(stderr, "agent-shell: warning: no syslog daemon listens on /dev/log; "
 		"this session's log lines are kept in %s only\n",
 		sidecar_fd >= 0 ? path : "(nowhere: cannot create the file)");
@@ -107,13 +141,14 @@ void shell_log_session_begin(const char *session_id)
 
 static void write_report_copy(const struct sbx_report *r)
 {
-	char dir[SBX_PATH_MAX], path[SBX_PATH_MAX + 64];
+	char name[64];
+	int dir_fd = shell_report_dir_open(NULL, 0);
 
-	if (shell_report_dir(dir, sizeof(dir)) != 0)
+	if (dir_fd < 0)
 		return;
-	if (sbx_snprintf(path, sizeof(path), "%s/%s.json", dir, r->session_id) != 0)
-		return;
-	(void)sbx_report_write_file(path, r);
+	if (sbx_snprintf(name, sizeof(name), "%s.json", r->session_id) == 0)
+		(void)sbx_report_write_at(dir_fd, name, r);
+	close(dir_fd);
 }
 
 void shell_log_report(const struct sbx_report *r, void *ctx)

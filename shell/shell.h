@@ -29,6 +29,9 @@ bool shell_syslog_available(void);
 void shell_log_session_begin(const char *session_id);
 void shell_log_report(const struct sbx_report *r, void *ctx);
 int shell_report_dir(char *out, size_t size);
+/* The same directory opened (O_DIRECTORY, never through a link) and
+ * checked on the fd: the fd, or -errno. out may be NULL. */
+int shell_report_dir_open(char *out, size_t size);
 
 /* gate.c */
 /* Split a -c command for the gate: plain words only (no shell syntax).
