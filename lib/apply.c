@@ -316,11 +316,14 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 			die_errno("send the seccomp listener to the unix supervisor");
 		}
 		sbx_report_set(r, SBX_F_UNIX_SOCKETS, true, false,
-			       "connect() decided outside the sandbox: only sockets of this uid in "
-			       "places it may write%s; abstract names %s; unix datagram sockets refused",
+			       "connect()%s decided outside the sandbox: only sockets of this uid "
+			       "in places it may write%s; abstract names %s; unix datagram "
+			       "sockets refused",
+			       pl->seccomp.unix_bind_notify ? " and bind()" : "",
 			       pl->unix_policy.n_allow ? ", and unix_allow" : "",
 			       pl->unix_policy.abstract_ok ? "in its own network namespace only" :
-			       "refused (no private network namespace)");
+			       "refused, to connect and to bind (the host's: no private network "
+			       "namespace)");
 	}
 	sbx_report_set(r, SBX_F_SECCOMP, true, false, "native arch only; %s%s",
 		       pl->seccomp.network_denied ? "network syscalls narrowed; " : "",
@@ -644,9 +647,15 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	pl->unix_chan = -1;
 	pl->seccomp.unix_notify = net_denied;
 	if (net_denied) {
-		ret = sbx_unix_policy_build(p, run->session, netns, &pl->unix_policy, err);
+		ret = sbx_unix_policy_build(p, run->session, netns || run->session->private_netns,
+					    &pl->unix_policy, err);
 		if (ret)
 			return ret;
+		/* Abstract names are the host's: a name the program bound
+		 * would be reached by host clients (a squatted X11 or D-Bus
+		 * name), so bind() is decided outside the sandbox too. */
+		pl->seccomp.unix_bind_notify = !pl->unix_policy.abstract_ok;
+		pl->canary.unix_bind_mediated = !pl->unix_policy.abstract_ok;
 	}
 
 	if (netns)

@@ -450,13 +450,36 @@ static int unix_connect_errno(int fd, const char *path)
  * (/etc/passwd is no socket), so EACCES proves the supervisor decided. The
  * control: a socket this session makes for itself in /tmp connects.
  */
-static void canary_unix_sockets(struct sbx_report *r)
+static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_report *r)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int srv = -1, cli = -1, e;
 
 	if (!achieved(r, SBX_F_UNIX_SOCKETS))
 		return;
+	/* Without a network namespace of its own, an abstract name bound here
+	 * is one host clients reach: the supervisor must refuse it. */
+	if (ctx && ctx->unix_bind_mediated) {
+		srv = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (srv < 0) {
+			canary_fail(r, SBX_F_UNIX_SOCKETS, "socket(AF_UNIX): %s", strerror(errno));
+			return;
+		}
+		snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1,
+			 "agent-sandbox-canary-%016llx", canary_tag());
+		e = bind(srv, (struct sockaddr *)&sun,
+			 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				     strlen(sun.sun_path + 1))) == 0 ? 0 : errno;
+		close(srv);
+		srv = -1;
+		if (e != EACCES) {
+			canary_fail(r, SBX_F_UNIX_SOCKETS, "bind(abstract name): %s, not EACCES",
+				    e ? strerror(e) : "bound");
+			return;
+		}
+		memset(&sun, 0, sizeof(sun));
+		sun.sun_family = AF_UNIX;
+	}
 	cli = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (cli < 0) {
 		canary_fail(r, SBX_F_UNIX_SOCKETS, "socket(AF_UNIX): %s", strerror(errno));
@@ -935,7 +958,7 @@ void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
 	canary_write_boundary(p, s, r);
 	canary_deny_read(p, ctx, r);
 	canary_landlock_net(r);
-	canary_unix_sockets(r);
+	canary_unix_sockets(ctx, r);
 	canary_landlock_scope(r);
 	canary_landlock_ioctl(r);
 	canary_no_new_privs(r);

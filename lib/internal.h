@@ -141,6 +141,10 @@ struct sbx_session {
 	char session_id[40];
 	char client[128];
 	char service[SBX_NAME_MAX];
+	/* Already in a network namespace of its own (the PAM stage's, checked
+	 * against its record): abstract unix names are private without one
+	 * of the engine's. */
+	bool private_netns;
 };
 
 /* ---- env.c: process hygiene (docs/design.md section 4) ------------------ */
@@ -467,6 +471,10 @@ struct sbx_seccomp_opts {
 	 * AF_UNIX datagram sockets are refused; notify_fd gets the listener
 	 * (close-on-exec) after a successful load, else -1. */
 	bool unix_notify;
+	/* bind() goes to the supervisor too (no private network namespace:
+	 * abstract names are the host's, and one the program bound would be
+	 * reached by host clients). */
+	bool unix_bind_notify;
 	int notify_fd;
 	/* Optional output (may be NULL): syscalls neither this libseccomp nor
 	 * the built-in table of late numbers knows and therefore skipped, and a
@@ -495,7 +503,7 @@ struct sbx_unix_policy {
 	uid_t uid;
 	bool abstract_ok;
 	size_t n_places;
-	char places[SBX_MAX_ROOTS + 4][SBX_PATH_MAX];
+	char places[SBX_MAX_ROOTS + 5][SBX_PATH_MAX];
 	size_t n_allow;
 	char allow[SBX_MAX_UNIX_ALLOW][SBX_PATH_MAX];
 	size_t n_deny;			/* deny_read: never, whatever else allows */
@@ -563,6 +571,7 @@ struct sbx_canary_ctx {
 	int keep_fd;	/* an fd above 2 the caller keeps open (report pipe), or -1 */
 	char *const *envp;	/* the environment execve will pass, or NULL */
 	char exec_control[SBX_PATH_MAX];	/* gated: a file left executable, or "" */
+	bool unix_bind_mediated;	/* bind() of abstract names must be refused */
 	/* deny_read files with more than one name (a hard link elsewhere is
 	 * not under the mask), "; "-separated, or "" */
 	char secret_aliases[256];

@@ -389,6 +389,8 @@ static int add_unix_rules(struct filter_ctx *f)
 	int r;
 
 	r = rule(f, "connect", SCMP_ACT_NOTIFY, 0, NULL);
+	if (r == 0 && f->opts->unix_bind_notify)
+		r = rule(f, "bind", SCMP_ACT_NOTIFY, 0, NULL);
 	/* Every type but stream and seqpacket: the kernel turns SOCK_RAW
 	 * into SOCK_DGRAM for AF_UNIX, so refusing SOCK_DGRAM alone let a
 	 * datagram through. The type's low 4 bits are the type (the rest

@@ -29,6 +29,14 @@
  * behalf too: answering "continue" would let another thread of the caller
  * swap the fd or the address in between.
  *
+ * Without a private network namespace bind() comes here as well: an
+ * abstract name the program bound would be the host's, one a host client
+ * looks for (X11's, a restarted daemon's) and talks to. Abstract binds are
+ * refused; an autobind (a random name) and other families are bound on
+ * behalf; a pathname is made in its pinned parent directory when that lies
+ * in a place the session may write, by a short-lived child with the
+ * caller's umask.
+ *
  * Datagram sockets could name a socket per sendto()/sendmsg(), which the
  * supervisor would then have to see on every send: the filter refuses
  * AF_UNIX SOCK_DGRAM sockets instead (lib/seccomp.c), so connect() is the
@@ -50,6 +58,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <unistd.h>
@@ -84,7 +93,9 @@ int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session 
 		return sbx_error_set(err, ENOMEM, "unix policy: out of memory");
 	pol->uid = s->uid;
 	pol->abstract_ok = private_netns;
-	if (p->workspace_write == SBX_ACCESS_ALLOW)
+	if (p->host_write == SBX_ACCESS_ALLOW)
+		r = add_place(pol, "/", err);
+	if (r == 0 && p->workspace_write == SBX_ACCESS_ALLOW)
 		r = add_place(pol, s->workspace, err);
 	if (r == 0)
 		r = add_place(pol, s->home, err);
@@ -115,23 +126,30 @@ int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session 
 	return r;
 }
 
-bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner)
+static bool under_any(const char (*list)[SBX_PATH_MAX], size_t n, const char *path)
 {
-	size_t i;
-
-	/* A secret stays one, socket or not, wherever it sits. */
-	for (i = 0; i < pol->n_deny; i++)
-		if (sbx_path_is_under(path, pol->deny[i]))
-			return false;
-	for (i = 0; i < pol->n_allow; i++)
-		if (sbx_path_is_under(path, pol->allow[i]))
-			return true;
-	if (owner != pol->uid)
-		return false;
-	for (i = 0; i < pol->n_places; i++)
-		if (sbx_path_is_under(path, pol->places[i]))
+	for (size_t i = 0; i < n; i++)
+		if (sbx_path_is_under(path, list[i]))
 			return true;
 	return false;
+}
+
+/* A socket file made at path: in a place the session may write, and
+ * under no deny_read entry (unix_allow is for connecting only). */
+static bool bind_place_allowed(const struct sbx_unix_policy *pol, const char *path)
+{
+	return !under_any(pol->deny, pol->n_deny, path) &&
+	       under_any(pol->places, pol->n_places, path);
+}
+
+bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner)
+{
+	/* A secret stays one, socket or not, wherever it sits. */
+	if (under_any(pol->deny, pol->n_deny, path))
+		return false;
+	if (under_any(pol->allow, pol->n_allow, path))
+		return true;
+	return owner == pol->uid && under_any(pol->places, pol->n_places, path);
 }
 
 /* ---- acting on behalf ------------------------------------------------------- */
@@ -218,6 +236,121 @@ out:
 	return r;
 }
 
+static int bind_or_errno(int fd, const void *addr, socklen_t len)
+{
+	return bind(fd, addr, len) == 0 ? 0 : -errno;
+}
+
+/* The caller's umask (its /proc status), for the socket file made for it;
+ * 077 when it cannot be read. */
+static mode_t caller_umask(pid_t pid)
+{
+	char val[16], *end;
+	unsigned long m;
+
+	if (sbx_proc_status_field(pid, "Umask", val, sizeof(val)) != 0)
+		return 077;
+	m = strtoul(val, &end, 8);
+	return end != val && m <= 0777 ? (mode_t)m : 077;
+}
+
+/*
+ * A pathname bind: the parent directory is resolved as the caller would
+ * (its cwd for a relative path, no magic links) and pinned, the place
+ * checked against the places the session may write (this process is
+ * outside the sandbox's Landlock domain, so it must not make a socket
+ * where the sandbox could not), and the socket made in the pinned
+ * directory by a short-lived child with the caller's umask (a process-wide
+ * setting this threaded supervisor cannot change for one request).
+ */
+static int bind_pathname(const struct job *j, pid_t pid, int sfd,
+			 const struct sockaddr_un *sun, socklen_t len)
+{
+	size_t n = len - offsetof(struct sockaddr_un, sun_path);
+	char path[sizeof(sun->sun_path) + 1], link[64], real[SBX_PATH_MAX], *slash;
+	char target[SBX_PATH_MAX + sizeof(path) + 2];
+	const char *dir, *base;
+	struct sockaddr_un leaf = { .sun_family = AF_UNIX };
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_NO_MAGICLINKS };
+	int dirfd = AT_FDCWD, pin = -1, r, status;
+	mode_t mask = caller_umask(pid);
+	size_t leaf_len;
+	ssize_t got;
+	pid_t child;
+
+	memcpy(path, sun->sun_path, n);
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	if (!slash) {
+		dir = ".";
+		base = path;
+	} else {
+		*slash = '\0';
+		dir = slash == path ? "/" : path;
+		base = slash + 1;
+	}
+	if (!base[0])
+		return -ENOENT;
+	if (!strcmp(base, ".") || !strcmp(base, ".."))
+		return -EEXIST;
+	if (sun->sun_path[0] != '/') {
+		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+		dirfd = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dirfd < 0)
+			return -EACCES;
+	}
+	pin = (int)syscall(SYS_openat2, dirfd, dir, &how, sizeof(how));
+	r = pin < 0 ? (errno == ELOOP ? -EACCES : -errno) : 0;
+	if (dirfd != AT_FDCWD)
+		close(dirfd);
+	if (pin < 0)
+		return r;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", pin);
+	got = readlink(link, real, sizeof(real) - 1);
+	if (got <= 0) {
+		r = -EACCES;
+		goto out;
+	}
+	real[got] = '\0';
+	if (sbx_snprintf(target, sizeof(target), "%s%s%s", real,
+			 strcmp(real, "/") != 0 ? "/" : "", base) != 0) {
+		r = -ENAMETOOLONG;
+		goto out;
+	}
+	if (!bind_place_allowed(j->pol, target)) {
+		r = -EACCES;
+		goto out;
+	}
+	/* base fits: it is part of what the caller's sockaddr_un held (108
+	 * bytes need no NUL, as for the kernel). */
+	leaf_len = strlen(base);
+	memcpy(leaf.sun_path, base, leaf_len);
+	leaf_len += offsetof(struct sockaddr_un, sun_path) +
+		    (leaf_len < sizeof(leaf.sun_path) ? 1 : 0);
+	child = fork();
+	if (child < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (child == 0) {
+		/* Only async-signal-safe calls: this process has threads. */
+		umask(mask);
+		if (fchdir(pin) != 0)
+			_exit(EACCES);
+		_exit(bind(sfd, (struct sockaddr *)&leaf, (socklen_t)leaf_len) == 0 ? 0 : errno);
+	}
+	while (waitpid(child, &status, 0) < 0)
+		if (errno != EINTR) {
+			r = -ECHILD;
+			goto out;
+		}
+	r = WIFEXITED(status) ? -WEXITSTATUS(status) : -EINTR;
+out:
+	close(pin);
+	return r;
+}
+
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL	/* Linux 6.9 */
 #endif
@@ -244,9 +377,33 @@ static int caller_pidfd(pid_t tid)
 	return tgid > 0 ? (int)syscall(SYS_pidfd_open, tgid, 0) : -1;
 }
 
-/* connect(fd, addr, len) of the caller, done here. The result, or 1 when
- * the caller is gone (no answer to send). */
-static int handle_connect(const struct job *j)
+static int bind_nr = -1;	/* set before the first request */
+
+/* bind() of the caller (only without a private network namespace, where
+ * abstract names are the host's): abstract names refused, an autobind
+ * (the kernel picks a random name no host client expects) and a pathname
+ * in a place the session may write made here, any other family bound here
+ * as it asked (answering "continue" would let another thread swap the fd
+ * or the address in between). */
+static int decide_bind(const struct job *j, pid_t pid, int sfd, int domain,
+		       const struct sockaddr_storage *ss, socklen_t len)
+{
+	const struct sockaddr_un *sun = (const struct sockaddr_un *)ss;
+
+	if (domain != AF_UNIX || ss->ss_family != AF_UNIX)
+		return bind_or_errno(sfd, ss, len);
+	if (len == sizeof(sa_family_t))
+		return bind_or_errno(sfd, ss, len);
+	if (len <= offsetof(struct sockaddr_un, sun_path) || len > sizeof(struct sockaddr_un))
+		return -EINVAL;
+	if (sun->sun_path[0] == '\0')
+		return j->pol->abstract_ok ? bind_or_errno(sfd, ss, len) : -EACCES;
+	return bind_pathname(j, pid, sfd, sun, len);
+}
+
+/* connect(fd, addr, len) or bind(fd, addr, len) of the caller, done here.
+ * The result, or 1 when the caller is gone (no answer to send). */
+static int handle_call(const struct job *j)
 {
 	const struct seccomp_notif *req = &j->req;
 	pid_t pid = (pid_t)req->pid;
@@ -285,7 +442,9 @@ static int handle_connect(const struct job *j)
 		r = errno == ENOTSOCK ? -ENOTSOCK : -errno;
 		goto out;
 	}
-	if (domain == AF_UNIX && ss.ss_family == AF_UNIX) {
+	if (req->data.nr == bind_nr) {
+		r = decide_bind(j, pid, sfd, domain, &ss, len);
+	} else if (domain == AF_UNIX && ss.ss_family == AF_UNIX) {
 		const struct sockaddr_un *sun = (const struct sockaddr_un *)&ss;
 
 		/* The kernel's own bounds (unix_validate_addr): the path
@@ -312,7 +471,7 @@ out:
 static void answer(const struct job *j)
 {
 	struct seccomp_notif_resp resp;
-	int r = handle_connect(j);
+	int r = handle_call(j);
 
 	if (r == 1)
 		return;		/* the caller is gone */
@@ -408,6 +567,7 @@ static void __attribute__((noreturn)) supervise(int chan, const struct sbx_unix_
 		_exit(0);
 	/* The kernel wants the whole (kernel-sized) request zeroed. */
 	notif_size = sizes.seccomp_notif;
+	bind_nr = seccomp_syscall_resolve_name("bind");
 	for (;;) {
 		struct pollfd pf = { .fd = listener, .events = POLLIN };
 		struct job *j;

@@ -267,7 +267,7 @@ static int start_session(const struct run_opts *o)
 	const char *shell;
 	char logged_cmd[512] = "";
 	bool is_agent = false;
-	bool pam_stage = false;
+	bool pam_stage = false, pam_netns = false;
 	int exit_code = EXIT_REFUSED;
 	int ret;
 
@@ -309,6 +309,7 @@ static int start_session(const struct run_opts *o)
 			goto refuse;
 		}
 		pam_stage = ret == 0;
+		pam_netns = pam_stage && rec.netns != 0 && rec.netns == sbx_ns_inode("net");
 	}
 	if (p->pam_required && !pam_stage) {
 		ret = sbx_error_set(&err, EPERM,
@@ -321,6 +322,7 @@ static int start_session(const struct run_opts *o)
 				  sizeof(home_note), &err);
 	if (ret)
 		goto refuse;
+	s.private_netns = pam_netns;
 	if (setenv("AGENT_SANDBOX_SESSION", s.session_id, 1) != 0) {
 		ret = sbx_error_set(&err, errno, "setenv: %s", strerror(errno));
 		goto refuse;

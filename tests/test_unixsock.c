@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <linux/netlink.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -255,6 +256,153 @@ static void test_supervisor(void **state)
 	unlink(path);
 }
 
+/*
+ * Without a private network namespace abstract names are the host's: a
+ * name the program bound would be reached by host clients. bind() then
+ * goes to the supervisor as well.
+ */
+static int bind_errno(int fd, const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -1;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	return bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 ? 0 : errno;
+}
+
+static int new_unix(void)
+{
+	return socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
+
+static char outside_dir[200];	/* the agent's own, outside every place it may write */
+
+static int child_bind_mediated(void *arg)
+{
+	struct sbx_unix_policy pol;
+	struct sbx_seccomp_opts o = { .unix_notify = true, .unix_bind_notify = true };
+	struct sbx_profile p;
+	struct sbx_session s;
+	struct sbx_error err = { 0 };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	socklen_t slen;
+	char path[200], link[200], secret[200], outside[220];
+	struct stat st;
+	pid_t sup;
+	int chan, fd, e;
+
+	(void)arg;
+	CHILD_CHECK(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0);
+	sbx_profile_init_default(&p);
+	snprintf(secret, sizeof(secret), "%s/ws/secret.sock", tmp_dir);
+	snprintf(p.deny_read[p.n_deny_read++], SBX_PATH_MAX, "%s", secret);
+	memset(&s, 0, sizeof(s));
+	s.uid = getuid();
+	snprintf(s.home, sizeof(s.home), "%s/home", tmp_dir);
+	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
+	snprintf(link, sizeof(link), "%s/ws/out-link", tmp_dir);
+	CHILD_CHECK(symlink(outside_dir, link) == 0);
+	snprintf(outside, sizeof(outside), "%s/s.sock", outside_dir);
+	/* Control before the filter: the kernel alone lets the agent make a
+	 * socket in its own directory outside the session's places. */
+	fd = new_unix();
+	CHILD_CHECK(fd >= 0 && bind_errno(fd, outside) == 0);
+	close(fd);
+	CHILD_CHECK(unlink(outside) == 0);
+
+	CHILD_CHECK(sbx_unix_supervisor_start(&pol, false, &chan, &sup, &err) == 0);
+	CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	if (sbx_seccomp_apply(&o, &err) != 0) {
+		fprintf(stderr, "seccomp: %s\n", err.msg);
+		return 1;
+	}
+	CHILD_CHECK(sbx_unix_send_listener(chan, o.notify_fd) == 0);
+	close(o.notify_fd);
+	close(chan);
+
+	/* Refused: an abstract name (the host's namespace). */
+	fd = new_unix();
+	CHILD_CHECK(fd >= 0);
+	memcpy(sun.sun_path + 1, "sbx-test-unix-squat", 19);
+	CHILD_ERRNO(bind(fd, (struct sockaddr *)&sun,
+			 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 20)), EACCES);
+	/* Allowed: an autobind (a random name the kernel picks). */
+	CHILD_CHECK(bind(fd, (struct sockaddr *)&sun, sizeof(sa_family_t)) == 0);
+	slen = sizeof(sun);
+	CHILD_CHECK(getsockname(fd, (struct sockaddr *)&sun, &slen) == 0);
+	CHILD_CHECK(slen == offsetof(struct sockaddr_un, sun_path) + 6 && sun.sun_path[0] == '\0');
+	close(fd);
+	/* Allowed: a pathname in the workspace, made with the caller's umask
+	 * and owned by it, and a relative one; it then listens and connects. */
+	umask(027);
+	snprintf(path, sizeof(path), "%s/ws/made.sock", tmp_dir);
+	fd = new_unix();
+	CHILD_CHECK(fd >= 0 && bind_errno(fd, path) == 0 && listen(fd, 4) == 0);
+	CHILD_CHECK(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == getuid());
+	if ((st.st_mode & 0777) != 0750) {
+		fprintf(stderr, "socket mode %o, not 750\n", (unsigned)(st.st_mode & 0777));
+		return 1;
+	}
+	CHILD_CHECK(try_connect(path) == 0);
+	/* The kernel's own answer for a name in use. */
+	e = new_unix();
+	CHILD_CHECK(e >= 0);
+	CHILD_CHECK(bind_errno(e, path) == EADDRINUSE);
+	close(e);
+	close(fd);
+	unlink(path);
+	CHILD_CHECK(chdir(tmp_dir) == 0);
+	fd = new_unix();
+	CHILD_CHECK(fd >= 0 && bind_errno(fd, "ws/rel.sock") == 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/ws/rel.sock", tmp_dir);
+	CHILD_CHECK(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode));
+	unlink(path);
+	/* Refused: the agent's own directory outside the session's places,
+	 * directly and through a symlink in the workspace; a deny_read path;
+	 * a magic link. */
+	fd = new_unix();
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(bind_errno(fd, outside) == EACCES);
+	CHILD_CHECK(bind_errno(fd, "ws/out-link/s.sock") == EACCES);
+	CHILD_CHECK(lstat(outside, &st) != 0 && errno == ENOENT);
+	CHILD_CHECK(bind_errno(fd, secret) == EACCES);
+	CHILD_CHECK(bind_errno(fd, "/proc/self/cwd/ws/x.sock") == EACCES);
+	close(fd);
+	/* Other families are bound on behalf: netlink, as getifaddrs() does. */
+	{
+		struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
+		socklen_t nlen = sizeof(nl);
+
+		fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+		CHILD_CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&nl, sizeof(nl)) == 0);
+		CHILD_CHECK(getsockname(fd, (struct sockaddr *)&nl, &nlen) == 0 && nl.nl_pid != 0);
+		close(fd);
+	}
+	/* Without the supervisor: ENOSYS, closed. */
+	CHILD_CHECK(kill(sup, SIGKILL) == 0);
+	CHILD_CHECK(waitpid(sup, NULL, 0) == sup);
+	fd = new_unix();
+	CHILD_CHECK(fd >= 0);
+	snprintf(path, sizeof(path), "%s/ws/late.sock", tmp_dir);
+	CHILD_CHECK(bind_errno(fd, path) == ENOSYS);
+	close(fd);
+	unlink(link);
+	return 0;
+}
+
+static void test_bind_mediated(void **state)
+{
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	snprintf(outside_dir, sizeof(outside_dir), "%s/agent-own", host_dir);
+	assert_int_equal(mkdir(outside_dir, 0700), 0);
+	assert_int_equal(chown(outside_dir, sbx_test_uid(), sbx_test_gid()), 0);
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, child_bind_mediated, NULL)), 0);
+}
+
 static int setup(void **state)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -298,6 +446,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_supervisor),
+		cmocka_unit_test(test_bind_mediated),
 	};
 	return cmocka_run_group_tests_name("unixsock", tests, setup, teardown);
 }

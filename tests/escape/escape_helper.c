@@ -1276,6 +1276,31 @@ static void cls_unix(void)
 	}
 	if (A.abstract)
 		unix_connect("abstract_host", SOCK_STREAM, A.abstract, true);
+	/* Squatting an abstract name host clients may look for (X11, a
+	 * restarted daemon's): a name bound here must not be the host's. An
+	 * autobind (a random name) is the control. */
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s >= 0) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "sbx-esc-squat-%d",
+				 (int)getpid());
+
+		put_ret("abstract_bind", bind(s, (struct sockaddr *)&sa,
+					     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+							 (size_t)n)), false);
+		close(s);
+	} else {
+		put("abstract_bind", "%s", err_name(errno));
+	}
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s >= 0) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		put_ret("autobind", bind(s, (struct sockaddr *)&sa, sizeof(sa_family_t)), false);
+		close(s);
+	} else {
+		put("autobind", "%s", err_name(errno));
+	}
 	/* Controls: sockets of the session's own. */
 	own_socket("own_sock_tmp", "/tmp");
 	own_socket("own_sock_ws", A.ws ? A.ws : "/tmp");

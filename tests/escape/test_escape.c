@@ -276,7 +276,12 @@ static const struct expect table[] = {
 	HOST_WRITE("link_victim", "EXDEV|EROFS", "EXDEV|EACCES"),
 	HOST_WRITE("linkat_empty_path", "EXDEV|EROFS", "EXDEV|EACCES"),
 	HOST_WRITE("rename_out", "EXDEV|EROFS", "EXDEV|EACCES"),
-	HOST_WRITE("bind_sock_host", "EROFS", "EACCES"),
+	/* A socket file is a write: the mount view, Landlock, and without
+	 * either the unix supervisor, which decides bind() when the abstract
+	 * names are the host's (only the session's places). */
+	STOPS("fs_boundary", "bind_sock_host", PNS, "EROFS", "mount view (read-only host)"),
+	STOPS("fs_boundary", "bind_sock_host", PU, "EACCES", "landlock and the unix supervisor (bind)"),
+	STOPS("fs_boundary", "bind_sock_host", PB, "EACCES", "the unix supervisor (bind: the session's places only)"),
 	HOST_WRITE("mkfifo_host", "EROFS", "EACCES"),
 	HOST_META("chmod_victim"),
 	HOST_META("chown_victim"),
@@ -419,6 +424,9 @@ static const struct expect table[] = {
 	STOPS("unix", "host_dgram", PALL, "EPERM", "seccomp (no unix datagrams)"),
 	STOPS("unix", "abstract_host", PNS, "ECONNREFUSED", "network namespace"),
 	STOPS("unix", "abstract_host", PDEG, "EACCES", "seccomp user-notification supervisor"),
+	HARMLESS("unix", "abstract_bind", PNS, "OK", "its own network namespace: no host client sees the name"),
+	STOPS("unix", "abstract_bind", PDEG, "EACCES", "seccomp user-notification supervisor (bind)"),
+	CONTROL("unix", "autobind", PALL, "OK"),
 	CONTROL("unix", "own_sock_tmp", PALL, "OK"),
 	CONTROL("unix", "own_sock_ws", PALL, "OK"),
 	CONTROL("unix", "socketpair_stream", PALL, "OK"),
