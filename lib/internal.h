@@ -347,13 +347,13 @@ int sbx_session_id_new(char out[SBX_SESSION_ID_HEX + 1], struct sbx_error *err);
 bool sbx_session_id_is_valid(const char *id);
 
 /* Root: write <runtime_dir>/sessions/<rec->session> atomically (temp name +
- * renameat2 RENAME_NOREPLACE), root-owned 0600. runtime_dir (last
- * component, 0755) and sessions/ (0700; an older, wider one is tightened)
- * are created when missing; every directory must be root-owned and not
- * group/world writable. With max_live > 0, under a root-only lock file
- * (sessions/.lock, waited for at most 5 s, then -ETIMEDOUT), stale records
- * are removed and the write is refused with -EUSERS when rec->uid already
- * has max_live live records. */
+ * renameat2 RENAME_NOREPLACE), root-owned 0600, under a root-only lock file
+ * (sessions/.lock, waited for at most 5 s, then -ETIMEDOUT). runtime_dir
+ * (last component, 0755) and sessions/ (0700; an older, wider one is
+ * tightened) are created when missing; every directory must be root-owned
+ * and not group/world writable. With max_live > 0, stale records are
+ * removed and the write is refused with -EUSERS when rec->uid already has
+ * max_live live records. */
 int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 		     unsigned max_live, struct sbx_error *err);
 
@@ -392,6 +392,14 @@ int sbx_record_remove(const char *runtime_dir, const char *session_id,
  * A missing sessions/ directory counts 0. */
 int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *live,
 			  unsigned *stale, struct sbx_error *err);
+/* Root, at a session's close (its record already removed): under the lock
+ * sbx_record_write takes, count uid's live records as sbx_record_count_user
+ * does (removing stale ones) and, when there is none, call last(arg) before
+ * the lock is released: no login of uid can write its record, hence start a
+ * process, until last returned. *live: the count (0: last ran). A lock or
+ * count failure returns -errno and last does not run. */
+int sbx_record_last_close(const char *runtime_dir, uid_t uid, void (*last)(void *arg),
+			  void *arg, unsigned *live, struct sbx_error *err);
 
 /* ---- caps.c ------------------------------------------------------------ */
 

@@ -199,49 +199,74 @@ static int record_format(const struct sbx_record *rec, char *buf, size_t size,
 static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
 		      unsigned *live_out, unsigned *stale_out, struct sbx_error *err);
 
+/*
+ * Open (creating when missing) <runtime_dir>/sessions, root-only, and take
+ * its lock. On success *dir_fd and *lock_fd are the caller's to close
+ * (closing lock_fd releases the lock); sessions gets the path for messages.
+ */
+static int sessions_open_locked(const char *runtime_dir, char *sessions, size_t size,
+				int *dir_fd_out, int *lock_fd_out, struct sbx_error *err)
+{
+	int rt_fd = -1, dir_fd = -1, lock_fd, r;
+
+	r = sessions_path(runtime_dir, sessions, size, err);
+	if (r)
+		return r;
+	r = sbx_dir_open_walk(runtime_dir, true, 0755, &rt_fd, err);
+	if (r)
+		return r;
+	close(rt_fd);
+	r = sbx_dir_open_walk(sessions, true, SESSIONS_MODE, &dir_fd, err);
+	if (r)
+		return r;
+	r = sessions_dir_private(dir_fd, sessions, err);
+	if (r) {
+		close(dir_fd);
+		return r;
+	}
+	lock_fd = sessions_lock(dir_fd, sessions, err);
+	if (lock_fd < 0) {
+		close(dir_fd);
+		return lock_fd;
+	}
+	*dir_fd_out = dir_fd;
+	*lock_fd_out = lock_fd;
+	return 0;
+}
+
 int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 		     unsigned max_live, struct sbx_error *err)
 {
 	char sessions[SBX_PATH_MAX], tmp[SBX_SESSION_ID_HEX + 8];
 	char *buf = NULL;
 	size_t len = 0, off = 0;
-	int rt_fd = -1, dir_fd = -1, lock_fd = -1, fd = -1, r;
+	int dir_fd = -1, lock_fd = -1, fd = -1, r;
 	bool made_tmp = false;
 
 	if (!sbx_session_id_is_valid(rec->session))
 		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
 				     rec->session);
-	r = sessions_path(runtime_dir, sessions, sizeof(sessions), err);
-	if (r)
-		return r;
 	buf = malloc(SBX_RECORD_MAX_BYTES);
 	if (!buf)
 		return sbx_error_set(err, ENOMEM, "record %s: out of memory", rec->session);
 	r = record_format(rec, buf, SBX_RECORD_MAX_BYTES, &len, err);
 	if (r)
 		goto out;
-	r = sbx_dir_open_walk(runtime_dir, true, 0755, &rt_fd, err);
-	if (r)
-		goto out;
-	r = sbx_dir_open_walk(sessions, true, SESSIONS_MODE, &dir_fd, err);
-	if (r)
-		goto out;
-	r = sessions_dir_private(dir_fd, sessions, err);
-	if (r)
-		goto out;
 	/*
-	 * The limit is checked and the record written under one lock
-	 * (released when lock_fd closes), so two logins racing for the last
-	 * slot cannot both get it.
+	 * Every record is written under the lock (released when lock_fd
+	 * closes): the limit is checked in the same hold, so two logins
+	 * racing for the last slot cannot both get it; and a close that finds
+	 * the account's last session ending (sbx_record_last_close) ends
+	 * every process of the uid in its own hold, before any new login of
+	 * that account has a record, hence before it has a process.
 	 */
+	r = sessions_open_locked(runtime_dir, sessions, sizeof(sessions), &dir_fd, &lock_fd,
+				 err);
+	if (r)
+		goto out;
 	if (max_live) {
 		unsigned live = 0;
 
-		lock_fd = sessions_lock(dir_fd, sessions, err);
-		if (lock_fd < 0) {
-			r = lock_fd;
-			goto out;
-		}
 		r = count_live(dir_fd, sessions, rec->uid, true, &live, NULL, err);
 		if (r)
 			goto out;
@@ -294,8 +319,6 @@ out:
 		close(lock_fd);
 	if (dir_fd >= 0)
 		close(dir_fd);
-	if (rt_fd >= 0)
-		close(rt_fd);
 	free(buf);
 	return r;
 }
@@ -862,5 +885,28 @@ int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *live,
 		return r;
 	r = count_live(path_fd, sessions, uid, geteuid() == 0, live, stale, err);
 	close(path_fd);
+	return r;
+}
+
+int sbx_record_last_close(const char *runtime_dir, uid_t uid, void (*last)(void *arg),
+			  void *arg, unsigned *live_out, struct sbx_error *err)
+{
+	char sessions[SBX_PATH_MAX];
+	unsigned live = 0;
+	int dir_fd = -1, lock_fd = -1, r;
+
+	r = sessions_open_locked(runtime_dir, sessions, sizeof(sessions), &dir_fd, &lock_fd,
+				 err);
+	if (r)
+		return r;
+	/* The same liveness rule as max_sessions: a record counts while the
+	 * process that opened its session lives. */
+	r = count_live(dir_fd, sessions, uid, true, &live, NULL, err);
+	if (r == 0 && live == 0)
+		last(arg);	/* still under the lock */
+	close(lock_fd);
+	close(dir_fd);
+	if (r == 0)
+		*live_out = live;
 	return r;
 }

@@ -16,9 +16,12 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/sched.h>
 
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
@@ -83,6 +86,7 @@ struct session_state {
 	char id[SBX_SESSION_ID_HEX + 1];
 	char user[SBX_NAME_MAX];
 	uid_t uid;
+	gid_t gid;
 	char runtime_dir[SBX_PATH_MAX];
 	char home[SBX_PATH_MAX];
 	unsigned long mntns;
@@ -664,6 +668,7 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 
 	sbx_strlcpy(ss->user, sizeof(ss->user), acc->user);
 	ss->uid = acc->uid;
+	ss->gid = acc->gid;
 	sbx_strlcpy(ss->runtime_dir, sizeof(ss->runtime_dir), a->runtime_dir);
 	sbx_strlcpy(ss->home, sizeof(ss->home), acc->home);
 	ss->mntns = rec.mntns;
@@ -795,16 +800,201 @@ static unsigned kill_session_leftovers(uid_t uid, unsigned long mntns, unsigned 
 	return total;
 }
 
+/*
+ * A scan cannot win against a fork chain (each process forks its successor
+ * and exits at once): the live member is microseconds old whenever a pass
+ * looks (measured: one outlived 100 passes in 14 of 15 runs). kill(-1)
+ * can: the kernel signals every target under the tasklist lock, and a fork
+ * racing it fails (copy_process refuses a parent with a fatal signal
+ * pending), so no successor escapes. Sent from a process whose three uids
+ * are the agent's, it reaches every process of that uid (in any user
+ * namespace mapped to it) and the agent's own user namespaces, nothing
+ * else: never the monitor, nor a root process that borrowed the uid as
+ * euid alone (kill checks the target's real and saved uid).
+ *
+ * It ends every process of the account, including ones an administrator
+ * started as that user outside any session, so it runs only for the
+ * account's last session, decided under the sessions lock
+ * (sbx_record_last_close): no other login of the account can write its
+ * record, hence have a process, until the kill is done.
+ *
+ * The helper is a separate process made with raw clone3: no fork handlers
+ * of the host program run, exit_signal 0 sends sshd no SIGCHLD (and its
+ * waitpid(-1) never reaps a child that is not a SIGCHLD one), and
+ * CLONE_PIDFD gives a descriptor to wait on. The monitor's own credentials
+ * are never touched. The helper makes raw system calls only (glibc's
+ * setresuid would signal the parent's threads) and runs no code of the
+ * agent's. Once it is the agent, an agent process may kill it first (its
+ * own kill(-1)) or stop it: it reports success by a pipe, and a silent end
+ * is retried, bounded.
+ */
+#define KILL_ALL_TRIES 5
+#define KILL_ALL_WAIT_MS 500
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+struct kill_all {
+	pam_handle_t *pamh;
+	const char *user;
+	uid_t uid;
+	gid_t gid;
+	bool ran;		/* the account's last session: the helper ran */
+	bool ended;		/* a helper reported kill(-1) done */
+	bool none_left;		/* ... and it found no process to signal */
+	unsigned tries;
+};
+
+/* What the helper writes: the failed step (0: none) and its errno. */
+enum { STEP_DONE, STEP_SIGMASK, STEP_SETGROUPS, STEP_SETRESGID, STEP_SETRESUID, STEP_KILL };
+
+static const char *const step_names[] = {
+	[STEP_DONE] = "", [STEP_SIGMASK] = "rt_sigprocmask", [STEP_SETGROUPS] = "setgroups",
+	[STEP_SETRESGID] = "setresgid", [STEP_SETRESUID] = "setresuid", [STEP_KILL] = "kill(-1)",
+};
+
+static __attribute__((noreturn)) void kill_all_helper(int fd, uid_t uid, gid_t gid)
+{
+	int res[2] = { STEP_DONE, 0 };
+	uint64_t all = ~(uint64_t)0;
+
+	/* While still root (the agent cannot signal it yet): block every
+	 * signal, so none runs a handler of the host program in here. */
+	if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all)) != 0)
+		res[0] = STEP_SIGMASK;
+	else if (syscall(SYS_setgroups, 0, NULL) != 0)
+		res[0] = STEP_SETGROUPS;
+#ifdef SYS_setresgid32
+	else if (syscall(SYS_setresgid32, gid, gid, gid) != 0)
+#else
+	else if (syscall(SYS_setresgid, gid, gid, gid) != 0)
+#endif
+		res[0] = STEP_SETRESGID;
+#ifdef SYS_setresuid32
+	else if (syscall(SYS_setresuid32, uid, uid, uid) != 0)
+#else
+	else if (syscall(SYS_setresuid, uid, uid, uid) != 0)
+#endif
+		res[0] = STEP_SETRESUID;
+	else if (syscall(SYS_kill, -1, SIGKILL) != 0)
+		res[0] = STEP_KILL;
+	if (res[0] != STEP_DONE)
+		res[1] = errno;
+	/* ESRCH: no process of the uid was left to signal. */
+	if (res[0] == STEP_KILL && res[1] == ESRCH)
+		res[0] = STEP_DONE;
+	(void)!write(fd, res, sizeof(res));
+	syscall(SYS_exit_group, 0);
+	__builtin_unreachable();
+}
+
+/* One helper, waited for through its pidfd. 0 with res filled when it
+ * reported, -ESRCH when it ended without a word, another -errno when it
+ * could not be made (logged). */
+static int kill_all_once(struct kill_all *k, int res[2])
+{
+	struct clone_args ca;
+	struct pollfd pfd;
+	siginfo_t si;
+	int p[2], pidfd = -1, waited = 0, got = 0, e;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+		e = errno;
+		pam_syslog(k->pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: pipe2: %m", k->user);
+		return -e;
+	}
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	ca.exit_signal = 0;
+	pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0)
+		kill_all_helper(p[1], k->uid, k->gid);
+	e = errno;
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		pam_syslog(k->pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: clone3(CLONE_PIDFD): %s",
+			   k->user, strerror(e));
+		return -e;
+	}
+	/* Never waitpid's status: the pidfd says when it is gone, the pipe
+	 * what it did. */
+	pfd.fd = pidfd;
+	pfd.events = POLLIN;
+	while (waited < KILL_ALL_WAIT_MS + 1000) {
+		int r = poll(&pfd, 1, 50);
+
+		if (r > 0)
+			break;
+		if (r < 0 && errno != EINTR)
+			break;
+		waited += 50;	/* EINTR counts as a full step: bounded either way */
+		if (waited == KILL_ALL_WAIT_MS)	/* stopped or stuck: root may end it */
+			(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	}
+	n = read(p[0], res, 2 * sizeof(int));
+	memset(&si, 0, sizeof(si));
+	if (n == (ssize_t)(2 * sizeof(int)))
+		got = 1;
+	/* Reap it (a child with exit_signal 0 is ours alone to wait for). */
+	if (syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED | WNOHANG | __WALL, NULL) != 0 ||
+	    si.si_pid == 0)
+		pam_syslog(k->pamh, LOG_AUTHPRIV | LOG_WARNING,
+			   "user %s: kill helper %d not reaped after %d ms", k->user, (int)pid,
+			   waited);
+	close(pidfd);
+	close(p[0]);
+	return got ? 0 : -ESRCH;
+}
+
+/* sbx_record_last_close's callback: runs under the sessions lock. */
+static void kill_all_of_uid(void *arg)
+{
+	struct kill_all *k = arg;
+	int res[2] = { 0, 0 }, r = -ESRCH;
+
+	k->ran = true;
+	while (k->tries < KILL_ALL_TRIES) {
+		k->tries++;
+		memset(&res, 0, sizeof(res));
+		r = kill_all_once(k, res);
+		if (r != -ESRCH)
+			break;
+	}
+	if (r == -ESRCH) {
+		pam_syslog(k->pamh, LOG_AUTHPRIV | LOG_ERR,
+			   "user %s: the helper ending every process of uid %u died without "
+			   "reporting, %u times", k->user, (unsigned)k->uid, KILL_ALL_TRIES);
+		return;
+	}
+	if (r)
+		return;		/* logged */
+	if (res[0] != STEP_DONE) {
+		pam_syslog(k->pamh, LOG_AUTHPRIV | LOG_ERR,
+			   "user %s: ending every process of uid %u: %s: %s", k->user,
+			   (unsigned)k->uid,
+			   (unsigned)res[0] < ARRAY_SIZE(step_names) ? step_names[res[0]] : "?",
+			   strerror(res[1]));
+		return;
+	}
+	k->ended = true;
+	k->none_left = res[1] == ESRCH;
+}
+
 int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
-	struct sbx_error err = { 0 };
+	struct sbx_error err = { 0 }, lerr = { 0 };
 	struct session_state *ss = NULL;
+	struct kill_all k;
 	const void *data = NULL;
 	const char *outcome = "record removed";
-	char view[SBX_PATH_MAX];
-	unsigned killed, passes;
-	bool same_ns;
-	int r;
+	char view[SBX_PATH_MAX], account[160] = "";
+	unsigned killed, passes, live = 0;
+	bool same_ns, failed = false;
+	int r, lr = 0;
 
 	if (pam_get_data(pamh, DATA_NAME, &data) != PAM_SUCCESS || !data)
 		return PAM_IGNORE;	/* not an agent session, or open failed */
@@ -818,7 +1008,43 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 		outcome = "record already gone";
 	else if (r)
 		outcome = err.msg;
+	/* This session's processes first: while the account has other live
+	 * sessions, this is all that ends. */
 	killed = kill_session_leftovers(ss->uid, ss->mntns, &passes);
+	/* Then, for the account's last session, every process of the uid. */
+	memset(&k, 0, sizeof(k));
+	k.pamh = pamh;
+	k.user = ss->user;
+	k.uid = ss->uid;
+	k.gid = ss->gid;
+	if (ss->uid != 0)
+		lr = sbx_record_last_close(ss->runtime_dir, ss->uid, kill_all_of_uid, &k, &live,
+					   &lerr);
+	if (ss->uid == 0) {
+		snprintf(account, sizeof(account), "; uid 0: no account-wide kill");
+	} else if (lr) {
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+			   "user %s: cannot tell whether this was the account's last session: %s",
+			   ss->user, lerr.msg);
+		snprintf(account, sizeof(account),
+			 "; processes of uid %u outside this session not ended (sessions not counted)",
+			 (unsigned)ss->uid);
+		failed = true;
+	} else if (!k.ran) {
+		snprintf(account, sizeof(account),
+			 "; %u other live session(s) of the account: only this session's namespace swept",
+			 live);
+	} else if (k.ended) {
+		snprintf(account, sizeof(account),
+			 "; last session of the account: every process of uid %u ended%s%s",
+			 (unsigned)ss->uid, k.none_left ? " (none was left)" : "",
+			 k.tries > 1 ? " (helper retried)" : "");
+	} else {
+		snprintf(account, sizeof(account),
+			 "; last session of the account: ending every process of uid %u FAILED",
+			 (unsigned)ss->uid);
+		failed = true;
+	}
 	/* Unmount by path only inside the session's own namespace; best
 	 * effort, as the namespace ends with the session anyway. */
 	same_ns = sbx_ns_inode("mnt") == ss->mntns;
@@ -831,9 +1057,11 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 	if (same_ns && (ss->did & DID_VIEW) &&
 	    sbx_record_view_path(ss->runtime_dir, view, sizeof(view)) == 0)
 		(void)umount2(view, MNT_DETACH | UMOUNT_NOFOLLOW);
-	pam_syslog(pamh, LOG_AUTHPRIV | (r && r != -ENOENT ? LOG_ERR : LOG_INFO),
-		   "session=%s user=%s closed after %llds: %s, %u leftover process(es) killed in %u pass(es)%s",
+	if (r && r != -ENOENT)
+		failed = true;
+	pam_syslog(pamh, LOG_AUTHPRIV | (failed ? LOG_ERR : LOG_INFO),
+		   "session=%s user=%s closed after %llds: %s, %u leftover process(es) killed in %u pass(es)%s%s",
 		   ss->id, ss->user, (long long)(time(NULL) - ss->started), outcome, killed, passes,
-		   same_ns ? "" : " (other mount namespace: mounts left to it)");
-	return r && r != -ENOENT ? PAM_SESSION_ERR : PAM_SUCCESS;
+		   account, same_ns ? "" : " (other mount namespace: mounts left to it)");
+	return failed ? PAM_SESSION_ERR : PAM_SUCCESS;
 }

@@ -5,21 +5,26 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <linux/magic.h>
 #include <unistd.h>
 
@@ -493,6 +498,47 @@ static bool reaped_within(pid_t pid, int ms, int *status)
 	return false;
 }
 
+/*
+ * A second session of the same account, held by a process of its own (as
+ * each sshd connection has its own monitor): it opens, starts one agent
+ * process in its namespace, reports that pid on reply, and closes when a
+ * byte arrives on cmd, or EOF (the test failed and its process is gone: the
+ * session is still closed, so no record outlives the failure). Exit 0 when
+ * its close succeeded and ended that process with SIGKILL.
+ */
+static int second_session(int cmd, int reply)
+{
+	pam_handle_t *h = NULL;
+	pid_t member;
+	char c = 0;
+	int r, wst = 0;
+	bool told;
+
+	if (pam_start_confdir("sbxtest", W.agent, &conv, W.confdir, &h) != PAM_SUCCESS)
+		return 80;
+	if (pam_open_session(h, 0) != PAM_SUCCESS)
+		return 81;
+	member = fork();
+	if (member == 0) {
+		if (setresgid(W.agent_gid, W.agent_gid, W.agent_gid) != 0 ||
+		    setresuid(W.agent_uid, W.agent_uid, W.agent_uid) != 0)
+			_exit(70);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(71);
+	}
+	told = member > 0 && write(reply, &member, sizeof(member)) == sizeof(member) &&
+	       read(cmd, &c, 1) == 1;
+	r = pam_close_session(h, 0);
+	pam_end(h, r);
+	if (member > 0 && (!reaped_within(member, 2000, &wst) || !WIFSIGNALED(wst) ||
+			   WTERMSIG(wst) != SIGKILL))
+		return 83;
+	if (!told)
+		return 82;
+	return r == PAM_SUCCESS ? 0 : 84;
+}
+
 static int child_session(void *arg)
 {
 	int fds_before = count_fds();
@@ -504,8 +550,9 @@ static int child_session(void *arg)
 	pam_handle_t *h = NULL;
 	bool capture = arg != NULL;
 	char **env;
-	int s = -1, i, wst;
-	pid_t leftover, outsider;
+	int s = -1, i, wst, cmd[2], reply[2], member_fd;
+	pid_t leftover, outsider, second, member = 0;
+	struct pollfd pfd;
 
 	if (capture) {
 		s = sbx_test_log_capture();
@@ -518,7 +565,8 @@ static int child_session(void *arg)
 	CHECK(pam_set_item(h, PAM_RHOST, "192.0.2.9") == PAM_SUCCESS, 23);
 	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 24);
 	/* Control: the agent's process outside this session (forked before
-	 * the session's namespace existed) must survive the close. */
+	 * the session's namespace existed) survives the close while another
+	 * session of the account is live, and ends with the last one. */
 	outsider = fork();
 	if (outsider == 0) {
 		if (setresgid(W.agent_gid, W.agent_gid, W.agent_gid) != 0 ||
@@ -606,17 +654,59 @@ static int child_session(void *arg)
 	CHECK(leftover > 0, 61);
 	usleep(50 * 1000);	/* let it drop its privileges first */
 
+	/* A second live session of the account, with a process of its own. */
+	CHECK(pipe2(cmd, O_CLOEXEC) == 0 && pipe2(reply, O_CLOEXEC) == 0, 53);
+	second = fork();
+	if (second == 0) {
+		close(cmd[1]);
+		close(reply[0]);
+		_exit(second_session(cmd[0], reply[1]));
+	}
+	CHECK(second > 0, 54);
+	close(cmd[0]);
+	close(reply[1]);
+	CHECK(read(reply[0], &member, sizeof(member)) == sizeof(member) && member > 0, 55);
+	close(reply[0]);
+	member_fd = (int)syscall(SYS_pidfd_open, member, 0);
+	CHECK(member_fd >= 0, 56);
+	usleep(50 * 1000);	/* let the member drop its privileges first */
+
 	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 46);
 	CHECK(reaped_within(leftover, 2000, &wst) && WIFSIGNALED(wst) &&
 	      WTERMSIG(wst) == SIGKILL, 62);
+	/* Another session of the account is live: the agent's processes
+	 * outside this session (the outsider, the second session's) stay. */
+	usleep(100 * 1000);
 	CHECK(waitpid(outsider, &wst, WNOHANG) == 0, 64);	/* still alive */
-	kill(outsider, SIGKILL);
-	waitpid(outsider, &wst, 0);
+	pfd.fd = member_fd;
+	pfd.events = POLLIN;
+	CHECK(poll(&pfd, 1, 0) == 0, 57);			/* still alive */
 	CHECK(lstat(rec_path, &st) != 0 && errno == ENOENT, 47);
 	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 48);	/* twice is fine */
-	if (capture)
-		CHECK(sbx_test_log_has(s, "closed after", id, NULL, 0), 49);
+	if (capture) {
+		CHECK(sbx_test_log_has(s, "closed after", id, logline, sizeof(logline)), 49);
+		CHECK(strstr(logline, "; 1 other live session(s) of the account: "
+			      "only this session's namespace swept"), 58);
+	}
 	CHECK(pam_end(h, PAM_SUCCESS) == PAM_SUCCESS, 50);
+
+	/* The account's last session closes: every process of the uid ends,
+	 * the outsider too. */
+	CHECK(write(cmd[1], "c", 1) == 1, 59);
+	close(cmd[1]);
+	CHECK(reaped_within(second, 5000, &wst) && sbx_test_status_code(wst) == 0, 69);
+	CHECK(poll(&pfd, 1, 0) == 1, 72);
+	close(member_fd);
+	CHECK(reaped_within(outsider, 2000, &wst) && WIFSIGNALED(wst) &&
+	      WTERMSIG(wst) == SIGKILL, 73);
+	if (capture) {
+		char want[128];
+
+		snprintf(want, sizeof(want),
+			 "; last session of the account: every process of uid %u ended",
+			 (unsigned)W.agent_uid);
+		CHECK(sbx_test_log_has(s, "closed after", want, NULL, 0), 74);
+	}
 	/* The module leaves no fd open and the umask as it was. */
 	CHECK(capture || count_fds() == fds_before, 51);
 	CHECK(umask(mask_before) == 022, 52);
@@ -943,6 +1033,190 @@ static void test_max_sessions(void **state)
 	assert_no_records();
 }
 
+/*
+ * A fork chain: each member forks its successor and exits at once, so the
+ * one live member is microseconds old whenever a /proc scan looks for it
+ * (a reviewer saw one write "alive" 7 s after the close, 5 runs of 5, with
+ * the pass loop alone). PR_SET_PDEATHSIG is no brake here (every member's
+ * parent has just exited), so each member stops at a deadline or when the
+ * test removes the flag file, and only a member alive at the deadline
+ * writes "alive".
+ */
+#define CHAIN_DEADLINE_MS 2500	/* after the child starts; the close is at ~0.4 s */
+
+struct chain {
+	char dir[192], flag[224], alive[224];
+	struct timespec end;	/* CLOCK_MONOTONIC */
+	double close_at;	/* seconds after start, filled by the child */
+};
+
+static double ts_diff(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(a->tv_sec - b->tv_sec) + (double)(a->tv_nsec - b->tv_nsec) / 1e9;
+}
+
+static __attribute__((noreturn)) void chain_run(const struct chain *c)
+{
+	struct timespec now;
+	int fd;
+
+	for (;;) {
+		pid_t p = fork();
+
+		if (p > 0)
+			_exit(0);
+		/* p < 0 (EAGAIN): this member stays and tries again. */
+		if (access(c->flag, F_OK) != 0)
+			_exit(0);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (ts_diff(&now, &c->end) >= 0) {
+			fd = open(c->alive, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+			if (fd >= 0) {
+				(void)!write(fd, "alive\n", 6);
+				close(fd);
+			}
+			_exit(0);
+		}
+	}
+}
+
+static int child_fork_chain(void *arg)
+{
+	struct chain *c = arg;
+	struct timespec start, now;
+	pam_handle_t *h = NULL;
+	char want[128];
+	pid_t starter;
+	int wst, s;
+
+	s = sbx_test_log_capture();
+	CHECK(s >= 0, 119);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	CHECK(pam_start_confdir("sbxtest", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS, 120);
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, 121);
+	starter = fork();
+	if (starter == 0) {
+		setsid();
+		if (setgroups(0, NULL) != 0 ||
+		    setresgid(W.agent_gid, W.agent_gid, W.agent_gid) != 0 ||
+		    setresuid(W.agent_uid, W.agent_uid, W.agent_uid) != 0)
+			_exit(70);
+		chain_run(c);
+	}
+	CHECK(starter > 0, 122);
+	CHECK(waitpid(starter, &wst, 0) == starter && WIFEXITED(wst) && WEXITSTATUS(wst) == 0,
+	      123);
+	usleep(300 * 1000);
+	/* Control: the chain runs (one member at least, always). */
+	CHECK(sbx_test_procs_of(W.agent_uid, false) > 0, 124);
+	/* This is the account's last session. */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	c->close_at = ts_diff(&now, &start);
+	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 125);
+	CHECK(pam_end(h, PAM_SUCCESS) == PAM_SUCCESS, 126);
+	snprintf(want, sizeof(want), "; last session of the account: every process of uid %u ended",
+		 (unsigned)W.agent_uid);
+	CHECK(sbx_test_log_has(s, "closed after", want, NULL, 0), 127);
+	return 0;
+}
+
+/* Processes of uid that can still run: zombies excepted (this machine's
+ * init reaps the chain's exited members in its own time, thousands later). */
+static int running_procs_of(uid_t uid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		char path[300], buf[4096], *st, *u;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+		read_small(path, buf, sizeof(buf));
+		st = strstr(buf, "\nState:\t");
+		u = strstr(buf, "\nUid:\t");
+		if (st && u && st[8] != 'Z' && st[8] != 'X' &&
+		    (uid_t)strtoul(u + 6, NULL, 10) == uid)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static void test_fork_chain_ended(void **state)
+{
+	struct chain *c;
+	struct timespec t0, t1, back;
+	struct stat st;
+	int status, left = -1, later = 0, fd;
+	bool alive;
+	double gone_after = -1;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	/* Shared with the child: it fills close_at. */
+	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(c != MAP_FAILED);
+	snprintf(c->dir, sizeof(c->dir), "%s/chain", W.base);
+	snprintf(c->flag, sizeof(c->flag), "%s/run", c->dir);
+	snprintf(c->alive, sizeof(c->alive), "%s/alive", c->dir);
+	assert_int_equal(mkdir_mode(c->dir, 0700), 0);
+	assert_int_equal(chown(c->dir, W.agent_uid, W.agent_gid), 0);
+	fd = open(c->flag, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	c->end = t0;
+	c->end.tv_sec += CHAIN_DEADLINE_MS / 1000;
+	c->end.tv_nsec += (CHAIN_DEADLINE_MS % 1000) * 1000000L;
+	if (c->end.tv_nsec >= 1000000000L) {
+		c->end.tv_sec++;
+		c->end.tv_nsec -= 1000000000L;
+	}
+	status = sbx_test_fork(false, child_fork_chain, c);
+	/* After the close: every process of the uid ends within moments... */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	back = t1;
+	do {
+		left = running_procs_of(W.agent_uid);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (left == 0) {
+			gone_after = ts_diff(&t1, &t0) - c->close_at;
+			break;
+		}
+		usleep(10 * 1000);
+	} while (ts_diff(&t1, &back) < 1.0);
+	/* ... and none comes back until past the deadline. */
+	while (ts_diff(&t1, &c->end) < 0.3) {
+		int n = running_procs_of(W.agent_uid);
+
+		later = n > later ? n : later;
+		usleep(50 * 1000);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	}
+	alive = stat(c->alive, &st) == 0;
+	print_message("  close at %.2f s; running agent processes after it: %d (none from %.3f s after it); "
+		      "most seen later: %d; \"alive\" written: %s (deadline %.2f s after the close)\n",
+		      c->close_at, left, gone_after, later, alive ? "yes" : "no",
+		      CHAIN_DEADLINE_MS / 1000.0 - c->close_at);
+	/* Cleanup before any assertion: stop the chain, end what is left
+	 * (the throwaway account's processes are all this test's). */
+	unlink(c->flag);
+	usleep(20 * 1000);
+	sbx_test_procs_of(W.agent_uid, true);
+	sbx_test_rmtree(c->dir);
+	munmap(c, sizeof(*c));
+	assert_int_equal(sbx_test_status_code(status), 0);
+	assert_int_equal(left, 0);
+	assert_int_equal(later, 0);
+	assert_false(alive);
+	assert_no_records();
+}
+
 static void test_dlopen_exports(void **state)
 {
 	void *so;
@@ -1014,6 +1288,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_sessions),
 		cmocka_unit_test(test_ephemeral_netns),
 		cmocka_unit_test(test_max_sessions),
+		cmocka_unit_test(test_fork_chain_ended),
 		cmocka_unit_test(test_open_failure_undone),
 	};
 	return cmocka_run_group_tests_name("pam", tests, group_setup, group_teardown);

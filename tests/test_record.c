@@ -299,7 +299,9 @@ static void test_lock_not_takeable(void **state)
 }
 
 /* Even root's own lock is waited for only so long: a stuck writer makes
- * the next login fail closed, named, instead of hanging sshd's monitor. */
+ * the next login fail closed, named, instead of hanging sshd's monitor.
+ * Every write takes it, with a session limit or without (max_live 0 here):
+ * a close ending the account's last session relies on that. */
 static void test_lock_bounded_wait(void **state)
 {
 	struct fixture *fx = *state;
@@ -321,7 +323,7 @@ static void test_lock_bounded_wait(void **state)
 	assert_int_equal(flock(fd, LOCK_EX), 0);
 	fill(&rec, sbx_test_uid());
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 8, &err), -ETIMEDOUT);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), -ETIMEDOUT);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 	print_message("  refused after %.2f s: %s\n", secs, err.msg);
@@ -329,7 +331,7 @@ static void test_lock_bounded_wait(void **state)
 	assert_true(secs >= 4.5 && secs < 8.0);
 	close(fd);
 	/* Control: released, the same write goes through. */
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 8, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), 0);
 }
 
 /* A view directory the test builds by hand (a rw tmpfs in a namespace of
@@ -643,6 +645,78 @@ static void test_limit_on_write(void **state)
 	assert_int_equal(files_in(fx->sessions), 3);
 }
 
+/* sbx_record_last_close's action: counts its calls and tries the lock
+ * from a second open file description, which conflicts while the caller
+ * holds it. */
+struct last_probe {
+	const struct fixture *fx;
+	unsigned calls;
+	int lock_errno;		/* flock(LOCK_NB) from inside the action */
+};
+
+static void last_action(void *arg)
+{
+	struct last_probe *lp = arg;
+	char lock[256];
+	int fd;
+
+	lp->calls++;
+	snprintf(lock, sizeof(lock), "%s/.lock", lp->fx->sessions);
+	fd = open(lock, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		lp->lock_errno = errno;
+		return;
+	}
+	lp->lock_errno = flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno;
+	close(fd);
+}
+
+static void test_last_close(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbx_error err = { 0 };
+	struct sbx_record mine, other;
+	struct last_probe lp = { .fx = fx, .lock_errno = -1 };
+	char lock[256];
+	unsigned live = 99;
+	uid_t u;
+	int fd;
+
+	SBX_TEST_REQUIRE_ROOT();
+	u = sbx_test_uid();
+	fill(&mine, u);				/* live: this process opened it */
+	assert_int_equal(sbx_record_write(fx->rt, &mine, 0, &err), 0);
+	fill(&other, u + 1);			/* another account's, live */
+	assert_int_equal(sbx_record_write(fx->rt, &other, 0, &err), 0);
+	/* A session of u whose opener died without closing: not live. */
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, write_and_die, fx)), 0);
+	assert_int_equal(files_in(fx->sessions), 3);
+
+	/* A live session of u remains: the action does not run. */
+	assert_int_equal(sbx_record_last_close(fx->rt, u, last_action, &lp, &live, &err), 0);
+	assert_int_equal(live, 1);
+	assert_int_equal(lp.calls, 0);
+	assert_int_equal(files_in(fx->sessions), 2);	/* the stale one removed */
+
+	/* The last one is removed (as close_session does first): the action
+	 * runs once, with the lock held. */
+	assert_int_equal(sbx_record_remove(fx->rt, mine.session, &err), 0);
+	assert_int_equal(sbx_record_last_close(fx->rt, u, last_action, &lp, &live, &err), 0);
+	assert_int_equal(live, 0);
+	assert_int_equal(lp.calls, 1);
+	assert_int_equal(lp.lock_errno, EWOULDBLOCK);
+	/* The other account's session was never u's to count. */
+	assert_int_equal(sbx_record_last_close(fx->rt, u + 1, last_action, &lp, &live, &err), 0);
+	assert_int_equal(live, 1);
+	assert_int_equal(lp.calls, 1);
+	/* Control: afterwards the lock is free. */
+	snprintf(lock, sizeof(lock), "%s/.lock", fx->sessions);
+	fd = open(lock, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	close(fd);
+}
+
 /* Twenty writers race for five slots: exactly five win. Each stays alive
  * (its record live) until every writer has answered. */
 static void test_limit_under_race(void **state)
@@ -729,6 +803,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stale_records_pruned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limit_on_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limit_under_race, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_last_close, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("record", tests, NULL, NULL);
 }
