@@ -340,6 +340,10 @@ int sbx_test_procs_of(uid_t uid, bool kill_them)
 		if (len <= 0)
 			continue;
 		buf[len] = '\0';
+		/* A zombie runs nothing: only its parent's reaping is left
+		 * (PID 1 on some hosts reaps late). */
+		if (strstr(buf, "\nState:\tZ"))
+			continue;
 		l = strstr(buf, "\nUid:\t");
 		if (l && (uid_t)strtoul(l + 6, NULL, 10) == uid) {
 			n++;

@@ -101,8 +101,9 @@ bool sbx_test_log_has(int s, const char *a, const char *b, char *keep, size_t ke
  * (kept NUL-terminated; what does not fit is dropped). */
 void sbx_test_log_drain(int s, char *buf, size_t size);
 
-/* How many processes have real uid uid; with kill_them, SIGKILL each (only
- * ever for a throwaway account's uid: they are all the test's own). */
+/* How many live processes (zombies do not count) have real uid uid; with
+ * kill_them, SIGKILL each (only ever for a throwaway account's uid: they
+ * are all the test's own). */
 int sbx_test_procs_of(uid_t uid, bool kill_them);
 
 /* Remove a throwaway account (or group) the test created: userdel/groupdel,
