@@ -642,6 +642,7 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	pl->seccomp.network_denied = net_denied;
 	pl->seccomp.inet_denied = net_denied && !netns;
 	pl->seccomp.gated = p->command != SBX_ACCESS_ALLOW;
+	pl->seccomp.host_pids = !(pl->userns && (pl->ns_flags & CLONE_NEWPID));
 	/* Host daemons' pathname sockets are part of the network: with the
 	 * network denied, connect() is decided by the unix supervisor. */
 	pl->unix_chan = -1;

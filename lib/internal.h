@@ -68,6 +68,13 @@ int sbx_write_all(int fd, const char *buf, size_t len);
 int sbx_proc_status_field(pid_t pid, const char *name, char *out, size_t size);
 /* Its first number (the real uid of "Uid", the "Tgid"), or -1. */
 long sbx_proc_status_number(pid_t pid, const char *name);
+/* openat(dirfd, name) for writing a regular file of the caller's, in a
+ * directory others (the sandboxed program) may write: never through a
+ * symlink, never blocking on a FIFO someone put there (O_NONBLOCK until
+ * the type is known), nothing but a regular file owned by the caller;
+ * truncated after the checks when trunc. The fd (close-on-exec, blocking
+ * again), or -errno (-EINVAL: not a regular file of ours). */
+int sbx_open_regular_at(int dirfd, const char *name, int flags, mode_t mode, bool trunc);
 
 /* When pid started, in clock ticks after boot (/proc/<pid>/stat field 22):
  * with the pid it names one process for the life of the system. 0, or
@@ -483,6 +490,10 @@ struct sbx_seccomp_opts {
 	 * abstract names are the host's, and one the program bound would be
 	 * reached by host clients). */
 	bool unix_bind_notify;
+	/* No pid namespace: agent-shell's outer process and the supervisor
+	 * are reachable by pid, so scheduling and I/O priority calls are
+	 * allowed on the caller only (pid 0). */
+	bool host_pids;
 	int notify_fd;
 	/* Optional output (may be NULL): syscalls neither this libseccomp nor
 	 * the built-in table of late numbers knows and therefore skipped, and a

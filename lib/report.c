@@ -1046,9 +1046,13 @@ int sbx_report_write_at(int dirfd, const char *name, const struct sbx_report *r)
 	FILE *f;
 	int fd, ret;
 
-	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* The directory may be one the sandboxed program writes (its home,
+	 * the host's /tmp without a mount view): a FIFO put at this name
+	 * would block the writer, which for the outer process means before
+	 * it keeps the session's time. */
+	fd = sbx_open_regular_at(dirfd, name, O_WRONLY | O_CREAT, 0600, true);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	f = fdopen(fd, "w");
 	if (!f) {
 		ret = -errno;

@@ -290,3 +290,29 @@ long sbx_proc_status_number(pid_t pid, const char *name)
 		return -1;
 	return (long)n;
 }
+
+int sbx_open_regular_at(int dirfd, const char *name, int flags, mode_t mode, bool trunc)
+{
+	struct stat st;
+	int fd, fl, e;
+
+	fd = openat(dirfd, name, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		return -EINVAL;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
+	    (trunc && ftruncate(fd, 0) != 0)) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}

@@ -128,8 +128,9 @@ void shell_log_session_begin(const char *session_id)
 			"this session is not logged\n");
 		return;
 	}
-	sidecar_fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
-			    0600);
+	sidecar_fd = sbx_open_regular_at(dir_fd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, false);
+	if (sidecar_fd < 0)
+		sidecar_fd = -1;
 	close(dir_fd);
 	fprintf(stderr, "agent-shell: warning: no syslog daemon listens on /dev/log; "
 		"this session's log lines are kept in %s only\n",

@@ -678,10 +678,68 @@ static int child_other_processes(void *arg)
 	return 0;
 }
 
+static int host_pids_checks(const struct sbx_seccomp_opts *o, pid_t other, cpu_set_t *cpus, int prio)
+{
+	struct sched_param sp = { 0 };
+
+	/* controls: the caller's own */
+	CHILD_CHECK(sched_setaffinity(0, sizeof(*cpus), cpus) == 0);
+	CHILD_CHECK(sched_setscheduler(0, SCHED_OTHER, &sp) == 0);
+	CHILD_CHECK(sched_setparam(0, &sp) == 0);
+	CHILD_CHECK(syscall(SYS_ioprio_set, 1, 0, prio) == 0);
+	if (!o->host_pids) {
+		/* In a pid namespace: allowed (the kernel decides). */
+		CHILD_CHECK(sched_setaffinity(other, sizeof(*cpus), cpus) == 0);
+		CHILD_CHECK(syscall(SYS_ioprio_set, 1, other, prio) == 0);
+		return 0;
+	}
+	CHILD_ERRNO(sched_setaffinity(other, sizeof(*cpus), cpus), EPERM);
+	CHILD_ERRNO(sched_setscheduler(other, SCHED_OTHER, &sp), EPERM);
+	CHILD_ERRNO(sched_setparam(other, &sp), EPERM);
+	CHILD_ERRNO(syscall(SYS_sched_setattr, other, NULL, 0), EPERM);
+	CHILD_ERRNO(syscall(SYS_ioprio_set, 1, other, prio), EPERM);
+	CHILD_ERRNO(syscall(SYS_ioprio_set, 3 /* IOPRIO_WHO_USER */, getuid(), prio), EPERM);
+	CHILD_ERRNO(syscall(SYS_ioprio_set, 2 /* IOPRIO_WHO_PGRP */, 0, prio), EPERM);
+	return 0;
+}
+
+/* Without a pid namespace (host_pids), scheduling and I/O priority of
+ * other processes too: SCHED_IDLE on the outer process delayed its
+ * session_time kill by minutes. */
+static int child_host_pids(void *arg)
+{
+	struct sbx_seccomp_opts o = { .host_pids = *(const bool *)arg };
+	struct sbx_error err = { 0 };
+	cpu_set_t cpus;
+	pid_t other;
+	int prio, r;
+
+	CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHILD_CHECK(sched_getaffinity(0, sizeof(cpus), &cpus) == 0);
+	prio = (int)syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+	CHILD_CHECK(prio >= 0);
+	CHILD_CHECK(sbx_seccomp_apply(&o, &err) == 0);
+	/* Another process of the same uid (the kernel alone allows it). */
+	other = fork();
+	if (other == 0) {
+		pause();
+		_exit(0);
+	}
+	CHILD_CHECK(other > 0);
+	r = host_pids_checks(&o, other, &cpus, prio);
+	kill(other, SIGKILL);
+	waitpid(other, NULL, 0);
+	return r;
+}
+
 static void test_other_processes(void **state)
 {
+	static const bool no = false, yes = true;
+
 	(void)state;
 	expect_child_ok(child_other_processes, NULL);
+	expect_child_ok(child_host_pids, (void *)&no);
+	expect_child_ok(child_host_pids, (void *)&yes);
 }
 
 static void test_moby_denied(void **state)

@@ -526,6 +526,24 @@ static void attack_process(const char *tag, pid_t pid)
 	else
 		put_ret(N("prlimit_set"), -1, false);
 	put_ret(N("kill0"), kill(pid, 0), false);
+	/* Scheduling and I/O priority, set to what they are (a regression
+	 * then changes nothing): SCHED_IDLE on agent-shell's outer process
+	 * delayed a session_time kill by minutes. */
+	{
+		cpu_set_t cpus;
+		int prio;
+
+		if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+			put_ret(N("sched_setaffinity"), sched_setaffinity(pid, sizeof(cpus), &cpus),
+				false);
+		else
+			put_ret(N("sched_setaffinity"), -1, false);
+		put_ret(N("sched_setscheduler"),
+			sched_setscheduler(pid, SCHED_OTHER, &(struct sched_param){ 0 }), false);
+		prio = (int)syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+		put_ret(N("ioprio_set"), prio < 0 ? -1 :
+			syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, (int)pid, prio), false);
+	}
 #undef N
 }
 
@@ -589,6 +607,18 @@ static void cls_processes(void)
 		put_ret("setpriority_user", known ? setpriority(PRIO_USER, 0, nice_now) : -1, false);
 		put_ret("setpriority_pid:parent",
 			known ? setpriority(PRIO_PROCESS, (id_t)getppid(), nice_now) : -1, false);
+		/* The caller's own scheduling and I/O priority: always. */
+		put_ret("sched_setscheduler_self",
+			sched_setscheduler(0, SCHED_OTHER, &(struct sched_param){ 0 }), false);
+		{
+			int prio = (int)syscall(SYS_ioprio_get, 1, 0);
+
+			put_ret("ioprio_set_self", prio < 0 ? -1 : syscall(SYS_ioprio_set, 1, 0, prio),
+				false);
+			/* IOPRIO_WHO_USER (3): every process of the uid. */
+			put_ret("ioprio_set_user", prio < 0 ? -1 :
+				syscall(SYS_ioprio_set, 3, (int)getuid(), prio), false);
+		}
 	}
 }
 

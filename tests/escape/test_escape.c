@@ -107,6 +107,13 @@ struct expect {
 	STOPS("processes", "pidfd_getfd:" t, p, "EPERM", "seccomp"),                \
 	STOPS("processes", "prlimit:" t, p, "EPERM", "seccomp (prlimit64 on the caller only)"), \
 	STOPS("processes", "prlimit_set:" t, p, "EPERM", "seccomp (prlimit64 on the caller only)")
+/* Scheduling and I/O priority of another process: refused by seccomp
+ * where no pid namespace hides the session's own unconfined processes. */
+#define PROC_SCHED(t, p, w, l)                                                       \
+	STOPS("processes", "sched_setaffinity:" t, p, w, l),                         \
+	STOPS("processes", "sched_setscheduler:" t, p, w, l),                        \
+	STOPS("processes", "ioprio_set:" t, p, w, l)
+#define SCHED_SECCOMP "seccomp (no pid namespace: the caller only)"
 /* Another process's /proc files that take ptrace access. */
 #define PROC_FILES(t, p, w, l)                                                       \
 	STOPS("processes", "mem_rw:" t, p, w "|EROFS", l " (or /proc read-only)"),   \
@@ -215,6 +222,12 @@ static const struct expect table[] = {
 	STOPS("processes", "kill1_sigkill", PF, "EPERM", "landlock (signal scope)"),
 	STOPS("processes", "kill1_sigkill", PL, "OK", "pid namespace: its init ignores SIGKILL from inside"),
 	CONTROL("processes", "alive_after_kill1", PNS, "OK"),
+	HARMLESS("processes", "sched_setaffinity:init", PNS, "OK", "the sandbox's own init: it keeps no deadline"),
+	HARMLESS("processes", "sched_setscheduler:init", PNS, "OK", "the sandbox's own init: it keeps no deadline"),
+	HARMLESS("processes", "ioprio_set:init", PNS, "OK", "the sandbox's own init: it keeps no deadline"),
+	PROC_SCHED("fixture", PNS, "ESRCH", "pid namespace"),
+	PROC_SCHED("fixture", PDEG, "EPERM", SCHED_SECCOMP),
+	PROC_SCHED("parent", PDEG, "EPERM", SCHED_SECCOMP),
 	PROC_SYSCALLS("fixture", PALL),
 	PROC_FILES("fixture", PNS, "ENOENT", "pid namespace (the host pid does not exist)"),
 	STOPS("processes", "fd_dir:fixture", PNS, "ENOENT", "pid namespace (the host pid does not exist)"),
@@ -237,6 +250,10 @@ static const struct expect table[] = {
 	CONTROL("processes", "setpriority_self", PALL, "OK"),
 	STOPS("processes", "setpriority_user", PALL, "EPERM", "seccomp (PRIO_PROCESS of the caller only)"),
 	STOPS("processes", "setpriority_pid:parent", PALL, "EPERM", "seccomp (PRIO_PROCESS of the caller only)"),
+	CONTROL("processes", "sched_setscheduler_self", PALL, "OK"),
+	CONTROL("processes", "ioprio_set_self", PALL, "OK"),
+	HARMLESS("processes", "ioprio_set_user", PNS, "OK", "pid namespace: the kernel skips processes outside it"),
+	STOPS("processes", "ioprio_set_user", PDEG, "EPERM", SCHED_SECCOMP),
 
 	/* tty: typing into a terminal, line disciplines. */
 	CONTROL("tty", "openpt", PALL, "OK"),
