@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for report.c: requested sets, fail-closed guarantees, level, floor, JSON, logline. */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,6 +424,49 @@ static int parse_str(const char *s, struct sbx_report *r, struct sbx_error *err)
 	return sbx_report_from_json(s, strlen(s), r, err);
 }
 
+/* The copy goes where the sandboxed program may write: a FIFO or a
+ * symlink at its name is refused at once (a FIFO used to block the
+ * writer, the outer process, before it kept the session's time); a
+ * regular file is replaced. */
+static void test_write_at_refuses_non_files(void **state)
+{
+	struct sbx_report a;
+	char *dir = sbx_test_mkdtemp("report"), big[64];
+	struct stat st;
+	int dfd;
+
+	(void)state;
+	fill_sample(&a);
+	assert_non_null(dir);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(mkfifoat(dfd, "fifo.json", 0600), 0);
+	assert_int_equal(sbx_report_write_at(dfd, "fifo.json", &a), -ENXIO);
+	assert_int_equal(symlinkat("/etc/passwd", dfd, "link.json"), 0);
+	assert_int_equal(sbx_report_write_at(dfd, "link.json", &a), -ELOOP);
+	/* control: a new file, then one with old, longer content */
+	assert_int_equal(sbx_report_write_at(dfd, "r.json", &a), 0);
+	assert_int_equal(fstatat(dfd, "r.json", &st, 0), 0);
+	assert_true(S_ISREG(st.st_mode) && (st.st_mode & 0777) == 0600 && st.st_size > 100);
+	memset(big, 'x', sizeof(big));
+	for (int i = 0; i < 200; i++) {
+		int fd = openat(dfd, "old.json", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+		assert_true(fd >= 0 && write(fd, big, sizeof(big)) == (ssize_t)sizeof(big));
+		close(fd);
+	}
+	assert_int_equal(sbx_report_write_at(dfd, "old.json", &a), 0);
+	{
+		struct stat st2;
+
+		assert_int_equal(fstatat(dfd, "old.json", &st2, 0), 0);
+		assert_int_equal(st2.st_size, st.st_size);
+	}
+	close(dfd);
+	sbx_test_rmtree(dir);
+	free(dir);
+}
+
 static void test_json_roundtrip(void **state)
 {
 	struct sbx_report a, b;
@@ -545,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_property_random),
 		cmocka_unit_test(test_refusal_text),
 		cmocka_unit_test(test_json_roundtrip),
+		cmocka_unit_test(test_write_at_refuses_non_files),
 		cmocka_unit_test(test_logline),
 		cmocka_unit_test(test_text),
 	};
