@@ -724,6 +724,34 @@ static void report_missing_userns(struct sbx_report *r, const struct sbx_probe *
 			       "no mount masks (%s); Landlock leaves the secrets out", why);
 }
 
+/*
+ * deny_read entries as the kernel finds them. A secret named through a
+ * root-owned symlink in a root-only directory (a link under /run to the
+ * workspace, say) was masked at the link's path, which the mount view's
+ * fresh /run does not have, while its target stayed readable, and the
+ * canary, checking the written path, found it hidden. Resolved here, in
+ * the caller's user namespace (where root's links can be told from the
+ * agent's), before any plan is built. A missing path stays as written;
+ * one through a link the agent could change refuses the session: where
+ * the secret really is cannot be known.
+ */
+static int resolve_deny_read(struct sbx_profile *p, struct sbx_error *err)
+{
+	char real[SBX_PATH_MAX];
+
+	for (size_t i = 0; i < p->n_deny_read; i++) {
+		struct sbx_error why = { 0 };
+		int r = sbx_path_resolve_trusted(p->deny_read[i], real, sizeof(real), &why);
+
+		if (r == -ENOENT)
+			continue;
+		if (r)
+			return sbx_error_set(err, -r, "deny_read %s: %s", p->deny_read[i], why.msg);
+		sbx_strlcpy(p->deny_read[i], sizeof(p->deny_read[i]), real);
+	}
+	return 0;
+}
+
 int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		     int *exit_code, struct sbx_error *err)
 {
@@ -731,6 +759,8 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	const struct sbx_probe *probe;
 	struct sbx_report *r = NULL;
 	struct plans *pl = NULL;
+	struct sbx_profile *resolved = NULL;
+	struct sbx_run local;
 	int pipefd[2] = { -1, -1 };
 	int ret, status;
 	sigset_t old_mask;
@@ -757,6 +787,21 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	}
 	pl->unix_chan = -1;
 	sbx_report_init(r, p);
+	/* Every layer (mount masks, Landlock, the unix supervisor, the
+	 * canaries) works on the secrets' real paths from here on. */
+	resolved = malloc(sizeof(*resolved));
+	if (!resolved) {
+		ret = sbx_error_set(err, ENOMEM, "run: out of memory");
+		goto out;
+	}
+	*resolved = *p;
+	ret = resolve_deny_read(resolved, err);
+	if (ret)
+		goto out;
+	local = *run;
+	local.profile = resolved;
+	run = &local;
+	p = resolved;
 	sbx_strlcpy(r->session_id, sizeof(r->session_id), run->session->session_id);
 	sbx_strlcpy(r->user, sizeof(r->user), run->session->user);
 	r->uid = run->session->uid;
@@ -868,5 +913,6 @@ out:
 	}
 	free(pl);
 	free(r);
+	free(resolved);
 	return ret;
 }

@@ -924,6 +924,54 @@ static void test_leftovers_ended(void **state)
 	}
 }
 
+/* A deny_read entry named through a root-owned symlink in a root-only
+ * directory (/run here) covers the file it points at: the mount view's
+ * fresh /run has no such link, and a mask at the written path left the
+ * real file readable while the canary, checking the written path, said
+ * hidden. */
+static void test_deny_read_through_link(void **state)
+{
+	const struct fixture *fx = *state;
+	static const enum probe_edit paths[] = { PROBE_REAL, PROBE_NO_LANDLOCK, PROBE_NO_USERNS };
+	char link[64], script[512], *slash;
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	snprintf(link, sizeof(link), "/run/sbx-test-apply-link-%d", (int)getpid());
+	assert_int_equal(symlink(fx->host, link), 0);
+	slash = strrchr(fx->secret, '/');
+	assert_non_null(slash);
+	/* A mask leaves an empty file or none: any content read is a leak. */
+	snprintf(script, sizeof(script), "grep -q . %s 2>/dev/null && exit 9; grep -q . %s || exit 8; exit 0",
+		 fx->secret, fx->public);
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		scenario_init(&sc, fx);
+		sc.probe = paths[i];
+		sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
+		sc.profile.host_read = SBX_ACCESS_ALLOW;
+		/* base_profile put the secret last, by its real path: name it
+		 * through the link instead. */
+		snprintf(sc.profile.deny_read[sc.profile.n_deny_read - 1],
+			 sizeof(sc.profile.deny_read[0]), "%s%s", link, slash);
+		sc.script = script;
+		run_scenario(&sc, &o);
+		if (o.ret != 0) {
+			unlink(link);
+			fail_msg("path %zu: sbx_run_confined: %d %s", i, o.ret, o.err);
+		}
+		if (o.exit_code != 0) {
+			unlink(link);
+			dump_report(&o.report);
+			print_message("  deny_read: %s\n", o.report.entry[SBX_F_DENY_READ].detail);
+			fail_msg("path %zu: exit %d (9: the secret was read; 8: the control was not)", i,
+				 o.exit_code);
+		}
+	}
+	unlink(link);
+}
+
 /* The engine's own fds (report pipe, unix supervisor channel) must not
  * land on each other when it starts with fd 3 free: moving the report
  * pipe to 3 closed the channel there, and every session with the network
@@ -1353,6 +1401,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_session_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_time_not_outlived, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_low_fds_free, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deny_read_through_link, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
