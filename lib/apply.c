@@ -657,6 +657,15 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 		 * name), so bind() is decided outside the sandbox too. */
 		pl->seccomp.unix_bind_notify = !pl->unix_policy.abstract_ok;
 		pl->canary.unix_bind_mediated = !pl->unix_policy.abstract_ok;
+		/* A socket made on the program's behalf, only where the
+		 * program's own Landlock rules let it make one. */
+		if (pl->seccomp.unix_bind_notify && probe->landlock_abi > 0) {
+			int limit = run->landlock_abi_limit;
+
+			pl->unix_policy.landlock = &pl->landlock;
+			pl->unix_policy.landlock_abi = limit <= 0 || limit > probe->landlock_abi ?
+						       probe->landlock_abi : limit;
+		}
 	}
 
 	if (netns)

@@ -521,6 +521,13 @@ int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err);
 struct sbx_unix_policy {
 	uid_t uid;
 	bool abstract_ok;
+	/* The sandbox's own Landlock rules (the caller's plan, not owned),
+	 * applied by the child that makes a pathname socket on the
+	 * program's behalf, so it can make one only where the program could
+	 * (places[] alone misses the deny holes' read-only ancestors). NULL
+	 * or abi <= 0: none. */
+	const struct sbx_landlock_plan *landlock;
+	int landlock_abi;
 	size_t n_places;
 	char places[SBX_MAX_ROOTS + 5][SBX_PATH_MAX];
 	size_t n_allow;

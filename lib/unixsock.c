@@ -257,11 +257,13 @@ static mode_t caller_umask(pid_t pid)
 /*
  * A pathname bind: the parent directory is resolved as the caller would
  * (its cwd for a relative path, no magic links) and pinned, the place
- * checked against the places the session may write (this process is
- * outside the sandbox's Landlock domain, so it must not make a socket
- * where the sandbox could not), and the socket made in the pinned
- * directory by a short-lived child with the caller's umask (a process-wide
- * setting this threaded supervisor cannot change for one request).
+ * checked against the places the session may write, and the socket made
+ * in the pinned directory by a short-lived child that first takes the
+ * sandbox's own Landlock rules (this process is outside the sandbox's
+ * domain and must not make a socket where the program could not: the
+ * read-only ancestors of a deny_read hole are inside the places) and the
+ * caller's umask (a process-wide setting this threaded supervisor cannot
+ * change for one request).
  */
 static int bind_pathname(const struct job *j, pid_t pid, int sfd,
 			 const struct sockaddr_un *sun, socklen_t len)
@@ -334,7 +336,14 @@ static int bind_pathname(const struct job *j, pid_t pid, int sfd,
 		goto out;
 	}
 	if (child == 0) {
-		/* Only async-signal-safe calls: this process has threads. */
+		/* glibc's fork left malloc usable; the sandbox's Landlock
+		 * domain, then the caller's umask and directory. */
+		if (j->pol->landlock && j->pol->landlock_abi > 0) {
+			struct sbx_landlock_result res;
+
+			if (sbx_landlock_apply(j->pol->landlock, j->pol->landlock_abi, &res, NULL) != 0)
+				_exit(EACCES);
+		}
 		umask(mask);
 		if (fchdir(pin) != 0)
 			_exit(EACCES);

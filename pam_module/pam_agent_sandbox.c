@@ -808,9 +808,12 @@ static unsigned kill_session_leftovers(uid_t uid, unsigned long mntns, unsigned 
  * racing it fails (copy_process refuses a parent with a fatal signal
  * pending), so no successor escapes. Sent from a process whose three uids
  * are the agent's, it reaches every process of that uid (in any user
- * namespace mapped to it) and the agent's own user namespaces, nothing
- * else: never the monitor, nor a root process that borrowed the uid as
- * euid alone (kill checks the target's real and saved uid).
+ * namespace mapped to it) and every process inside a user namespace the
+ * agent owns, whatever its uid there (the kernel grants CAP_KILL in a
+ * namespace to its owner: an administrator's nsenter shell inside an
+ * agent's namespace ends too). Never the monitor, nor a root process that
+ * borrowed the uid as euid alone (kill checks the target's real and saved
+ * uid).
  *
  * It ends every process of the account, including ones an administrator
  * started as that user outside any session, so it runs only for the
@@ -841,7 +844,6 @@ struct kill_all {
 	gid_t gid;
 	bool ran;		/* the account's last session: the helper ran */
 	bool ended;		/* a helper reported kill(-1) done */
-	bool none_left;		/* ... and it found no process to signal */
 	unsigned tries;
 };
 
@@ -880,7 +882,8 @@ static __attribute__((noreturn)) void kill_all_helper(int fd, uid_t uid, gid_t g
 		res[0] = STEP_KILL;
 	if (res[0] != STEP_DONE)
 		res[1] = errno;
-	/* ESRCH: no process of the uid was left to signal. */
+	/* ESRCH: no other process at all (kill(-1) counts every process it
+	 * looked at, signalled or not, so this is rare). Nothing to end. */
 	if (res[0] == STEP_KILL && res[1] == ESRCH)
 		res[0] = STEP_DONE;
 	(void)!write(fd, res, sizeof(res));
@@ -981,7 +984,6 @@ static void kill_all_of_uid(void *arg)
 		return;
 	}
 	k->ended = true;
-	k->none_left = res[1] == ESRCH;
 }
 
 int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
@@ -1036,9 +1038,8 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 			 live);
 	} else if (k.ended) {
 		snprintf(account, sizeof(account),
-			 "; last session of the account: every process of uid %u ended%s%s",
-			 (unsigned)ss->uid, k.none_left ? " (none was left)" : "",
-			 k.tries > 1 ? " (helper retried)" : "");
+			 "; last session of the account: every process of uid %u ended%s",
+			 (unsigned)ss->uid, k.tries > 1 ? " (helper retried)" : "");
 	} else {
 		snprintf(account, sizeof(account),
 			 "; last session of the account: ending every process of uid %u FAILED",

@@ -393,6 +393,79 @@ static int child_bind_mediated(void *arg)
 	return 0;
 }
 
+/* The child that makes a socket takes the sandbox's Landlock rules: the
+ * workspace root, an ancestor of a deny_read hole inside it, is read-only
+ * to Landlock (only the hole's siblings are granted), though it is one of
+ * the session's places. */
+static int child_bind_landlock(void *arg)
+{
+	static struct sbx_landlock_plan plan;
+	struct sbx_unix_policy pol;
+	struct sbx_seccomp_opts o = { .unix_notify = true, .unix_bind_notify = true };
+	struct sbx_profile p;
+	struct sbx_session s;
+	struct sbx_error err = { 0 };
+	char path[220];
+	pid_t sup;
+	int chan, fd;
+
+	(void)arg;
+	CHILD_CHECK(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0);
+	sbx_profile_init_default(&p);
+	p.n_deny_read = 0;
+	snprintf(p.deny_read[p.n_deny_read++], SBX_PATH_MAX, "%s/ws/hole/key", tmp_dir);
+	memset(&s, 0, sizeof(s));
+	s.uid = getuid();
+	snprintf(s.home, sizeof(s.home), "%s/ws", tmp_dir);
+	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
+	if (sbx_landlock_plan_build(&p, &s, false, &plan, &err) != 0) {
+		fprintf(stderr, "landlock plan: %s\n", err.msg);
+		return 1;
+	}
+	pol.landlock = &plan;
+	pol.landlock_abi = sbx_landlock_abi();
+	CHILD_CHECK(pol.landlock_abi > 0);
+	/* Control before the filter: the kernel alone lets it. */
+	snprintf(path, sizeof(path), "%s/ws/root.sock", tmp_dir);
+	fd = new_unix();
+	CHILD_CHECK(fd >= 0 && bind_errno(fd, path) == 0);
+	close(fd);
+	CHILD_CHECK(unlink(path) == 0);
+
+	CHILD_CHECK(sbx_unix_supervisor_start(&pol, false, &chan, &sup, &err) == 0);
+	CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHILD_CHECK(sbx_seccomp_apply(&o, &err) == 0);
+	CHILD_CHECK(sbx_unix_send_listener(chan, o.notify_fd) == 0);
+	close(o.notify_fd);
+	close(chan);
+	/* Refused: the workspace root (Landlock: read only there). */
+	fd = new_unix();
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(bind_errno(fd, path) == EACCES);
+	/* Allowed: a sibling of the hole, which Landlock grants. */
+	snprintf(path, sizeof(path), "%s/ws/sub/ok.sock", tmp_dir);
+	CHILD_CHECK(bind_errno(fd, path) == 0);
+	close(fd);
+	unlink(path);
+	return 0;
+}
+
+static void test_bind_landlock(void **state)
+{
+	char path[220];
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	snprintf(path, sizeof(path), "%s/ws/hole", tmp_dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(chown(path, sbx_test_uid(), sbx_test_gid()), 0);
+	snprintf(path, sizeof(path), "%s/ws/sub", tmp_dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(chown(path, sbx_test_uid(), sbx_test_gid()), 0);
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, child_bind_landlock, NULL)), 0);
+}
+
 static void test_bind_mediated(void **state)
 {
 	(void)state;
@@ -447,6 +520,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_supervisor),
 		cmocka_unit_test(test_bind_mediated),
+		cmocka_unit_test(test_bind_landlock),
 	};
 	return cmocka_run_group_tests_name("unixsock", tests, setup, teardown);
 }
