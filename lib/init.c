@@ -142,21 +142,30 @@ static int children_open(void)
 	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
-/* fd: children_open() from before the session ran, so nothing the session
- * does to this process's limits can keep it from reading the list (-1:
- * open it now). A seq_file: pread at 0 reads the current list. */
-static void kill_descendants(int fd)
+/* The list is opened afresh on every pass (reading one descriptor again
+ * at offset 0 left a process behind in about one run in three, and a
+ * fresh open never did). reserve: a descriptor opened before the session
+ * ran; if the open fails for want of descriptors (someone lowered this
+ * process's RLIMIT_NOFILE), it is closed to make room. */
+static void kill_descendants(int reserve)
 {
 	char buf[4096];
 	int status;
-	bool own = fd < 0;
 
-	if (own)
-		fd = children_open();
 	for (int pass = 0; pass < 1000; pass++) {
-		ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+		ssize_t n = -1;
 		unsigned killed = 0;
+		int fd = children_open();
 
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE) && reserve >= 0) {
+			close(reserve);
+			reserve = -1;
+			fd = children_open();
+		}
+		if (fd >= 0) {
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+		}
 		if (n > 0) {
 			char *p = buf, *end;
 
@@ -181,8 +190,8 @@ static void kill_descendants(int fd)
 			usleep(1000);
 		}
 	}
-	if (own && fd >= 0)
-		close(fd);
+	if (reserve >= 0)
+		close(reserve);
 }
 
 /*
@@ -333,6 +342,7 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 			;
 	} else if (o->subreaper) {
 		kill_descendants(children_fd);
+		children_fd = -1;
 	}
 out:
 	if (children_fd >= 0)

@@ -840,6 +840,7 @@ static bool agent_procs_gone(void)
 	}
 	print_message("  %d process(es) of uid %u left\n", sbx_test_procs_of(sbx_test_uid(), false),
 		      (unsigned)sbx_test_uid());
+	sbx_test_procs_dump(sbx_test_uid());
 	sbx_test_procs_of(sbx_test_uid(), true);
 	return false;
 }

@@ -434,3 +434,39 @@ void sbx_test_cleanup_on_signal(int (*teardown)(void **state))
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 }
+
+void sbx_test_procs_dump(uid_t uid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char path[300], buf[4096], *l, *st, *pp, *name;
+		ssize_t len;
+		int fd;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		l = strstr(buf, "\nUid:\t");
+		if (!l || (uid_t)strtoul(l + 6, NULL, 10) != uid)
+			continue;
+		st = strstr(buf, "\nState:\t");
+		pp = strstr(buf, "\nPPid:\t");
+		name = strncmp(buf, "Name:\t", 6) == 0 ? buf + 6 : (char *)"?";
+		fprintf(stderr, "  pid %s ppid %ld state %c name %.*s\n", e->d_name,
+			pp ? strtol(pp + 7, NULL, 10) : -1L, st ? st[8] : '?',
+			(int)strcspn(name, "\n"), name);
+	}
+	closedir(d);
+}

@@ -105,6 +105,8 @@ void sbx_test_log_drain(int s, char *buf, size_t size);
  * kill_them, SIGKILL each (only ever for a throwaway account's uid: they
  * are all the test's own). */
 int sbx_test_procs_of(uid_t uid, bool kill_them);
+/* Print each process of uid (pid, parent, state, name) to stderr. */
+void sbx_test_procs_dump(uid_t uid);
 
 /* Remove a throwaway account (or group) the test created: userdel/groupdel,
  * retried for a few seconds while another process holds the passwd lock,
