@@ -212,3 +212,56 @@ bool sbx_account_in_group(const struct sbx_account *a, const char *group)
 			return true;
 	return false;
 }
+
+int sbx_account_profile(const struct sbx_config *cfg, const struct sbx_account *a,
+			struct sbx_profile *out, struct sbx_error *err)
+{
+	const struct sbx_profile *sel = NULL;
+	struct sbx_profile *tmp = malloc(sizeof(*tmp));
+	int r;
+
+	if (!tmp)
+		return sbx_error_set(err, ENOMEM, "account %s: out of memory", a->user);
+	r = sbx_config_select(cfg, a->user, (const char *const *)a->groups, a->n_groups, &sel,
+			      err);
+	if (r == 0)
+		r = sbx_profile_restrict(sel, &cfg->ceiling, tmp, err);
+	if (r == 0)
+		r = sbx_profile_expand(tmp, a->user, a->home, err);
+	if (r == 0)
+		*out = *tmp;
+	free(tmp);
+	return r;
+}
+
+/* PAM services an agent may use when a profile lists none: the
+ * interactive entries agent-shell covers. cron, atd and systemd-user run
+ * no login shell, so they are not. */
+static const char *const default_services[] = {
+	"sshd", "login", "su", "su-l", "runuser", "runuser-l",
+};
+
+const char *const *sbx_default_services(size_t *n)
+{
+	*n = ARRAY_SIZE(default_services);
+	return default_services;
+}
+
+bool sbx_profile_allows_service(const struct sbx_profile *p, const char *service)
+{
+	size_t n;
+	const char *const *list = p->n_services ? NULL : sbx_default_services(&n);
+
+	if (!service)
+		return false;
+	if (list) {
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(list[i], service) == 0)
+				return true;
+		return false;
+	}
+	for (size_t i = 0; i < p->n_services; i++)
+		if (strcmp(p->services[i], service) == 0)
+			return true;
+	return false;
+}

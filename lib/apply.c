@@ -142,25 +142,20 @@ static void worker_caps(struct sbx_report *r, bool in_userns)
 		       "(no user namespace, so no CAP_SETPCAP) and unusable under no_new_privs");
 }
 
-static void worker_landlock(const struct sbx_run *run, const struct sbx_landlock_plan *plan,
-			    int probed_abi, const char *probed_why, struct sbx_report *r)
+static void worker_landlock(const struct sbx_decision *d, const struct sbx_landlock_plan *plan,
+			    struct sbx_report *r)
 {
 	struct sbx_landlock_result res;
 	struct sbx_error err = { 0 };
-	int limit = run->landlock_abi_limit;
 	int ret;
 
 	memset(&res, 0, sizeof(res));
-	/* The probe is the single source of truth for what the kernel
-	 * offers (and what tests may force missing). */
-	if (probed_abi <= 0) {
-		ret = sbx_error_set(&err, EOPNOTSUPP, "Landlock unavailable: %s",
-				    probed_why && probed_why[0] ? probed_why : "kernel reports no ABI");
-	} else {
-		if (limit <= 0 || limit > probed_abi)
-			limit = probed_abi;
-		ret = sbx_landlock_apply(plan, limit, &res, &err);
-	}
+	/* The decision (from the probe, which tests may force) is the single
+	 * source of truth for what the kernel offers. */
+	if (d->landlock_abi <= 0)
+		ret = sbx_error_set(&err, EOPNOTSUPP, "Landlock unavailable: %s", d->landlock_why);
+	else
+		ret = sbx_landlock_apply(plan, d->landlock_abi, &res, &err);
 	if (ret == -EOPNOTSUPP || ret == -ENOSYS) {
 		sbx_report_set(r, SBX_F_LANDLOCK_FS, false, false, "%s", err.msg);
 		sbx_report_set(r, SBX_F_LANDLOCK_NET, false, false, "%s", err.msg);
@@ -206,8 +201,7 @@ struct plans {
 	char **env;
 	bool relay;			/* the program gets a pty of its own */
 	char slave[64];			/* its name in the sandbox's devpts */
-	int landlock_abi;		/* from the probe */
-	char landlock_why[256];
+	struct sbx_decision d;		/* what every plan is built from */
 	bool userns;
 	int ns_flags;
 };
@@ -267,7 +261,7 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 	sbx_report_set(r, SBX_F_NO_NEW_PRIVS, true, false, "set before Landlock and seccomp");
 
 	/* 7. Landlock at the best ABI the kernel offers. */
-	worker_landlock(run, &pl->landlock, pl->landlock_abi, pl->landlock_why, r);
+	worker_landlock(&pl->d, &pl->landlock, r);
 
 	/* 8. rlimits (core 0 always). */
 	if (sbx_rlimits_apply(&p->limits, &err) != 0)
@@ -337,24 +331,32 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 	 * cannot hold it (ld.so maps, it does not execve), so without a mount
 	 * view the gate is partial and not reported as achieved.
 	 */
-	if (p->command == SBX_ACCESS_DENY)
+	switch (pl->d.gate) {
+	case SBX_GATE_NONE:
+		break;
+	case SBX_GATE_REFUSE_ALL:
 		sbx_report_set(r, SBX_F_COMMAND_GATE, true, false, "every command refused");
-	else if (p->command == SBX_ACCESS_GATED && pl->userns && pl->mounts.exec)
-		sbx_report_set(r, SBX_F_COMMAND_GATE, true, false,
+		break;
+	case SBX_GATE_MOUNT_VIEW:
+		sbx_report_set(r, SBX_F_COMMAND_GATE, pl->mounts.exec != NULL, false,
 			       "host noexec; executable: %zu file(s) (the allow-list, its ELF loader "
-			       "and libraries)%s%s%s", pl->mounts.exec->n,
+			       "and libraries)%s%s%s", pl->mounts.exec ? pl->mounts.exec->n : 0,
 			       r->entry[SBX_F_LANDLOCK_FS].achieved ?
 			       "; Landlock EXECUTE only on the allow-list" : "",
-			       pl->mounts.exec->unresolved[0] ? "; unresolved: " : "",
-			       pl->mounts.exec->unresolved);
-	else if (p->command == SBX_ACCESS_GATED && r->entry[SBX_F_LANDLOCK_FS].achieved)
+			       pl->mounts.exec && pl->mounts.exec->unresolved[0] ? "; unresolved: " : "",
+			       pl->mounts.exec ? pl->mounts.exec->unresolved : "");
+		break;
+	case SBX_GATE_LANDLOCK:
 		sbx_report_set(r, SBX_F_COMMAND_GATE, false, false,
 			       "partial: Landlock EXECUTE on the allow-list only; without a mount view "
 			       "the host cannot be made noexec, so ld.so can load any readable program");
-	else if (p->command == SBX_ACCESS_GATED)
+		break;
+	case SBX_GATE_SHELL:
 		sbx_report_set(r, SBX_F_COMMAND_GATE, false, false,
 			       "partial: no mount view and no Landlock; the allow-list is checked by "
 			       "agent-shell only");
+		break;
+	}
 
 	/* Fully confined now: the program will be dumpable after its exec
 	 * anyway, and the canaries need /proc/self files owned by this uid
@@ -514,9 +516,12 @@ static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, stru
 		die("namespaces", &err);
 	sbx_report_set(r, SBX_F_MOUNTNS, true, false, "private, no propagation to the host");
 	sbx_report_set(r, SBX_F_PIDNS, true, false, "the program is never PID 1");
-	sbx_report_set(r, SBX_F_IPCNS, true, false, "private SysV IPC and POSIX queues");
-	sbx_report_set(r, SBX_F_UTSNS, true, false, "private hostname");
-	sbx_report_set(r, SBX_F_CGROUPNS, true, false, "private cgroup root");
+	sbx_report_set(r, SBX_F_IPCNS, pl->d.ipcns, false, "%s", pl->d.ipcns ?
+		       "private SysV IPC and POSIX queues" : "IPC namespaces unavailable");
+	sbx_report_set(r, SBX_F_UTSNS, pl->d.utsns, false, "%s", pl->d.utsns ?
+		       "private hostname" : "UTS namespaces unavailable");
+	sbx_report_set(r, SBX_F_CGROUPNS, pl->d.cgroupns, false, "%s", pl->d.cgroupns ?
+		       "private cgroup root" : "cgroup namespaces unavailable");
 	if (pl->ns_flags & CLONE_NEWNET)
 		sbx_report_set(r, SBX_F_NETNS, true, false, "only a private loopback");
 
@@ -583,31 +588,31 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 		       struct plans *pl, struct sbx_report *r, struct sbx_error *err)
 {
 	const struct sbx_profile *p = run->profile;
-	bool net_denied = p->network != SBX_ACCESS_ALLOW;
-	bool netns;
+	const struct sbx_decide_opts opts = {
+		.landlock_abi_limit = run->landlock_abi_limit,
+		.private_netns = run->session->private_netns,
+	};
+	const struct sbx_decision *d = &pl->d;
 	int ret;
 
-	/* The mount view needs mount_setattr(2) (Linux 5.12) and has no
-	 * fallback: without it, take the degraded path (no namespaces)
-	 * rather than refuse every session. */
-	pl->userns = probe->userns && probe->mountns && probe->pidns && probe->mount_setattr;
+	ret = sbx_decide(p, probe, &opts, &pl->d, err);
+	if (ret)
+		return ret;
+	pl->userns = d->ns;
 	/* An interactive session's terminal belongs to the host's devpts,
 	 * which the sandbox's own devpts instance hides (no tty name, and
 	 * the program would hold a host terminal). With a mount view the
 	 * program gets a pty of the sandbox's devpts instead, relayed by
 	 * the init. */
 	pl->relay = pl->userns && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
-	pl->landlock_abi = probe->landlock_abi;
-	sbx_strlcpy(pl->landlock_why, sizeof(pl->landlock_why), probe->landlock_why);
-	netns = pl->userns && net_denied && probe->netns;
 	pl->ns_flags = CLONE_NEWNS | CLONE_NEWPID;
-	if (probe->ipcns)
+	if (d->ipcns)
 		pl->ns_flags |= CLONE_NEWIPC;
-	if (probe->utsns)
+	if (d->utsns)
 		pl->ns_flags |= CLONE_NEWUTS;
-	if (probe->cgroupns)
+	if (d->cgroupns)
 		pl->ns_flags |= CLONE_NEWCGROUP;
-	if (netns)
+	if (d->netns)
 		pl->ns_flags |= CLONE_NEWNET;
 
 	ret = sbx_env_build(run->envp, run->session, p->shell, &pl->env, err);
@@ -616,59 +621,34 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	ret = sbx_mount_plan_build(p, run->session, &pl->mounts, err);
 	if (ret)
 		return ret;
-	/* Landlock keeps /proc read-only for the program (writes to
-	 * /proc/<pid>/mem rewrite code pages, an allowed program's included);
-	 * without it the mount does. */
-	pl->mounts.proc_readonly = probe->landlock_abi <= 0;
-	ret = sbx_landlock_plan_build(p, run->session, netns, &pl->landlock, err);
+	pl->mounts.proc_readonly = d->proc_readonly;
+	ret = sbx_landlock_plan_build(p, run->session, d, &pl->landlock, err);
 	if (ret)
 		return ret;
-	/* With a mount view, deny_read secrets are masked (a symlinked one
-	 * fails the session). Landlock cannot carve a hole in an allowed
-	 * tree except by granting each sibling (snapshot semantics, which
-	 * would also stop the agent creating files next to a secret), so
-	 * the holes are used only when there is no mount view. */
-	if (pl->userns)
-		pl->landlock.n_deny = 0;
-	/* Without a mount view nothing mounts a tmpfs at $HOME: a home that
-	 * does not exist on the host (agent-shell's /tmp/home for accounts
-	 * without one) must not end the session in Landlock's "mandatory
-	 * rule" check. The report already says the home layer is missing. */
-	if (!pl->userns) {
-		for (size_t i = 0; i < pl->landlock.n_rules; i++)
-			if (strcmp(pl->landlock.rules[i].path, run->session->home) == 0)
-				pl->landlock.rules[i].optional = true;
-	}
-	pl->seccomp.network_denied = net_denied;
-	pl->seccomp.inet_denied = net_denied && !netns;
+	pl->seccomp.network_denied = d->network_denied;
+	pl->seccomp.inet_denied = d->inet_denied;
 	pl->seccomp.gated = p->command != SBX_ACCESS_ALLOW;
-	pl->seccomp.host_pids = !(pl->userns && (pl->ns_flags & CLONE_NEWPID));
+	pl->seccomp.host_pids = d->host_pids;
 	/* Host daemons' pathname sockets are part of the network: with the
 	 * network denied, connect() is decided by the unix supervisor. */
 	pl->unix_chan = -1;
-	pl->seccomp.unix_notify = net_denied;
-	if (net_denied) {
-		ret = sbx_unix_policy_build(p, run->session, netns || run->session->private_netns,
+	pl->seccomp.unix_notify = d->unix_mediated;
+	if (d->unix_mediated) {
+		ret = sbx_unix_policy_build(p, run->session, !d->unix_bind_mediated,
 					    &pl->unix_policy, err);
 		if (ret)
 			return ret;
-		/* Abstract names are the host's: a name the program bound
-		 * would be reached by host clients (a squatted X11 or D-Bus
-		 * name), so bind() is decided outside the sandbox too. */
-		pl->seccomp.unix_bind_notify = !pl->unix_policy.abstract_ok;
-		pl->canary.unix_bind_mediated = !pl->unix_policy.abstract_ok;
+		pl->seccomp.unix_bind_notify = d->unix_bind_mediated;
+		pl->canary.unix_bind_mediated = d->unix_bind_mediated;
 		/* A socket made on the program's behalf, only where the
 		 * program's own Landlock rules let it make one. */
-		if (pl->seccomp.unix_bind_notify && probe->landlock_abi > 0) {
-			int limit = run->landlock_abi_limit;
-
+		if (d->unix_bind_mediated && d->landlock_abi > 0) {
 			pl->unix_policy.landlock = &pl->landlock;
-			pl->unix_policy.landlock_abi = limit <= 0 || limit > probe->landlock_abi ?
-						       probe->landlock_abi : limit;
+			pl->unix_policy.landlock_abi = d->landlock_abi;
 		}
 	}
 
-	if (netns)
+	if (d->netns)
 		sbx_report_set_requested(r, SBX_F_LANDLOCK_NET, false,
 					 "not needed: the private network namespace is the boundary "
 					 "and keeps the sandbox's own loopback usable");
@@ -715,22 +695,21 @@ static int own_scratch_home(const char *home, uid_t uid, struct sbx_error *err)
 
 /* Record, before anything runs, why layers that need user namespaces are
  * missing: the report names the layer and the admin's fix. */
-static void report_missing_userns(struct sbx_report *r, const struct sbx_probe *probe)
+static void report_missing_userns(struct sbx_report *r, const struct sbx_decision *d)
 {
 	static const enum sbx_feature ns_features[] = {
 		SBX_F_USERNS, SBX_F_PIDNS, SBX_F_MOUNTNS, SBX_F_NETNS, SBX_F_IPCNS,
 		SBX_F_UTSNS, SBX_F_CGROUPNS, SBX_F_MOUNT_VIEW, SBX_F_HOME,
 	};
-	const char *why = !probe->userns ? (probe->userns_why[0] ? probe->userns_why :
-					    "user namespaces unavailable to this uid") :
-			  !probe->mount_setattr ? "mount_setattr(2) unavailable (Linux < 5.12): no mount view" :
-			  "mount or pid namespaces unavailable to this uid";
 
 	for (size_t i = 0; i < ARRAY_SIZE(ns_features); i++)
-		sbx_report_set(r, ns_features[i], false, false, "%s", why);
-	if (r->entry[SBX_F_DENY_READ].requested)
+		sbx_report_set(r, ns_features[i], false, false, "%s", d->ns_why);
+	if (d->deny_read == SBX_DENY_READ_LANDLOCK)
 		sbx_report_set(r, SBX_F_DENY_READ, true, false,
-			       "no mount masks (%s); Landlock leaves the secrets out", why);
+			       "no mount masks (%s); Landlock leaves the secrets out", d->ns_why);
+	else if (r->entry[SBX_F_DENY_READ].requested)
+		sbx_report_set(r, SBX_F_DENY_READ, false, false,
+			       "no mount view and no Landlock: nothing keeps the secrets out");
 }
 
 /*
@@ -780,10 +759,6 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 
 	if (!run->path || run->path[0] != '/' || !run->argv || !run->argv[0])
 		return sbx_error_set(err, EINVAL, "run: the program must be an absolute path");
-	if (p->isolation != SBX_ISOLATION_SANDBOXED)
-		return sbx_error_set(err, EPERM,
-				     "run: profile %s is unconfined; agent-sandbox only runs sandboxed sessions",
-				     p->name);
 	ret = sbx_probe_get(&probe, err);
 	if (ret)
 		return ret;
@@ -824,7 +799,7 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	 * library code in the sandbox can read it. */
 	sbx_report_set(r, SBX_F_ENV_SCRUB, true, false, "allow-list; LD_*, BASH_ENV, ENV, GLIBC_TUNABLES dropped");
 	if (!pl->userns)
-		report_missing_userns(r, probe);
+		report_missing_userns(r, &pl->d);
 	/* Without a mount view and without the PAM stage's private /tmp, a
 	 * home under /tmp (agent-shell's for accounts without one) is in the
 	 * host's shared /tmp: anyone could have made it first and planted a
@@ -834,8 +809,8 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		if (ret)
 			goto out;
 	}
-	if (pl->userns && !(pl->ns_flags & CLONE_NEWNET) && p->network != SBX_ACCESS_ALLOW)
-		sbx_report_set(r, SBX_F_NETNS, false, false, "network namespaces unavailable");
+	if (pl->userns && !pl->d.netns && pl->d.network_denied)
+		sbx_report_set(r, SBX_F_NETNS, false, false, "%s", pl->d.ns_why);
 
 	if (pipe2(pipefd, O_CLOEXEC) != 0) {
 		ret = sbx_error_set(err, errno, "pipe2: %s", strerror(errno));

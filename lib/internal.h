@@ -134,6 +134,21 @@ struct sbx_account {
 int sbx_account_by_name(const char *user, struct sbx_account *out, struct sbx_error *err);
 int sbx_account_by_uid(uid_t uid, struct sbx_account *out, struct sbx_error *err);
 void sbx_account_free(struct sbx_account *a);
+
+/* The account's profile as both front ends see it: selected by the
+ * [match] rules, narrowed by the ceiling, %u and %h expanded. -ENOENT
+ * (err filled) when the account is not an agent account. */
+int sbx_account_profile(const struct sbx_config *cfg, const struct sbx_account *a,
+			struct sbx_profile *out, struct sbx_error *err);
+
+/* PAM services a profile admits: its services list, or when it lists
+ * none the interactive ones (sbx_default_services). */
+bool sbx_profile_allows_service(const struct sbx_profile *p, const char *service);
+const char *const *sbx_default_services(size_t *n);
+
+/* The group an agent account is put in by default (and the sshd drop-in's
+ * Match group). */
+#define SBX_DEFAULT_GROUP "agents"
 bool sbx_account_in_group(const struct sbx_account *a, const char *group);
 
 /* ---- session: what the caller knows about this session ----------------- */
@@ -465,9 +480,10 @@ struct sbx_landlock_result {
 	char skipped[512];	/* optional paths that did not exist */
 };
 
-/* Describe: Landlock rules for a profile and session (no side effects). */
+/* Describe: Landlock rules for a profile and session as decided (the home
+ * rule optional, deny_read holes, TCP rules), with no side effects. */
 int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
-			    bool netns, struct sbx_landlock_plan *plan,
+			    const struct sbx_decision *d, struct sbx_landlock_plan *plan,
 			    struct sbx_error *err);
 /* Kernel ABI (0 when unavailable). */
 int sbx_landlock_abi(void);

@@ -159,7 +159,7 @@ static int resolve_plan_paths(struct sbx_landlock_plan *plan, struct sbx_error *
 }
 
 int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
-			    bool netns, struct sbx_landlock_plan *plan,
+			    const struct sbx_decision *d, struct sbx_landlock_plan *plan,
 			    struct sbx_error *err)
 {
 	struct sbx_landlock_plan *out;
@@ -222,7 +222,7 @@ int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_sessio
 
 	if (s->home[0] &&
 	    (r = plan_add(out, s->home, SBX_FS_READ | SBX_FS_WRITE |
-			  SBX_FS_REFER | exec_right, false, err)) != 0)
+			  SBX_FS_REFER | exec_right, d->home_rule_optional, err)) != 0)
 		goto out;
 	if ((r = plan_add(out, "/tmp", SBX_FS_READ | SBX_FS_WRITE | SBX_FS_REFER |
 			  exec_right, true, err)) != 0 ||
@@ -246,6 +246,9 @@ int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_sessio
 					  p->deny_read[i]);
 			goto out;
 		}
+		/* Holes only where Landlock is what keeps secrets out. */
+		if (d->deny_read != SBX_DENY_READ_LANDLOCK)
+			continue;
 		if ((r = sbx_strlcpy(out->deny[out->n_deny], sizeof(out->deny[0]),
 				     p->deny_read[i])) != 0) {
 			r = sbx_error_set(err, ENAMETOOLONG,
@@ -256,13 +259,10 @@ int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_sessio
 		out->n_deny++;
 	}
 
-	/*
-	 * With a private network namespace the sandbox has only its own
-	 * loopback, which agents use for their own test servers; Landlock TCP
-	 * rules have no address dimension, so handling them would also cut that
-	 * loopback. Without a netns, Landlock TCP (plus seccomp) is the boundary.
-	 */
-	out->net_deny_tcp = p->network != SBX_ACCESS_ALLOW && !netns;
+	/* TCP rules only where no network namespace is the boundary
+	 * (decide.c): they have no address, and would cut the sandbox's own
+	 * loopback. */
+	out->net_deny_tcp = d->landlock_tcp;
 	out->scope_signal = true;
 	out->scope_abstract_unix = true;
 	out->log_new_exec = true;

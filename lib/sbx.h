@@ -298,6 +298,73 @@ int sbx_probe_to_json(const struct sbx_probe *p, FILE *out);
 int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
 			struct sbx_error *err);
 
+/* ---- the decision -------------------------------------------------------- */
+
+struct sbx_report;
+
+/*
+ * What a profile gets on a kernel, decided once (decide.c) from the profile
+ * and the probe: which layers run, by which mechanism, and what the report
+ * is expected to say. The session builds its plans from it, --explain
+ * prints its expectation, and the PAM stage refuses with it before a
+ * session starts. A session's report may only fall short of the
+ * expectation where a canary failed to verify a layer.
+ */
+enum sbx_gate_mech {
+	SBX_GATE_NONE,		/* command = allow: no gate */
+	SBX_GATE_REFUSE_ALL,	/* command = deny: agent-shell runs nothing */
+	SBX_GATE_MOUNT_VIEW,	/* host noexec, the allow-list's closure executable */
+	SBX_GATE_LANDLOCK,	/* partial: Landlock EXECUTE only (ld.so gets around it) */
+	SBX_GATE_SHELL,		/* partial: agent-shell's own check only */
+};
+
+enum sbx_deny_read_mech {
+	SBX_DENY_READ_NONE,	/* no entries, or nothing can hold them */
+	SBX_DENY_READ_MASKS,	/* masked in the mount view */
+	SBX_DENY_READ_LANDLOCK,	/* left out of Landlock rules (holes) */
+};
+
+struct sbx_decision {
+	/* User, mount and pid namespaces, and with them the mount view, the
+	 * home and the masks. Needs mount_setattr(2): no fallback. */
+	bool ns;
+	bool netns, ipcns, utsns, cgroupns;
+	char ns_why[256];		/* why ns or netns is off, and the fix */
+	int landlock_abi;		/* applied: min(probe, limit); 0 = none */
+	char landlock_why[256];
+	bool landlock_tcp;		/* TCP rules: network denied, no netns */
+	enum sbx_deny_read_mech deny_read;
+	bool home_rule_optional;	/* no mount view: $HOME may not exist */
+	bool proc_readonly;		/* no Landlock: the /proc mount is read-only */
+	bool caps_bounding;		/* the bounding set can be cleared (userns) */
+	bool network_denied;		/* network != allow */
+	bool inet_denied;		/* inet sockets refused by seccomp (no netns) */
+	bool unix_mediated;		/* connect() (and bind()) decided outside */
+	bool unix_bind_mediated;	/* bind() too: abstract names are the host's */
+	bool host_pids;			/* no pid namespace: other pids reachable */
+	enum sbx_gate_mech gate;
+};
+
+/* The newest Landlock ABI whose rights and flags this code uses. */
+#define SBX_LANDLOCK_ABI_NEWEST 7
+
+struct sbx_decide_opts {
+	int landlock_abi_limit;		/* 0: the probe's ABI */
+	bool private_netns;		/* the PAM stage already made one */
+};
+
+/* Decide. -EOPNOTSUPP (with the layer named in err) when the profile
+ * cannot run here at all: a sandboxed profile needs seccomp, and an
+ * unconfined one is never run. opts may be NULL. */
+int sbx_decide(const struct sbx_profile *p, const struct sbx_probe *probe,
+	       const struct sbx_decide_opts *opts, struct sbx_decision *d,
+	       struct sbx_error *err);
+
+/* Fill r (from sbx_report_init with the same profile) with what the
+ * decision expects, each entry marked verified as a canary would, then
+ * finish it: r's level and floor are the expectation's. */
+void sbx_decision_expect(const struct sbx_decision *d, struct sbx_report *r);
+
 /* ---- the report ---------------------------------------------------------- */
 
 enum sbx_feature {

@@ -56,13 +56,6 @@ SBX_EXPORT int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, con
 
 #define DATA_NAME "agent_sandbox_session"
 #define DEFAULT_SKEL "/etc/agent-sandbox/skel"
-#define DEFAULT_GROUP "agents"
-
-/* PAM services an agent may use when a profile lists none: interactive
- * entries covered by agent-shell. cron, atd, systemd-user are not. */
-static const char *const default_services[] = {
-	"sshd", "login", "su", "su-l", "runuser", "runuser-l",
-};
 
 struct args {
 	bool debug;
@@ -102,7 +95,7 @@ static void parse_args(pam_handle_t *pamh, int argc, const char **argv, struct a
 	a->conf = SBX_CONFIG_PATH;
 	a->runtime_dir = SBX_RUNTIME_DIR;
 	a->skel = DEFAULT_SKEL;
-	a->group = DEFAULT_GROUP;
+	a->group = SBX_DEFAULT_GROUP;
 	for (i = 0; i < argc; i++) {
 		const char *s = argv[i];
 
@@ -191,15 +184,13 @@ static int agent_select(pam_handle_t *pamh, const struct args *a,
 			struct sbx_profile *prof)
 {
 	struct sbx_error err = { 0 };
-	const struct sbx_profile *sel = NULL;
 	struct sbx_config *cfg = NULL;
 	int r;
 
 	r = sbx_config_load(a->conf, 0, &cfg, &err);
 	if (r)
 		return config_failure(pamh, a, acc, &err);
-	r = sbx_config_select(cfg, acc->user, (const char *const *)acc->groups,
-			      acc->n_groups, &sel, &err);
+	r = sbx_account_profile(cfg, acc, prof, &err);
 	if (r == -ENOENT) {
 		if (a->debug)
 			pam_syslog(pamh, LOG_AUTHPRIV | LOG_DEBUG,
@@ -207,10 +198,6 @@ static int agent_select(pam_handle_t *pamh, const struct args *a,
 		sbx_config_free(cfg);
 		return PAM_IGNORE;
 	}
-	if (r == 0)
-		r = sbx_profile_restrict(sel, &cfg->ceiling, prof, &err);
-	if (r == 0)
-		r = sbx_profile_expand(prof, acc->user, acc->home, &err);
 	if (r) {
 		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: refused: profile: %s",
 			   acc->user, err.msg);
@@ -219,24 +206,6 @@ static int agent_select(pam_handle_t *pamh, const struct args *a,
 	}
 	*cfg_out = cfg;
 	return 0;
-}
-
-static bool service_allowed(const struct sbx_profile *p, const char *service)
-{
-	size_t i;
-
-	if (p->n_services == 0) {
-		for (i = 0; i < ARRAY_SIZE(default_services); i++) {
-			if (!strcmp(default_services[i], service))
-				return true;
-		}
-		return false;
-	}
-	for (i = 0; i < p->n_services; i++) {
-		if (!strcmp(p->services[i], service))
-			return true;
-	}
-	return false;
 }
 
 static const char *pam_str_item(pam_handle_t *pamh, int item)
@@ -248,23 +217,63 @@ static const char *pam_str_item(pam_handle_t *pamh, int item)
 	return v;
 }
 
-/*
- * Will the shell be able to meet the floor on this host? Predict only what
- * is certain (the shell computes the real verdict): a sandboxed profile
- * whose floor is "full" needs Landlock and seccomp; a required
- * SyscallFilter needs seccomp. Returns NULL or what is missing.
- */
-static const char *floor_unmeetable(const struct sbx_profile *p, const struct sbx_probe *pr)
+/* The expectation (sbx_decide, sbx_decision_expect) for p on kernel k:
+ * 1 floor met, 0 not (why filled), -1 the profile cannot run (why). */
+static int expected_floor(const struct sbx_profile *p, const struct sbx_probe *k,
+			  char *why, size_t size)
 {
+	struct sbx_error err = { 0 };
+	struct sbx_decision d;
+	struct sbx_report *r;
+	int met;
+
+	if (sbx_decide(p, k, NULL, &d, &err) != 0) {
+		snprintf(why, size, "%s", err.msg);
+		return -1;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(why, size, "out of memory");
+		return -1;
+	}
+	sbx_report_init(r, p);
+	sbx_decision_expect(&d, r);
+	met = r->floor_met;
+	if (!met)
+		snprintf(why, size, "%s", r->refusal);
+	free(r);
+	return met;
+}
+
+/*
+ * Will the shell be able to meet the floor on this kernel? The session's
+ * own decision, from this probe with what depends on the uid made
+ * optimistic: it ran as root, and whether the agent may create namespaces
+ * is decided again by the shell. What is left (Landlock, seccomp,
+ * mount_setattr) is the kernel's. Refused here only when the kernel is
+ * the reason (the floor would be met on a kernel with every feature): a
+ * profile that asks for what no kernel gives is refused by the shell,
+ * whose message reaches the ssh client with a full report. 0, or -1 with
+ * why filled.
+ */
+static int floor_unmeetable(const struct sbx_profile *p, const struct sbx_probe *pr,
+			    char *why, size_t size)
+{
+	struct sbx_probe k = *pr, ideal;
+	char ideal_why[SBX_ERROR_MAX];
+	int met;
+
 	if (p->isolation != SBX_ISOLATION_SANDBOXED)
-		return NULL;
-	if (p->min_level == SBX_LEVEL_FULL && pr->landlock_abi == 0)
-		return "Landlock (min_level full)";
-	if (p->min_level == SBX_LEVEL_FULL && !pr->seccomp)
-		return "seccomp (min_level full)";
-	if ((p->require & SBX_G_SYSCALL_FILTER) && !pr->seccomp)
-		return "seccomp (require SyscallFilter)";
-	return NULL;
+		return 0;
+	k.userns = k.mountns = k.pidns = k.netns = true;
+	k.ipcns = k.utsns = k.cgroupns = true;
+	met = expected_floor(p, &k, why, size);
+	if (met != 0)
+		return met > 0 ? 0 : -1;
+	ideal = k;
+	ideal.seccomp = ideal.mount_setattr = true;
+	ideal.landlock_abi = SBX_LANDLOCK_ABI_NEWEST;
+	return expected_floor(p, &ideal, ideal_why, sizeof(ideal_why)) > 0 ? -1 : 0;
 }
 
 /* The account rules shared by acct_mgmt and open_session (the account
@@ -276,7 +285,7 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 	struct sbx_error err = { 0 };
 	const struct sbx_probe *probe = NULL;
 	const char *service = pam_str_item(pamh, PAM_SERVICE);
-	const char *missing;
+	char missing[SBX_ERROR_MAX];
 	unsigned n = 0, stale = 0;
 
 	if (strcmp(acc->shell, cfg->agent_shell) != 0) {
@@ -285,7 +294,7 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 			   acc->user, acc->shell, cfg->agent_shell);
 		return PAM_PERM_DENIED;
 	}
-	if (!service || !service_allowed(p, service)) {
+	if (!service || !sbx_profile_allows_service(p, service)) {
 		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
 			   "user %s: refused: PAM service %s is not allowed for profile %s",
 			   acc->user, service ? service : "(none)", p->name);
@@ -315,9 +324,9 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 		pam_syslog(pamh, LOG_AUTHPRIV | LOG_WARNING,
 			   "user %s: kernel probe failed (%s); the shell will decide the floor",
 			   acc->user, err.msg);
-	} else if ((missing = floor_unmeetable(p, probe)) != NULL) {
+	} else if (floor_unmeetable(p, probe, missing, sizeof(missing)) != 0) {
 		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-			   "user %s: refused: profile %s floor needs %s, which this kernel lacks",
+			   "user %s: refused: profile %s cannot meet its floor on this kernel: %s",
 			   acc->user, p->name, missing);
 		return PAM_PERM_DENIED;
 	}

@@ -90,52 +90,6 @@ int shell_cmd_check_config(const char *file)
 	return status;
 }
 
-/* What a session would get on this host, from the probe alone. Canaries
- * run only in a real session, so this says "predicted", never "verified". */
-static void predict(struct sbx_report *r, const struct sbx_profile *p,
-		    const struct sbx_probe *probe)
-{
-	bool ns = probe->userns && probe->mountns && probe->pidns && probe->mount_setattr;
-	bool netns = ns && probe->netns && p->network != SBX_ACCESS_ALLOW;
-	const char *why = probe->userns_why[0] ? probe->userns_why : "no user namespaces";
-
-	sbx_report_set(r, SBX_F_ENV_SCRUB, true, true, "predicted");
-	sbx_report_set(r, SBX_F_FD_HYGIENE, true, true, "predicted");
-	sbx_report_set(r, SBX_F_USERNS, ns, ns, "%s", ns ? "predicted" : why);
-	sbx_report_set(r, SBX_F_PIDNS, ns, ns, "%s", ns ? "predicted" : why);
-	sbx_report_set(r, SBX_F_MOUNTNS, ns, ns, "%s", ns ? "predicted" : why);
-	sbx_report_set(r, SBX_F_IPCNS, ns && probe->ipcns, ns && probe->ipcns, "predicted");
-	sbx_report_set(r, SBX_F_UTSNS, ns && probe->utsns, ns && probe->utsns, "predicted");
-	sbx_report_set(r, SBX_F_CGROUPNS, ns && probe->cgroupns, ns && probe->cgroupns, "predicted");
-	sbx_report_set(r, SBX_F_MOUNT_VIEW, ns, ns, "%s", ns ? "predicted" : why);
-	sbx_report_set(r, SBX_F_HOME, ns, ns, "%s", ns ? "predicted" : why);
-	sbx_report_set(r, SBX_F_DENY_READ, true, true, "predicted");
-	if (p->network != SBX_ACCESS_ALLOW) {
-		sbx_report_set(r, SBX_F_NETNS, netns, netns, "%s", netns ? "predicted" : why);
-		if (netns)
-			sbx_report_set_requested(r, SBX_F_LANDLOCK_NET, false,
-						 "not needed with a network namespace");
-		else
-			sbx_report_set(r, SBX_F_LANDLOCK_NET, probe->landlock_abi >= 4,
-				       probe->landlock_abi >= 4, "Landlock ABI %d", probe->landlock_abi);
-	}
-	sbx_report_set(r, SBX_F_CAPS, true, true, "predicted");
-	sbx_report_set(r, SBX_F_NO_NEW_PRIVS, true, true, "predicted");
-	sbx_report_set(r, SBX_F_LANDLOCK_FS, probe->landlock_abi >= 1, probe->landlock_abi >= 1,
-		       "Landlock ABI %d%s%s", probe->landlock_abi,
-		       probe->landlock_abi ? "" : ": ", probe->landlock_why);
-	sbx_report_set(r, SBX_F_LANDLOCK_IOCTL, probe->landlock_abi >= 5, probe->landlock_abi >= 5,
-		       "Landlock ABI %d", probe->landlock_abi);
-	sbx_report_set(r, SBX_F_LANDLOCK_SCOPE, probe->landlock_abi >= 6, probe->landlock_abi >= 6,
-		       "Landlock ABI %d", probe->landlock_abi);
-	sbx_report_set(r, SBX_F_RLIMITS, true, true, "predicted");
-	sbx_report_set(r, SBX_F_SECCOMP, probe->seccomp, probe->seccomp, "predicted");
-	sbx_report_set(r, SBX_F_COMMAND_GATE, probe->landlock_abi >= 1, probe->landlock_abi >= 1,
-		       "predicted");
-	r->landlock_abi = probe->landlock_abi;
-	sbx_report_finish(r);
-}
-
 int shell_cmd_explain(const char *user, bool json)
 {
 	struct sbx_config *cfg = NULL;
@@ -144,6 +98,8 @@ int shell_cmd_explain(const char *user, bool json)
 	struct sbx_profile *p = calloc(1, sizeof(*p));
 	struct sbx_report *r = calloc(1, sizeof(*r));
 	const struct sbx_probe *probe;
+	struct sbx_probe agent_probe;
+	struct sbx_decision d;
 	struct passwd *pw;
 	int status = 1;
 	bool is_agent;
@@ -173,8 +129,25 @@ int shell_cmd_explain(const char *user, bool json)
 		fprintf(stderr, "agent-shell: %s\n", err.msg);
 		goto out;
 	}
-	if (sbx_probe_get(&probe, &err) != 0) {
+	/* Root's probe is not the agent's (user namespaces, for one, may be
+	 * refused to unprivileged uids): as root, probe as the agent. */
+	if (geteuid() == 0 && id.uid != 0) {
+		char why[256];
+
+		if (shell_probe_as(id.uid, id.gid, id.user, &agent_probe, why, sizeof(why)) != 0) {
+			fprintf(stderr, "agent-shell: probe as %s: %s\n", id.user, why);
+			goto out;
+		}
+		probe = &agent_probe;
+	} else if (sbx_probe_get(&probe, &err) != 0) {
 		fprintf(stderr, "agent-shell: probe: %s\n", err.msg);
+		goto out;
+	}
+	/* The session's own decision, with what --run and a login without
+	 * the PAM stage's network namespace would get. */
+	if (sbx_decide(p, probe, NULL, &d, &err) != 0) {
+		fprintf(stderr, "agent-shell: --explain %s: every session would be refused: %s\n",
+			id.user, err.msg);
 		goto out;
 	}
 	sbx_report_init(r, p);
@@ -183,7 +156,7 @@ int shell_cmd_explain(const char *user, bool json)
 	sbx_strlcpy(r->session_id, sizeof(r->session_id), "predicted");
 	sbx_strlcpy(r->service, sizeof(r->service), "explain");
 	sbx_strlcpy(r->client, sizeof(r->client), "local");
-	predict(r, p, probe);
+	sbx_decision_expect(&d, r);
 	if (json) {
 		printf("{\"profile\":");
 		sbx_profile_to_json(p, stdout);
@@ -193,12 +166,11 @@ int shell_cmd_explain(const char *user, bool json)
 	} else {
 		printf("Effective profile for %s (after the host ceiling):\n", id.user);
 		sbx_profile_to_text(p, stdout);
-		printf("\nPredicted report on this host (from the probe; a real session verifies each\n"
-		       "entry with canaries and may differ, e.g. when run as another uid):\n");
+		printf("\nExpected report on this host (the session's own decision from the probe;\n"
+		       "a real session proves each entry with a canary, and reports less only where\n"
+		       "one fails):\n");
 		sbx_report_to_text(r, stdout);
 	}
-	if (geteuid() == 0 && id.uid != 0)
-		fprintf(stderr, "note: probed as root; agent-shell probes again as %s at login\n", id.user);
 	status = 0;
 out:
 	sbx_config_free(cfg);

@@ -529,9 +529,6 @@ static int pam_scan(const char *dir, const char *name, const char *only_type, in
 	return 0;
 }
 
-static const char *const interactive_services[] = {
-	"sshd", "login", "su", "su-l", "runuser", "runuser-l",
-};
 static const char *const job_services[] = { "cron", "atd", "systemd-user" };
 
 #define PAM_FIX_ACCOUNT "account [success=ok ignore=ignore default=die] " PAM_MODULE
@@ -986,8 +983,8 @@ out:
 
 /* The probe as uid/gid (user for its groups, NULL: none). 0, or -errno
  * with why (for the WARN row) filled. */
-static int probe_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *out, char *why,
-		    size_t why_size)
+int shell_probe_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *out, char *why,
+		   size_t why_size)
 {
 	struct sbx_error err = { 0 };
 	char *buf = NULL, msg[256] = "";
@@ -1097,7 +1094,7 @@ static void check_kernel(struct doctor *d)
 	int ret;
 
 	snprintf(who, sizeof(who), "%s%s", a ? a->user : "nobody", a ? "" : " (no agent account)");
-	ret = probe_as(uid, gid, a ? a->user : NULL, &p, why, sizeof(why));
+	ret = shell_probe_as(uid, gid, a ? a->user : NULL, &p, why, sizeof(why));
 	if (ret != 0) {
 		row(d, DOC_WARN, "kernel", who,
 		    "run agent-shell --probe as that account to see what its sessions get",
@@ -1107,7 +1104,7 @@ static void check_kernel(struct doctor *d)
 		return;
 	}
 	lsm_list(lsm, sizeof(lsm));
-	/* p is filled: probe_as() returned 0, and its -errno is never 0.
+	/* p is filled: shell_probe_as() returned 0, and its -errno is never 0.
 	 * NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult) */
 	if (p.landlock_abi == 0)
 		row(d, DOC_WARN, "kernel", "landlock", p.landlock_why,
@@ -1204,6 +1201,19 @@ static void doctor_usage(FILE *out)
 	      "2: usage error.\n", out);
 }
 
+/* The interactive services an agent may use by default, and the job
+ * services that must refuse agents. */
+static void check_pam_stacks(struct doctor *d)
+{
+	size_t n;
+	const char *const *interactive = sbx_default_services(&n);
+
+	for (size_t i = 0; i < n; i++)
+		check_pam_interactive(d, interactive[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(job_services); i++)
+		check_pam_job(d, job_services[i]);
+}
+
 int shell_cmd_doctor(int argc, char **argv)
 {
 	enum { OPT_JSON = 0x100, OPT_PAM_DIR, OPT_SSHD, OPT_SSHD_CONFIG, OPT_HELP };
@@ -1218,7 +1228,7 @@ int shell_cmd_doctor(int argc, char **argv)
 	struct doctor d = {
 		.pam_dir = "/etc/pam.d",
 		.sshd = SSHD_DEFAULT,
-		.group_fallback = "agents",
+		.group_fallback = SBX_DEFAULT_GROUP,
 	};
 	size_t n_ok = 0, n_warn = 0, n_fail = 0;
 	bool json = false;
@@ -1278,10 +1288,7 @@ int shell_cmd_doctor(int argc, char **argv)
 		if (d.cfg)
 			check_profile_paths(&d, &d.agents[i]);
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(interactive_services); i++)
-		check_pam_interactive(&d, interactive_services[i]);
-	for (size_t i = 0; i < ARRAY_SIZE(job_services); i++)
-		check_pam_job(&d, job_services[i]);
+	check_pam_stacks(&d);
 	check_sshd(&d);
 	check_kernel(&d);
 

@@ -20,7 +20,6 @@
 
 #include "shell.h"
 
-#define DEFAULT_GROUP "agents"
 #define DEFAULT_SKEL "/etc/agent-sandbox/skel"
 #define DEFAULT_UNENROLL_SHELL "/bin/bash"
 #define USER_NAME_MAX 32	/* useradd's limit on Linux */
@@ -234,7 +233,7 @@ static int enroll(const struct enroll_opts *o, struct sbx_config *cfg)
 		goto out;
 	}
 	group = o->group ? o->group : rule_group(cfg, profile) ? rule_group(cfg, profile) :
-			   rule_group(cfg, NULL) ? rule_group(cfg, NULL) : DEFAULT_GROUP;
+			   rule_group(cfg, NULL) ? rule_group(cfg, NULL) : SBX_DEFAULT_GROUP;
 	if (!sbx_name_is_safe_component(group) || strlen(group) > USER_NAME_MAX) {
 		fprintf(stderr, "agent-shell: --enroll: group name %s is not usable\n", group);
 		status = 2;
@@ -417,7 +416,7 @@ static int unenroll(const struct enroll_opts *o, struct sbx_config *cfg)
 			if (cfg->matches[i].kind == SBX_MATCH_GROUP)
 				groups[n_groups++] = cfg->matches[i].name;
 		}
-		groups[n_groups++] = DEFAULT_GROUP;
+		groups[n_groups++] = SBX_DEFAULT_GROUP;
 	}
 	for (size_t i = 0; i < n_groups; i++) {
 		struct group *gr = getgrnam(groups[i]);

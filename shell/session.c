@@ -133,7 +133,6 @@ int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account
 			  bool login_mode, struct sbx_profile *out, bool *is_agent,
 			  struct sbx_error *err)
 {
-	const struct sbx_profile *assigned = NULL;
 	struct sbx_profile *req = NULL, *ceil = NULL, *tmp = NULL;
 	char why[256];
 	int ret;
@@ -147,14 +146,15 @@ int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account
 		goto out;
 	}
 	if (cfg) {
-		ret = sbx_config_select(cfg, id->user, (const char *const *)id->groups,
-					id->n_groups, &assigned, err);
-		if (ret == 0) {
+		/* The assigned profile, narrowed by the host ceiling, is the
+		 * most this account can ever get (the PAM stage's own). */
+		ret = sbx_account_profile(cfg, id, ceil, err);
+		if (ret == 0)
 			*is_agent = true;
-		} else if (ret != -ENOENT) {
+		else if (ret != -ENOENT)
 			goto out;
-		}
-		*ceil = cfg->ceiling;
+		else
+			*ceil = cfg->ceiling;
 	} else {
 		sbx_profile_init_open(ceil);
 	}
@@ -169,18 +169,6 @@ int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account
 					    shell_config_path(), id->user);
 		goto out;
 	}
-	if (*is_agent) {
-		/* The assigned profile, narrowed by the host ceiling, is the
-		 * most this account can ever get. */
-		ret = sbx_profile_restrict(assigned, &cfg->ceiling, tmp, err);
-		if (ret)
-			goto out;
-		*ceil = *tmp;
-		ret = sbx_profile_expand(ceil, id->user, id->home, err);
-		if (ret)
-			goto out;
-	}
-
 	if (want_profile) {
 		const struct sbx_profile *named;
 
@@ -196,8 +184,15 @@ int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account
 			goto out;
 		}
 		*req = *named;
+	} else if (*is_agent && !want_workspace) {
+		/* The account's own profile, exactly as the PAM stage has it
+		 * (the record's hash is checked against it). */
+		ret = sbx_profile_validate(ceil, err);
+		if (ret == 0)
+			*out = *ceil;
+		goto out;
 	} else if (*is_agent) {
-		*req = *assigned;
+		*req = *ceil;
 	} else {
 		sbx_profile_init_default(req);
 	}

@@ -51,6 +51,10 @@ int shell_cmd_selftest(void);
 
 /* doctor.c: argv[0] is "--doctor". Exit 0 (no FAIL), 1 (a FAIL), 2 (usage). */
 int shell_cmd_doctor(int argc, char **argv);
+/* The kernel probe as uid/gid (user for its groups, NULL: none), run by a
+ * child that drops to them and reports JSON. 0, or -errno with why filled. */
+int shell_probe_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *out, char *why,
+		   size_t why_size);
 
 /* enroll.c: argv[0] is "--enroll" or "--unenroll", argv[1] the user.
  * Exit 0 (done), 1 (failed), 2 (usage). */

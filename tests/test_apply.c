@@ -35,7 +35,7 @@ struct fixture {
 	bool have_helper;
 };
 
-enum probe_edit { PROBE_REAL = 0, PROBE_NO_USERNS, PROBE_NO_LANDLOCK };
+enum probe_edit { PROBE_REAL = 0, PROBE_NO_USERNS, PROBE_NO_LANDLOCK, PROBE_NO_BOTH, PROBE_NO_NETNS };
 
 /* One confined run, described by the test, executed by an agent child. */
 struct scenario {
@@ -306,15 +306,18 @@ static void force_probe(enum probe_edit edit)
 	if (edit == PROBE_REAL || sbx_probe_get(&real, NULL) != 0)
 		return;
 	copy = *real;
-	if (edit == PROBE_NO_USERNS) {
+	if (edit == PROBE_NO_USERNS || edit == PROBE_NO_BOTH) {
 		copy.userns = false;
 		snprintf(copy.userns_why, sizeof(copy.userns_why),
 			 PROBE_WHY ": user namespaces off; fix: user.max_user_namespaces > 0");
-	} else if (edit == PROBE_NO_LANDLOCK) {
+	}
+	if (edit == PROBE_NO_LANDLOCK || edit == PROBE_NO_BOTH) {
 		copy.landlock_abi = 0;
 		snprintf(copy.landlock_why, sizeof(copy.landlock_why),
 			 PROBE_WHY ": Landlock not in lsm=");
 	}
+	if (edit == PROBE_NO_NETNS)
+		copy.netns = false;
 	sbx_probe_set_for_tests(&copy);
 }
 
@@ -925,6 +928,118 @@ static void test_leftovers_ended(void **state)
 	}
 }
 
+/*
+ * The one decision: what sbx_decide() expects (and --explain prints, and
+ * the PAM stage refuses by) is what a real session reports, for every
+ * profile of the shipped config after its ceiling, on the full kernel and
+ * every forced probe (no user namespaces, no Landlock, neither, no network
+ * namespace, Landlock held at ABI 2 as on Debian 12 and at 5). The extra
+ * roots (/opt/toolchains, /srv/agents/...) are re-pointed at directories
+ * of the fixture, with their modes as shipped: this machine has none of
+ * them, and a missing root ends a session.
+ */
+static void test_expectation_is_the_report(void **state)
+{
+	static const struct { enum probe_edit edit; int abi; const char *name; } paths[] = {
+		{ PROBE_REAL, 0, "full" }, { PROBE_NO_USERNS, 0, "no userns" },
+		{ PROBE_NO_LANDLOCK, 0, "no Landlock" }, { PROBE_NO_BOTH, 0, "neither" },
+		{ PROBE_NO_NETNS, 0, "no netns" }, { PROBE_REAL, 2, "Landlock ABI 2" },
+		{ PROBE_REAL, 5, "Landlock ABI 5" },
+	};
+	const struct fixture *fx = *state;
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err = { 0 };
+	struct sbx_report *want = calloc(1, sizeof(*want));
+	struct scenario *sc = calloc(1, sizeof(*sc));
+	struct outcome *o = calloc(1, sizeof(*o));
+	unsigned compared = 0, mismatches = 0;
+	char conf[PATH_MAX];
+
+	assert_non_null(want);
+	assert_non_null(sc);
+	assert_non_null(o);
+	if (!ready(fx, false))
+		skip();
+	assert_non_null(realpath("etc/agent-sandbox.conf", conf));
+	if (sbx_config_load(conf, SBX_CONFIG_SKIP_TRUST, &cfg, &err) != 0)
+		fail_msg("shipped config: %s", err.msg);
+	for (size_t i = 0; i < cfg->n_profiles; i++) {
+		for (size_t k = 0; k < ARRAY_SIZE(paths); k++) {
+			const struct sbx_probe *probe;
+			struct sbx_decision d;
+			struct sbx_decide_opts opts = { .landlock_abi_limit = paths[k].abi };
+
+			scenario_init(sc, fx);
+			assert_int_equal(sbx_profile_restrict(&cfg->profiles[i], &cfg->ceiling,
+							      &sc->profile, &err), 0);
+			assert_int_equal(sbx_profile_expand(&sc->profile, "sbxagent", HOME_DIR,
+							    &err), 0);
+#ifdef SBX_SANITIZER
+			/* ASan reserves terabytes of address space: under
+			 * the shipped `as` limit the sandboxed side cannot
+			 * start. Not a decision input. */
+			sc->profile.limits.set_mask &= ~(1u << SBX_LIMIT_AS);
+#endif
+			for (size_t j = 0; j < sc->profile.n_roots; j++) {
+				char *root = sc->profile.roots[j].path;
+
+				snprintf(root, SBX_PATH_MAX, "%s/root%zu", fx->host, j);
+				assert_true(mkdir(root, 0755) == 0 || errno == EEXIST);
+			}
+			sc->probe = paths[k].edit;
+			sc->abi_limit = paths[k].abi;
+			sc->script = "exit 0";
+			/* The expectation, from the probe the agent child will
+			 * see (forced the same way, here in the parent). */
+			force_probe(paths[k].edit);
+			assert_int_equal(sbx_probe_get(&probe, &err), 0);
+			assert_int_equal(sbx_decide(&sc->profile, probe, &opts, &d, &err), 0);
+			sbx_report_init(want, &sc->profile);
+			sbx_decision_expect(&d, want);
+			sbx_probe_set_for_tests(NULL);
+
+			run_scenario(sc, o);
+			print_message("  %-8s %-15s expected %-8s floor %-3s, session %-8s floor %-3s "
+				      "(ret %d)\n", cfg->profiles[i].name, paths[k].name,
+				      sbx_level_name(want->level), want->floor_met ? "met" : "not",
+				      sbx_level_name(o->report.level),
+				      o->report.floor_met ? "met" : "not", o->ret);
+			if (o->ret != 0) {
+				print_message("    session error: %s\n", o->err);
+				mismatches++;
+				continue;
+			}
+			for (unsigned f = 0; f < SBX_F_COUNT; f++) {
+				const struct sbx_report_entry *w = &want->entry[f], *g = &o->report.entry[f];
+
+				compared++;
+				if (w->requested == g->requested && w->achieved == g->achieved &&
+				    g->verified == g->achieved)
+					continue;
+				mismatches++;
+				print_message("    %s: expected %s%s (%s), session %s%s%s (%s)\n",
+					      sbx_feature_name((enum sbx_feature)f),
+					      w->requested ? "requested, " : "",
+					      w->achieved ? "achieved" : "not achieved", w->detail,
+					      g->requested ? "requested, " : "",
+					      g->achieved ? "achieved" : "not achieved",
+					      g->achieved && !g->verified ? " but not verified" : "",
+					      g->detail);
+			}
+			if (want->level != o->report.level || want->floor_met != o->report.floor_met ||
+			    want->guarantees != o->report.guarantees)
+				mismatches++;
+		}
+	}
+	print_message("  %u entries compared, %u mismatches\n", compared, mismatches);
+	sbx_config_free(cfg);
+	free(want);
+	free(sc);
+	free(o);
+	assert_int_equal(mismatches, 0);
+	assert_true(compared >= 3 * ARRAY_SIZE(paths) * SBX_F_COUNT);
+}
+
 /* A deny_read entry named through a root-owned symlink in a root-only
  * directory (/run here) covers the file it points at: the mount view's
  * fresh /run has no such link, and a mask at the written path left the
@@ -1410,6 +1525,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_degraded_foreign_tmp_home, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_floor_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abi_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_expectation_is_the_report, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("apply", tests, NULL, NULL);
 }

@@ -213,7 +213,7 @@ static void test_plan_build(void **state)
 	p.roots[1].write = SBX_ACCESS_DENY;
 	p.n_deny_read = 1;
 	COPY(p.deny_read[0], "/srv/agents/a1/ws/.env");
-	assert_int_equal(sbx_landlock_plan_build(&p, &s, true, plan, &err), 0);
+	assert_int_equal(sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, true), plan, &err), 0);
 	assert_non_null(r = find_rule(plan, "/"));
 	assert_int_equal(r->rights, SBX_FS_READ | SBX_FS_EXEC);
 	assert_non_null(r = find_rule(plan, "/srv/agents/a1/ws"));
@@ -244,10 +244,10 @@ static void test_plan_build(void **state)
 	assert_true(plan->scope_signal && plan->scope_abstract_unix && plan->log_new_exec);
 
 	/* without a netns, Landlock TCP is the boundary */
-	assert_int_equal(sbx_landlock_plan_build(&p, &s, false, plan, &err), 0);
+	assert_int_equal(sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, false), plan, &err), 0);
 	assert_true(plan->net_deny_tcp);
 	p.network = SBX_ACCESS_ALLOW;
-	assert_int_equal(sbx_landlock_plan_build(&p, &s, false, plan, &err), 0);
+	assert_int_equal(sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, false), plan, &err), 0);
 	assert_false(plan->net_deny_tcp);
 
 	/* gated: EXEC only on the listed files and the dynamic loader */
@@ -256,7 +256,7 @@ static void test_plan_build(void **state)
 	p.n_gate = 2;
 	COPY(p.gate_allow[0], "/usr/bin/git");
 	COPY(p.gate_allow[1], "/usr/bin/make");
-	assert_int_equal(sbx_landlock_plan_build(&p, &s, true, plan, &err), 0);
+	assert_int_equal(sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, true), plan, &err), 0);
 	for (size_t i = 0; i < plan->n_rules; i++) {
 		const char *path = plan->rules[i].path;
 
@@ -289,7 +289,7 @@ static void test_plan_build(void **state)
 	profile_base(&p, &s);
 	p.workspace_write = SBX_ACCESS_DENY;
 	p.host_read = SBX_ACCESS_DENY;
-	assert_int_equal(sbx_landlock_plan_build(&p, &s, true, plan, &err), 0);
+	assert_int_equal(sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, true), plan, &err), 0);
 	assert_non_null(r = find_rule(plan, "/srv/agents/a1/ws"));
 	assert_int_equal(r->rights, SBX_FS_READ | SBX_FS_EXEC);
 	assert_null(find_rule(plan, "/"));
@@ -305,7 +305,7 @@ static void test_plan_build(void **state)
 	/* host_write allow: "/" WRITE|REFER, merged with READ|EXEC */
 	profile_base(&p, &s);
 	p.host_write = SBX_ACCESS_ALLOW;
-	assert_int_equal(sbx_landlock_plan_build(&p, &s, true, plan, &err), 0);
+	assert_int_equal(sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, true), plan, &err), 0);
 	assert_non_null(r = find_rule(plan, "/"));
 	assert_int_equal(r->rights, SBX_FS_READ | SBX_FS_EXEC | SBX_FS_WRITE | SBX_FS_REFER);
 
@@ -315,7 +315,7 @@ static void test_plan_build(void **state)
 	p.n_gate = 1;
 	p.command = SBX_ACCESS_GATED;
 	COPY(p.gate_allow[0], "/usr/bin/../bin/sh");
-	assert_int_equal(sbx_landlock_plan_build(&p, &s, true, plan, &err), -EINVAL);
+	assert_int_equal(sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, true), plan, &err), -EINVAL);
 	assert_true(contains(err.msg, "/usr/bin/../bin/sh"));
 	assert_int_equal(plan->n_rules, 7);
 }
@@ -443,7 +443,7 @@ static void test_deny_under_root(void **state)
 	COPY(p.deny_read[0], pth(c, "secret"));
 	COPY(s.workspace, pth(c, "ws"));
 	s.home[0] = '\0';
-	assert_int_equal(sbx_landlock_plan_build(&p, &s, true, c->plan, &err), 0);
+	assert_int_equal(sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, true), c->plan, &err), 0);
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, child_deny_under_root, c)), 0);
 }
 
@@ -515,7 +515,7 @@ static void test_exec_gate(void **state)
 	COPY(p.gate_allow[0], pth(c, "gate/ok"));
 	COPY(s.workspace, pth(c, "ws"));
 	COPY(s.home, pth(c, "home"));
-	assert_int_equal(sbx_landlock_plan_build(&p, &s, true, c->plan, &err), 0);
+	assert_int_equal(sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, true), c->plan, &err), 0);
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, child_exec_gate, c)), 0);
 }
 
@@ -817,7 +817,7 @@ static int plan_with_root(struct ll_case *c, const char *rel, bool host_read,
 	COPY(p.roots[0].path, pth(c, rel));
 	p.roots[0].read = SBX_ACCESS_ALLOW;
 	p.roots[0].write = SBX_ACCESS_DENY;
-	return sbx_landlock_plan_build(&p, &s, true, c->plan, err);
+	return sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, true), c->plan, err);
 }
 
 static void test_symlinks_and_missing(void **state)

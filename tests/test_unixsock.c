@@ -419,7 +419,7 @@ static int child_bind_landlock(void *arg)
 	snprintf(s.home, sizeof(s.home), "%s/ws", tmp_dir);
 	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
 	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
-	if (sbx_landlock_plan_build(&p, &s, false, &plan, &err) != 0) {
+	if (sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, false), &plan, &err) != 0) {
 		fprintf(stderr, "landlock plan: %s\n", err.msg);
 		return 1;
 	}

@@ -470,3 +470,15 @@ void sbx_test_procs_dump(uid_t uid)
 	}
 	closedir(d);
 }
+
+const struct sbx_decision *sbx_test_decision(const struct sbx_profile *p, bool netns)
+{
+	static struct sbx_decision d;
+
+	memset(&d, 0, sizeof(d));
+	d.netns = netns;
+	d.network_denied = p->network != SBX_ACCESS_ALLOW;
+	d.landlock_tcp = d.network_denied && !netns;
+	d.deny_read = SBX_DENY_READ_LANDLOCK;
+	return &d;
+}

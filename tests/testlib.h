@@ -170,4 +170,8 @@ int sbx_test_group_setup(int (*inner)(void), int (*teardown)(void **state));
 		}                                                            \
 	} while (0)
 
+/* A decision for plan-level tests: Landlock holds deny_read (holes), and
+ * TCP rules are handled when the network is denied without a netns. */
+const struct sbx_decision *sbx_test_decision(const struct sbx_profile *p, bool netns);
+
 #endif
