@@ -310,6 +310,23 @@ static int start_session(const struct run_opts *o)
 		}
 		pam_stage = ret == 0;
 		pam_netns = pam_stage && rec.netns != 0 && rec.netns == sbx_ns_inode("net");
+		/* Both stages resolve the account against the config; the
+		 * session runs only what the PAM stage decided (its home, its
+		 * namespaces) if the shell arrived at the same profile. */
+		if (pam_stage && o->login_mode) {
+			char hash[65];
+
+			sbx_profile_hash(p, hash);
+			if (strcmp(hash, rec.hash) != 0) {
+				ret = sbx_error_set(&err, EPERM,
+						    "refusing the session: the PAM stage prepared it for "
+						    "profile %s (hash %.12s), and this shell resolved "
+						    "profile %s (hash %.12s): the configuration changed "
+						    "between the two, log in again", rec.profile, rec.hash,
+						    p->name, hash);
+				goto refuse;
+			}
+		}
 	}
 	if (p->pam_required && !pam_stage) {
 		ret = sbx_error_set(&err, EPERM,

@@ -172,6 +172,18 @@ setup() {
 	echo "stack=\$PAM_SERVICE type=\$PAM_TYPE user=\$PAM_USER" >>$WN/pam-marker.log
 	EOF
 	chmod 0755 "$W/bin/pam-marker"
+	# After the PAM stage prepared a session: if asked (one shot), change
+	# the profile the shell will read next, as an admin's edit between the
+	# two stages would.
+	cat >"$W/bin/pam-swap-config" <<-EOF
+	#!/bin/sh
+	[ "\$PAM_TYPE" = open_session ] && [ -e $WN/swap-config ] || exit 0
+	rm -f $WN/swap-config
+	sed 's/^max_sessions = 64\$/max_sessions = 63/' /etc/agent-sandbox/agent-sandbox.conf >$WN/swapped.conf &&
+		cat $WN/swapped.conf >/etc/agent-sandbox/agent-sandbox.conf
+	exit 0
+	EOF
+	chmod 0755 "$W/bin/pam-swap-config"
 	touch "$W/pam-marker.log" "$W/syslog.log"
 
 	# The holder of the private mount namespace.
@@ -271,6 +283,7 @@ setup() {
 		session  required pam_exec.so quiet $WN/bin/pam-marker
 		session  required pam_unix.so
 		session  [success=ok ignore=ignore default=die] $WN/bin/pam_agent_sandbox.so runtime_dir=/run/agent-sandbox $netns
+		session  optional pam_exec.so quiet $WN/bin/pam-swap-config
 		EOF
 	done
 
@@ -935,6 +948,25 @@ t_floor_unmet_refused() {
 	echo "  log: $(grep -F "user=$FLOOR" "$W/syslog.log" | grep -F floor=refused | head -1 | cut -d' ' -f4- | cut -c1-400)"
 }
 
+# The shell runs only what the PAM stage decided: a profile changed between
+# the two stages refuses the session, with the reason on the client's side.
+t_profile_changed_between_stages() {
+	local rc ok=0
+	touch "$W/swap-config"
+	sshc a "$AGENT" 'echo ran' >"$T/swap.out" 2>&1
+	rc=$?
+	NS sed -i 's/^max_sessions = 63$/max_sessions = 64/' /etc/agent-sandbox/agent-sandbox.conf
+	[ ! -e "$W/swap-config" ] || { echo "  the swap did not run"; rm -f "$W/swap-config"; return 1; }
+	echo "  exit $rc: $(grep -m1 'refusing' "$T/swap.out" | cut -c1-200)"
+	[ $rc -ne 0 ] || ok=1
+	grep -qx ran "$T/swap.out" && ok=1
+	grep -q "the PAM stage prepared it for profile e2e" "$T/swap.out" || { echo "  no reason at the client"; ok=1; }
+	# Control: with the config back, the same login runs.
+	sshc a "$AGENT" 'echo ran' >"$T/swap2.out" 2>&1 || { echo "  control failed: $(head -2 "$T/swap2.out")"; ok=1; }
+	grep -qx ran "$T/swap2.out" || ok=1
+	return $ok
+}
+
 agent_procs() {
 	local uid
 	for uid in $(cat "$T/uids"); do
@@ -1372,7 +1404,7 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 	t_scp_workspace_only t_sftp_external_confined t_internal_sftp_pam_view_only \
 	t_forwarding_refused_with_dropin t_forwarding_netns_without_dropin \
 	t_forwarding_hole_without_dropin_and_netns t_wrong_login_shell_refused \
-	t_floor_unmet_refused t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd; do
+	t_floor_unmet_refused t_profile_changed_between_stages t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd; do
 	run_test "$t"
 done
 # The shipped files: their own world, set up once the tests above are done.
