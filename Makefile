@@ -50,6 +50,11 @@ FUZZ_SRCS  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_TIME  ?= 60
 
 LIBSBX     := $(BUILD)/libsbx.a
+# The shared library: soname libsbx.so.0, exports only libsbx.h (the
+# version script), for programs outside this tree (examples/, libsbx(3)).
+LIBSBX_SO  := $(BUILD)/libsbx.so.0
+LIBSBX_PC  := $(BUILD)/libsbx.pc
+EXAMPLE    := $(BUILD)/examples/confine
 SHELL_BIN  := $(BUILD)/agent-shell
 SHELL_TEST_BIN := $(BUILD)/tests/agent-shell-testable
 PAM_SO     := $(BUILD)/pam_agent_sandbox.so
@@ -61,7 +66,7 @@ ESCAPE_TEST := $(BUILD)/tests/test_escape
 
 .PHONY: all check check-asan fuzz lint deps demo install uninstall install-conf-file deb clean bench
 
-all: $(LIBSBX) $(SHELL_BIN) $(PAM_SO)
+all: $(LIBSBX) $(LIBSBX_SO) $(LIBSBX_PC) $(SHELL_BIN) $(PAM_SO) $(EXAMPLE)
 
 $(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
@@ -71,6 +76,24 @@ $(LIBSBX): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
+
+$(LIBSBX_SO): $(LIB_OBJS) lib/libsbx.map
+	$(CC) -shared -Wl,-soname,libsbx.so.0 -o $@ $(LIB_OBJS) $(HARDEN_LD) \
+		-Wl,--version-script=lib/libsbx.map -Wl,--no-undefined $(LIBS)
+	ln -sf libsbx.so.0 $(BUILD)/libsbx.so
+
+# The pkg-config file names the install paths; install writes it again for
+# the PREFIX it is given.
+PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	     -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(DEB_VERSION)|' lib/libsbx.pc.in
+$(LIBSBX_PC): lib/libsbx.pc.in lib/sbx.h Makefile
+	$(PC_SED) >$@
+
+# The example, linked against the shared library in the build tree (the
+# libsbx tier builds it again from the installed files via pkg-config).
+$(EXAMPLE): examples/confine.c lib/libsbx.h $(LIBSBX_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Ilib -o $@ $< -L$(BUILD) -lsbx -Wl,-rpath,'$$ORIGIN/..' $(HARDEN_LD)
 
 $(SHELL_BIN): $(SHELL_OBJS) $(LIBSBX)
 	$(CC) -pie -o $@ $(SHELL_OBJS) $(LIBSBX) $(HARDEN_LD) $(LIBS)
@@ -112,7 +135,8 @@ $(ESCAPE_TEST): tests/escape/test_escape.c $(TESTLIB) $(LIBSBX)
 # Every test tier from one command. Each tier does its own set-up and
 # removes what it created.
 check: all $(SHELL_TEST_BIN) $(HELPERS) $(TEST_BINS) $(ESCAPE_TEST)
-	@BUILD=$(BUILD) ./tests/run-tests.sh $(TEST_BINS) $(ESCAPE_TEST) tests/e2e/run.sh
+	@BUILD=$(BUILD) ./tests/run-tests.sh $(TEST_BINS) $(ESCAPE_TEST) tests/libsbx/run.sh \
+		tests/e2e/run.sh
 
 check-asan:
 	$(MAKE) BUILD=build-asan SAN=1 check
@@ -207,7 +231,7 @@ lint: $(LINT_DB)
 DEB_PKGS := build-essential clang libclang-rt-dev libpam0g-dev libseccomp-dev libcap-dev \
             libcmocka-dev libpam-modules openssh-server openssh-client \
             openssh-sftp-server tmux iproute2 util-linux procps python3-minimal rsync \
-            cppcheck clang-tidy
+            cppcheck clang-tidy pkgconf
 deps:
 	@./tests/install-deps.sh $(DEB_PKGS)
 
@@ -224,6 +248,8 @@ bench: all
 # while unedited. agent_shell in the shipped config names /usr/local/bin; the
 # installed copy names $(BINDIR), where the binary really goes.
 DOCDIR      ?= $(PREFIX)/share/doc/agent-sandbox
+LIBDIR      ?= $(PREFIX)/lib/$(MULTIARCH)
+INCLUDEDIR  ?= $(PREFIX)/include
 SSHDCONFDIR ?= $(SYSCONFDIR)/ssh/sshd_config.d
 ETC_CONF    := $(BUILD)/install/agent-sandbox.conf
 ETC_PAIRS   := $(ETC_CONF):$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf \
@@ -231,6 +257,9 @@ ETC_PAIRS   := $(ETC_CONF):$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf \
                etc/skel/.profile:$(SYSCONFDIR)/agent-sandbox/skel/.profile \
                etc/sshd_config.d/agent-sandbox.conf:$(SSHDCONFDIR)/agent-sandbox.conf
 MANPAGES    := $(wildcard man/*.[1-8])
+# The library's files, relative to DESTDIR.
+LIB_FILES   := $(LIBDIR)/libsbx.so.0 $(LIBDIR)/libsbx.so $(LIBDIR)/pkgconfig/libsbx.pc \
+               $(INCLUDEDIR)/libsbx.h
 
 # The config as installed: agent_shell pointing at $(BINDIR).
 install-conf-file:
@@ -243,8 +272,13 @@ install-conf-file:
 install: all install-conf-file
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PAMDIR) $(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/agent-sandbox/skel $(DESTDIR)$(SSHDCONFDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
 	install -m 0755 $(SHELL_BIN) $(DESTDIR)$(BINDIR)/agent-shell
+	install -m 0644 $(LIBSBX_SO) $(DESTDIR)$(LIBDIR)/libsbx.so.0
+	ln -sf libsbx.so.0 $(DESTDIR)$(LIBDIR)/libsbx.so
+	$(PC_SED) >$(DESTDIR)$(LIBDIR)/pkgconfig/libsbx.pc
+	install -m 0644 lib/libsbx.h $(DESTDIR)$(INCLUDEDIR)/libsbx.h
 	install -m 0644 $(PAM_SO) $(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
 	install -m 0644 etc/pam.d/agent-sandbox-* $(DESTDIR)$(DOCDIR)/
 	@set -e; for pair in $(ETC_PAIRS); do \
@@ -263,6 +297,7 @@ install: all install-conf-file
 
 uninstall: install-conf-file
 	rm -f $(DESTDIR)$(BINDIR)/agent-shell $(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
+	rm -f $(addprefix $(DESTDIR),$(LIB_FILES)) $(DESTDIR)$(MANDIR)/man3/libsbx.3
 	rm -f $(DESTDIR)$(DOCDIR)/agent-sandbox-sshd $(DESTDIR)$(DOCDIR)/agent-sandbox-login \
 		$(DESTDIR)$(DOCDIR)/agent-sandbox-su
 	rm -f $(DESTDIR)$(MANDIR)/man1/agent-shell.1 $(DESTDIR)$(MANDIR)/man5/agent-sandbox.conf.5 \

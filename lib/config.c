@@ -979,3 +979,25 @@ found:
 	*out = p;
 	return 0;
 }
+
+int sbx_profile_set_key(struct sbx_profile *p, const char *key, const char *value,
+			struct sbx_error *err)
+{
+	struct parser ps = { .file = "sbx_profile_set", .err = err };
+	struct kv kv = { .line = 0, .key = key, .val = value };
+	int k, r;
+
+	if (!p || !key || !value)
+		return sbx_error_set(err, EINVAL, "profile: set: missing argument");
+	k = key_lookup(key);
+	if (k < 0 || k == K_INHERIT)
+		return sbx_error_set(err, EINVAL, "profile %s: key '%s': unknown key", p->name, key);
+	if (strlen(value) >= SBX_PATH_MAX)
+		return sbx_error_set(err, ENAMETOOLONG, "profile %s: key '%s': value too long",
+				     p->name, key);
+	r = apply_one(&ps, &kv, k, p);
+	if (r == -ENAMETOOLONG)
+		r = sbx_error_set(err, ENAMETOOLONG, "profile %s: key '%s': value too long", p->name,
+				  key);
+	return r < 0 ? r : 0;
+}

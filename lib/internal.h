@@ -135,6 +135,11 @@ int sbx_account_by_name(const char *user, struct sbx_account *out, struct sbx_er
 int sbx_account_by_uid(uid_t uid, struct sbx_account *out, struct sbx_error *err);
 void sbx_account_free(struct sbx_account *a);
 
+/* One profile key with a config line's syntax (config.c): repeatable keys
+ * append; inherit is refused. */
+int sbx_profile_set_key(struct sbx_profile *p, const char *key, const char *value,
+			struct sbx_error *err);
+
 /* The account's profile as both front ends see it: selected by the
  * [match] rules, narrowed by the ceiling, %u and %h expanded. -ENOENT
  * (err filled) when the account is not an agent account. */
@@ -159,6 +164,7 @@ struct sbx_session {
 	gid_t gid;
 	char home[SBX_PATH_MAX];	/* $HOME inside the sandbox (passwd home) */
 	char home_source[SBX_PATH_MAX];	/* bound at home; "" = fresh tmpfs */
+	char tmp_source[SBX_PATH_MAX];	/* bound at /tmp; "" = fresh tmpfs */
 	char workspace[SBX_PATH_MAX];	/* resolved, existing workspace root */
 	char session_id[40];
 	char client[128];

@@ -178,8 +178,12 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 		if (r < 0)
 			goto out;
 	}
-	r = plan_add(tmp, SBX_MOUNT_TMPFS, NULL, "/tmp", SBX_MOUNT_RW | noexec,
-		     tmp_size, false, err);
+	if (s->tmp_source[0])
+		r = plan_add(tmp, SBX_MOUNT_BIND, s->tmp_source, "/tmp", SBX_MOUNT_RW | noexec,
+			     0, false, err);
+	else
+		r = plan_add(tmp, SBX_MOUNT_TMPFS, NULL, "/tmp", SBX_MOUNT_RW | noexec,
+			     tmp_size, false, err);
 	if (r == 0)
 		r = plan_add(tmp, SBX_MOUNT_TMPFS, NULL, "/dev/shm", SBX_MOUNT_RW | noexec,
 			     tmp_size, false, err);

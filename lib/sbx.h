@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libsbx — the public API of agent-sandbox.
+ * sbx.h — the library's whole model, for agent-shell, the PAM module and the
+ * tests (not installed: programs outside this tree use libsbx.h, whose
+ * handles are opaque).
  *
  * Describe, then apply: everything that builds or queries a profile is free
  * of side effects (profile.c, config.c, restrict.c, describe.c, report.c);
@@ -21,16 +23,11 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "libsbx.h"
+
 #define SBX_VERSION "0.1.0"
 
-/* ---- errors ------------------------------------------------------------ */
-
-#define SBX_ERROR_MAX 1024
-
-struct sbx_error {
-	int code;			/* positive errno, 0 when no error */
-	char msg[SBX_ERROR_MAX];
-};
+/* ---- errors: struct sbx_error, SBX_ERROR_MAX (libsbx.h) ------------------ */
 
 /* ---- the profile ------------------------------------------------------- */
 
