@@ -39,8 +39,11 @@ LIBD=$(dirname "$(dirname "$PC")")
 export PKG_CONFIG_SYSROOT_DIR=$ROOT PKG_CONFIG_LIBDIR=$(dirname "$PC")
 flags=$(pkg-config --cflags --libs libsbx) || { bad installed_and_built_with_pkg_config "pkg-config"; summary; exit 1; }
 echo "  pkg-config: $flags"
-# Only what pkg-config says: no -I into the source tree.
-if cc -std=gnu11 -Wall -Wextra -Werror -o "$T/confine" "$SRC/examples/confine.c" $flags 2>"$T/cc.log" &&
+# Only what pkg-config says: no -I into the source tree. A sanitizer build's
+# library needs its runtime in the program too.
+san=""
+ldd "$LIBD/libsbx.so.0" | grep -q libasan && san="-fsanitize=address,undefined"
+if cc -std=gnu11 -Wall -Wextra -Werror $san -o "$T/confine" "$SRC/examples/confine.c" $flags 2>"$T/cc.log" &&
 	LD_LIBRARY_PATH=$LIBD ldd "$T/confine" | grep -q "libsbx.so.0 => $LIBD/libsbx.so.0"; then
 	ok installed_and_built_with_pkg_config
 else
