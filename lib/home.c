@@ -618,7 +618,7 @@ int sbx_home_prepare_ephemeral(const char *home, uid_t uid, gid_t gid,
 	}
 	snprintf(data, sizeof(data), "mode=0700,uid=%u,gid=%u,size=%llu",
 		 (unsigned)uid, (unsigned)gid,
-		 (unsigned long long)(size ? size : 256ull << 20));
+		 (unsigned long long)(size ? size : SBX_DEFAULT_TMP_SIZE));
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 	if (mount("tmpfs", fdpath, "tmpfs", MS_NOSUID | MS_NODEV, data) != 0) {
 		r = sbx_error_set(err, errno, "mount(tmpfs on %s): %s", home, strerror(errno));

@@ -55,7 +55,7 @@ void sbx_profile_init_default(struct sbx_profile *p)
 	limit_set(&p->limits, SBX_LIMIT_NPROC, 512);
 	limit_set(&p->limits, SBX_LIMIT_NOFILE, 1024);
 	limit_set(&p->limits, SBX_LIMIT_CORE, 0);
-	limit_set(&p->limits, SBX_LIMIT_TMP_SIZE, 256ull << 20);
+	limit_set(&p->limits, SBX_LIMIT_TMP_SIZE, SBX_DEFAULT_TMP_SIZE);
 	limit_set(&p->limits, SBX_LIMIT_MAX_SESSIONS, 8);
 	p->min_level = SBX_LEVEL_DEGRADED;
 	p->require = SBX_G_WRITE_BOUNDARY | SBX_G_NO_PRIVILEGE_GAIN |

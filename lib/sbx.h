@@ -92,6 +92,10 @@ struct sbx_limits {
 };
 
 #define SBX_NAME_MAX 64		/* profile, user, group, service names, incl. NUL */
+/* Size of a tmpfs (/tmp, /dev/shm, an ephemeral home) when the profile sets
+ * no tmp_size. */
+#define SBX_DEFAULT_TMP_SIZE (256ull << 20)
+
 #define SBX_PATH_MAX 1024	/* every path in a profile, incl. NUL */
 #define SBX_MAX_ROOTS 32
 #define SBX_MAX_DENY 32

@@ -490,225 +490,306 @@ static void state_cleanup(pam_handle_t *pamh, void *data, int error_status)
 	free(data);
 }
 
-/* Steps in the order they run; the names go into the log line. */
+/*
+ * Opening an agent's session: a table of steps, run in order. Each step
+ * notes what it changed in the undo list (mounts, namespaces) or the
+ * context (the record); on a failure everything done so far is undone, so
+ * a refused session leaves sshd's process as it found it. Each step that
+ * did something names it in the log line's pam_stage= list.
+ */
+struct open_ctx {
+	pam_handle_t *pamh;
+	const struct args *a;
+	const struct sbx_account *acc;
+	const struct sbx_config *cfg;
+	const struct sbx_profile *p;
+	struct session_state *ss;
+	struct undo u;
+	struct sbx_error err;
+	struct sbx_record rec;
+	char home_source[SBX_PATH_MAX];
+	char done[256];
+	uint64_t tmp_size;
+	bool changed;			/* the mount namespace is ours: undo_run */
+	bool record_written;
+};
+
+static void did(struct open_ctx *c, const char *what)
+{
+	if (c->done[0])
+		strncat(c->done, ",", sizeof(c->done) - strlen(c->done) - 1);
+	strncat(c->done, what, sizeof(c->done) - strlen(c->done) - 1);
+}
+
+/* The persistent home lives on the host: prepared before unshare. */
+static int step_prepare_home(struct open_ctx *c)
+{
+	if (c->p->home != SBX_HOME_ISOLATED)
+		return 0;
+	return sbx_home_prepare_isolated(c->cfg->state_dir, c->acc->user, c->acc->uid,
+					 c->acc->gid, c->a->skel, c->home_source,
+					 sizeof(c->home_source), &c->err);
+}
+
+/* The session's mount namespace: host mounts still propagate in (slave),
+ * nothing done here propagates out (as pam_namespace). */
+static int step_mount_ns(struct open_ctx *c)
+{
+	int r;
+
+	c->u.old_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	c->u.old_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (c->u.old_mnt < 0)
+		return sbx_error_set(&c->err, errno, "open(/proc/self/ns/mnt): %s",
+				     strerror(errno));
+	r = sbx_ns_unshare(CLONE_NEWNS, &c->err);
+	if (r)
+		return r;	/* nothing changed */
+	c->changed = true;
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
+		return sbx_error_set(&c->err, errno, "mount(/, MS_REC|MS_SLAVE): %s",
+				     strerror(errno));
+	did(c, "mntns");
+	return 0;
+}
+
+/* The home at the passwd home path. */
+static int step_home(struct open_ctx *c)
+{
+	const struct sbx_account *acc = c->acc;
+	int r;
+
+	if (c->p->home == SBX_HOME_ISOLATED && strcmp(c->home_source, acc->home) != 0) {
+		r = bind_home(c->home_source, acc->home, &c->err);
+		if (r)
+			return r;
+		undo_note(&c->u, acc->home);
+		c->ss->did |= DID_HOME_BIND;
+		did(c, "home-bind");
+	} else if (c->p->home == SBX_HOME_EPHEMERAL) {
+		r = sbx_home_prepare_ephemeral(acc->home, acc->uid, acc->gid, c->tmp_size,
+					       c->a->skel, &c->err);
+		if (r)
+			return r;
+		undo_note(&c->u, acc->home);
+		c->ss->did |= DID_EPHEMERAL_HOME;
+		did(c, "home-tmpfs");
+	}
+	return 0;
+}
+
+/* A private /tmp and /dev/shm: without them a session that cannot make its
+ * own mount view (no user namespaces) would share the host's scratch space
+ * with every other process. */
+static int step_tmp(struct open_ctx *c)
+{
+	char data[64];
+	int r;
+
+	snprintf(data, sizeof(data), "mode=1777,size=%llu", (unsigned long long)c->tmp_size);
+	r = sbx_root_mount("/tmp", -1, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, data, &c->err);
+	if (r)
+		return r;
+	undo_note(&c->u, "/tmp");
+	c->ss->did |= DID_TMP;
+	did(c, "tmp");
+	r = sbx_root_mount("/dev/shm", -1, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, data, &c->err);
+	if (r == 0) {
+		undo_note(&c->u, "/dev/shm");
+		c->ss->did |= DID_SHM;
+		did(c, "shm");
+	} else if (r != -ENOENT) {
+		return r;
+	}
+	sbx_error_clear(&c->err);
+	return 0;
+}
+
+/* Secrets. agent-shell still has to read its config and be executed in
+ * this namespace: a secret covering either is left to agent-shell's own
+ * mount view, which masks it before anything runs (a config hidden here
+ * made every login fail). */
+static int step_secrets(struct open_ctx *c)
+{
+	const struct sbx_profile *p = c->p;
+
+	for (size_t i = 0; i < p->n_deny_read; i++) {
+		bool masked = false;
+		int r;
+
+		if (sbx_path_is_under(SBX_CONFIG_PATH, p->deny_read[i]) ||
+		    sbx_path_is_under(c->a->conf, p->deny_read[i]) ||
+		    sbx_path_is_under(c->cfg->agent_shell, p->deny_read[i])) {
+			pam_syslog(c->pamh, LOG_NOTICE,
+				   "user %s: deny_read %s covers agent-shell or its config; "
+				   "masked by agent-shell's view instead of here",
+				   c->acc->user, p->deny_read[i]);
+			continue;
+		}
+		r = mask_path(p->deny_read[i], &masked, &c->err);
+		if (masked)
+			undo_note(&c->u, p->deny_read[i]);
+		if (r)
+			return r;
+	}
+	if (p->n_deny_read)
+		did(c, "deny_read");
+	return 0;
+}
+
+/* Optionally no network but lo. */
+static int step_net_ns(struct open_ctx *c)
+{
+	int r;
+
+	if (!c->a->netns || c->p->network == SBX_ACCESS_ALLOW)
+		return 0;
+	c->u.old_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (c->u.old_net < 0)
+		return sbx_error_set(&c->err, errno, "open(/proc/self/ns/net): %s",
+				     strerror(errno));
+	r = sbx_ns_unshare(CLONE_NEWNET, &c->err);
+	if (r) {
+		close(c->u.old_net);
+		c->u.old_net = -1;
+		return r;
+	}
+	r = sbx_net_lo_up(&c->err);
+	if (r)
+		return r;
+	c->ss->did |= DID_NETNS;
+	did(c, "netns");
+	return 0;
+}
+
+/* The record the shell verifies, written under the sessions lock: the
+ * account phase's count was a fast refusal, this is the one that holds. */
+static int step_record(struct open_ctx *c)
+{
+	struct sbx_record *rec = &c->rec;
+	const struct sbx_profile *p = c->p;
+	const char *service = pam_str_item(c->pamh, PAM_SERVICE);
+	const char *rhost = pam_str_item(c->pamh, PAM_RHOST);
+	char client[128];
+	int r;
+
+	memset(rec, 0, sizeof(*rec));
+	memcpy(rec->session, c->ss->id, sizeof(rec->session));
+	sbx_strlcpy(rec->user, sizeof(rec->user), c->acc->user);
+	rec->uid = c->acc->uid;
+	rec->mntns = sbx_ns_inode("mnt");
+	rec->netns = (c->ss->did & DID_NETNS) ? sbx_ns_inode("net") : 0;
+	sbx_strlcpy(rec->profile, sizeof(rec->profile), p->name);
+	sbx_profile_hash(p, rec->hash);
+	sanitize(client, sizeof(client), rhost && rhost[0] ? rhost : "local");
+	sbx_strlcpy(rec->client, sizeof(rec->client), client);
+	sanitize(rec->service, sizeof(rec->service), service);
+	rec->started = (int64_t)time(NULL);
+	sbx_strlcpy(rec->home, sizeof(rec->home), c->acc->home);
+	sbx_strlcpy(rec->home_source, sizeof(rec->home_source), c->home_source);
+	rec->home_kind = p->home;
+	rec->private_tmp = (c->ss->did & DID_TMP) && (c->ss->did & DID_SHM);
+	/* This process stays until the session closes (sshd's monitor, su,
+	 * login): while it lives, the record is live. */
+	if (sbx_proc_start_time(getpid(), &rec->opener_start) == 0)
+		rec->opener_pid = getpid();
+	r = sbx_record_write(c->a->runtime_dir, rec,
+			     (p->limits.set_mask & (1u << SBX_LIMIT_MAX_SESSIONS)) ?
+			     (unsigned)p->limits.value[SBX_LIMIT_MAX_SESSIONS] : 0, &c->err);
+	if (r == 0)
+		c->record_written = true;
+	return r;
+}
+
+/* The shell's copy of the record, visible in this session's namespace only. */
+static int step_record_view(struct open_ctx *c)
+{
+	char view[SBX_PATH_MAX];
+	int r = sbx_record_publish(c->a->runtime_dir, &c->rec, &c->err);
+
+	if (r)
+		return r;
+	if (sbx_record_view_path(c->a->runtime_dir, view, sizeof(view)) == 0)
+		undo_note(&c->u, view);
+	c->ss->did |= DID_VIEW;
+	return 0;
+}
+
+/* What close needs, and AGENT_SANDBOX_SESSION for the shell. */
+static int step_handoff(struct open_ctx *c)
+{
+	struct session_state *ss = c->ss;
+	char env[64];
+
+	sbx_strlcpy(ss->user, sizeof(ss->user), c->acc->user);
+	ss->uid = c->acc->uid;
+	ss->gid = c->acc->gid;
+	sbx_strlcpy(ss->runtime_dir, sizeof(ss->runtime_dir), c->a->runtime_dir);
+	sbx_strlcpy(ss->home, sizeof(ss->home), c->acc->home);
+	ss->mntns = c->rec.mntns;
+	ss->started = (time_t)c->rec.started;
+	snprintf(env, sizeof(env), "AGENT_SANDBOX_SESSION=%s", ss->id);
+	if (pam_putenv(c->pamh, env) != PAM_SUCCESS)
+		return sbx_error_set(&c->err, ENOMEM, "pam_putenv(AGENT_SANDBOX_SESSION) failed");
+	if (pam_set_data(c->pamh, DATA_NAME, ss, state_cleanup) != PAM_SUCCESS) {
+		(void)pam_putenv(c->pamh, "AGENT_SANDBOX_SESSION");
+		return sbx_error_set(&c->err, ENOMEM, "pam_set_data failed");
+	}
+	return 0;
+}
+
+static int (*const open_steps[])(struct open_ctx *) = {
+	step_prepare_home, step_mount_ns, step_home, step_tmp, step_secrets, step_net_ns,
+	step_record, step_record_view, step_handoff,
+};
+
 static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 			      const struct sbx_account *acc, const struct sbx_config *cfg,
 			      const struct sbx_profile *p)
 {
-	struct sbx_error err = { 0 };
-	struct session_state *ss = NULL;
-	struct sbx_record rec;
-	struct undo u;
-	char home_source[SBX_PATH_MAX] = "", env[64], done[256] = "", view[SBX_PATH_MAX];
-	char hash[65], client[128];
-	const char *service = pam_str_item(pamh, PAM_SERVICE);
-	const char *rhost = pam_str_item(pamh, PAM_RHOST);
-	bool record_written = false;
-	uint64_t tmp_size = 256ull << 20;
-	size_t i;
-	int r;
+	struct open_ctx *c = calloc(1, sizeof(*c));
+	int r = 0;
 
-	undo_init(&u);
-	ss = calloc(1, sizeof(*ss));
-	if (!ss)
+	if (!c)
 		return PAM_BUF_ERR;
+	c->pamh = pamh;
+	c->a = a;
+	c->acc = acc;
+	c->cfg = cfg;
+	c->p = p;
+	undo_init(&c->u);
+	c->tmp_size = SBX_DEFAULT_TMP_SIZE;
 	if (p->limits.set_mask & (1u << SBX_LIMIT_TMP_SIZE))
-		tmp_size = p->limits.value[SBX_LIMIT_TMP_SIZE];
-	r = sbx_session_id_new(ss->id, &err);
-	if (r)
-		goto fail;
-
-	/* 1. The persistent home lives on the host: prepare it before unshare. */
-	if (p->home == SBX_HOME_ISOLATED) {
-		r = sbx_home_prepare_isolated(cfg->state_dir, acc->user, acc->uid, acc->gid,
-					      a->skel, home_source, sizeof(home_source),
-					      &err);
-		if (r)
-			goto fail;
+		c->tmp_size = p->limits.value[SBX_LIMIT_TMP_SIZE];
+	c->ss = calloc(1, sizeof(*c->ss));
+	if (!c->ss) {
+		free(c);
+		return PAM_BUF_ERR;
 	}
-
-	/* 2. The session's mount namespace: host mounts still propagate in
-	 * (slave), nothing we do here propagates out (as pam_namespace). */
-	u.old_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-	u.old_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (u.old_mnt < 0) {
-		r = sbx_error_set(&err, errno, "open(/proc/self/ns/mnt): %s", strerror(errno));
-		goto fail;
+	r = sbx_session_id_new(c->ss->id, &c->err);
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(open_steps); i++)
+		r = open_steps[i](c);
+	if (r == 0) {
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_INFO,
+			   "session=%s user=%s uid=%u service=%s client=%s profile=%s hash=%s "
+			   "home=%s home_kind=%s mntns=%lu pam_stage=%s",
+			   c->rec.session, c->rec.user, (unsigned)c->rec.uid, c->rec.service,
+			   c->rec.client, c->rec.profile, c->rec.hash, c->rec.home,
+			   sbx_home_name(p->home), c->rec.mntns, c->done);
+		undo_close(&c->u);
+		free(c);
+		return PAM_SUCCESS;
 	}
-	r = sbx_ns_unshare(CLONE_NEWNS, &err);
-	if (r) {
-		undo_close(&u);	/* nothing changed */
-		goto fail;
-	}
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0) {
-		r = sbx_error_set(&err, errno, "mount(/, MS_REC|MS_SLAVE): %s", strerror(errno));
-		goto fail_undo;
-	}
-	strncat(done, "mntns", sizeof(done) - strlen(done) - 1);
-
-	/* 3. The home at the passwd home path. */
-	if (p->home == SBX_HOME_ISOLATED && strcmp(home_source, acc->home) != 0) {
-		r = bind_home(home_source, acc->home, &err);
-		if (r)
-			goto fail_undo;
-		undo_note(&u, acc->home);
-		ss->did |= DID_HOME_BIND;
-		strncat(done, ",home-bind", sizeof(done) - strlen(done) - 1);
-	} else if (p->home == SBX_HOME_EPHEMERAL) {
-		r = sbx_home_prepare_ephemeral(acc->home, acc->uid, acc->gid, tmp_size,
-					       a->skel, &err);
-		if (r)
-			goto fail_undo;
-		undo_note(&u, acc->home);
-		ss->did |= DID_EPHEMERAL_HOME;
-		strncat(done, ",home-tmpfs", sizeof(done) - strlen(done) - 1);
-	}
-
-	/* 4. A private /tmp and /dev/shm: without them a session that cannot
-	 * make its own mount view (no user namespaces) would share the host's
-	 * scratch space with every other process. */
-	{
-		char data[64];
-
-		snprintf(data, sizeof(data), "mode=1777,size=%llu",
-			 (unsigned long long)tmp_size);
-		r = sbx_root_mount("/tmp", -1, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV,
-				   data, &err);
-		if (r)
-			goto fail_undo;
-		undo_note(&u, "/tmp");
-		ss->did |= DID_TMP;
-		strncat(done, ",tmp", sizeof(done) - strlen(done) - 1);
-		r = sbx_root_mount("/dev/shm", -1, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV,
-				   data, &err);
-		if (r == 0) {
-			undo_note(&u, "/dev/shm");
-			ss->did |= DID_SHM;
-			strncat(done, ",shm", sizeof(done) - strlen(done) - 1);
-		} else if (r != -ENOENT) {
-			goto fail_undo;
-		}
-		sbx_error_clear(&err);
-	}
-
-	/* 5. Secrets. agent-shell still has to read its config and be
-	 * executed in this namespace: a secret covering either is left to
-	 * agent-shell's own mount view, which masks it before anything runs
-	 * (a config hidden here made every login fail). */
-	for (i = 0; i < p->n_deny_read; i++) {
-		bool masked = false;
-
-		if (sbx_path_is_under(SBX_CONFIG_PATH, p->deny_read[i]) ||
-		    sbx_path_is_under(a->conf, p->deny_read[i]) ||
-		    sbx_path_is_under(cfg->agent_shell, p->deny_read[i])) {
-			pam_syslog(pamh, LOG_NOTICE,
-				   "user %s: deny_read %s covers agent-shell or its config; "
-				   "masked by agent-shell's view instead of here",
-				   acc->user, p->deny_read[i]);
-			continue;
-		}
-		r = mask_path(p->deny_read[i], &masked, &err);
-		if (masked)
-			undo_note(&u, p->deny_read[i]);
-		if (r)
-			goto fail_undo;
-	}
-	if (p->n_deny_read)
-		strncat(done, ",deny_read", sizeof(done) - strlen(done) - 1);
-
-	/* 6. Optionally no network but lo. */
-	if (a->netns && p->network != SBX_ACCESS_ALLOW) {
-		u.old_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-		if (u.old_net < 0) {
-			r = sbx_error_set(&err, errno, "open(/proc/self/ns/net): %s",
-					  strerror(errno));
-			goto fail_undo;
-		}
-		r = sbx_ns_unshare(CLONE_NEWNET, &err);
-		if (r) {
-			close(u.old_net);
-			u.old_net = -1;
-			goto fail_undo;
-		}
-		r = sbx_net_lo_up(&err);
-		if (r)
-			goto fail_undo;
-		ss->did |= DID_NETNS;
-		strncat(done, ",netns", sizeof(done) - strlen(done) - 1);
-	}
-
-	/* 7. The record the shell verifies. */
-	memset(&rec, 0, sizeof(rec));
-	memcpy(rec.session, ss->id, sizeof(rec.session));
-	sbx_strlcpy(rec.user, sizeof(rec.user), acc->user);
-	rec.uid = acc->uid;
-	rec.mntns = sbx_ns_inode("mnt");
-	rec.netns = (ss->did & DID_NETNS) ? sbx_ns_inode("net") : 0;
-	sbx_strlcpy(rec.profile, sizeof(rec.profile), p->name);
-	sbx_profile_hash(p, hash);
-	sbx_strlcpy(rec.hash, sizeof(rec.hash), hash);
-	sanitize(client, sizeof(client), rhost && rhost[0] ? rhost : "local");
-	sbx_strlcpy(rec.client, sizeof(rec.client), client);
-	sanitize(rec.service, sizeof(rec.service), service);
-	rec.started = (int64_t)time(NULL);
-	sbx_strlcpy(rec.home, sizeof(rec.home), acc->home);
-	sbx_strlcpy(rec.home_source, sizeof(rec.home_source), home_source);
-	rec.home_kind = p->home;
-	rec.private_tmp = (ss->did & DID_TMP) && (ss->did & DID_SHM);
-	/* This process stays until the session closes (sshd's monitor, su,
-	 * login): while it lives, the record is live. */
-	if (sbx_proc_start_time(getpid(), &rec.opener_start) == 0)
-		rec.opener_pid = getpid();
-	/* The account phase's count was a fast refusal; this is the one
-	 * that holds, checked and written under one lock. */
-	r = sbx_record_write(a->runtime_dir, &rec,
-			     (p->limits.set_mask & (1u << SBX_LIMIT_MAX_SESSIONS)) ?
-			     (unsigned)p->limits.value[SBX_LIMIT_MAX_SESSIONS] : 0, &err);
-	if (r)
-		goto fail_undo;
-	record_written = true;
-	/* 8. The shell's copy, visible in this session's namespace only. */
-	r = sbx_record_publish(a->runtime_dir, &rec, &err);
-	if (r)
-		goto fail_undo;
-	if (sbx_record_view_path(a->runtime_dir, view, sizeof(view)) == 0)
-		undo_note(&u, view);
-	ss->did |= DID_VIEW;
-
-	sbx_strlcpy(ss->user, sizeof(ss->user), acc->user);
-	ss->uid = acc->uid;
-	ss->gid = acc->gid;
-	sbx_strlcpy(ss->runtime_dir, sizeof(ss->runtime_dir), a->runtime_dir);
-	sbx_strlcpy(ss->home, sizeof(ss->home), acc->home);
-	ss->mntns = rec.mntns;
-	ss->started = (time_t)rec.started;
-	snprintf(env, sizeof(env), "AGENT_SANDBOX_SESSION=%s", ss->id);
-	if (pam_putenv(pamh, env) != PAM_SUCCESS) {
-		r = sbx_error_set(&err, ENOMEM, "pam_putenv(AGENT_SANDBOX_SESSION) failed");
-		goto fail_undo;
-	}
-	if (pam_set_data(pamh, DATA_NAME, ss, state_cleanup) != PAM_SUCCESS) {
-		(void)pam_putenv(pamh, "AGENT_SANDBOX_SESSION");
-		r = sbx_error_set(&err, ENOMEM, "pam_set_data failed");
-		goto fail_undo;
-	}
-	pam_syslog(pamh, LOG_AUTHPRIV | LOG_INFO,
-		   "session=%s user=%s uid=%u service=%s client=%s profile=%s hash=%s home=%s home_kind=%s mntns=%lu pam_stage=%s",
-		   rec.session, rec.user, (unsigned)rec.uid, rec.service, rec.client,
-		   rec.profile, rec.hash, rec.home, sbx_home_name(p->home), rec.mntns, done);
-	undo_close(&u);
-	return PAM_SUCCESS;
-
-fail_undo:
-	if (record_written)
-		sbx_record_remove(a->runtime_dir, ss->id, NULL);
-	undo_run(pamh, acc->user, &u);
-fail:
-	undo_close(&u);
+	if (c->record_written)
+		sbx_record_remove(a->runtime_dir, c->ss->id, NULL);
+	if (c->changed)
+		undo_run(pamh, acc->user, &c->u);
+	undo_close(&c->u);
 	pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
 		   "user %s: session refused: %s (pam stage had done: %s)", acc->user,
-		   err.msg, done[0] ? done : "nothing");
-	free(ss);
+		   c->err.msg, c->done[0] ? c->done : "nothing");
+	free(c->ss);
+	free(c);
 	return PAM_SESSION_ERR;
 }
 
