@@ -36,7 +36,9 @@
 
 #include "internal.h"
 
-#define REPORT_MAX (256u * 1024u)
+/* The worker's end of the report pipe, from its fd hygiene to exec (which
+ * closes it: close-on-exec). The canaries check no other fd is open. */
+#define REPORT_FD 3
 #define EXIT_SETUP_FAILED 126
 
 /* After the point of no return: say why on stderr and end this process. */
@@ -106,7 +108,7 @@ static int read_report(int fd, struct sbx_report *r, struct sbx_error *err)
 	size_t used = 0;
 	int ret;
 
-	ret = sbx_read_fd(fd, "report pipe", REPORT_MAX, &buf, &used, err);
+	ret = sbx_read_fd(fd, "report pipe", SBX_REPORT_JSON_MAX + 1, &buf, &used, err);
 	if (ret)
 		return ret;
 	if (used == 0)
@@ -221,6 +223,110 @@ static int park_fd(int fd, const char *what)
 	return n;
 }
 
+/* fd hygiene: only 0-2, the report pipe (moved to 3, close-on-exec,
+ * closed before exec) and, until seccomp is loaded, the channel to the unix
+ * supervisor (4) survive. Returns the report pipe's fd (3). */
+static int worker_fds(struct plans *pl, int report_fd, struct sbx_report *r)
+{
+	struct sbx_error err = { 0 };
+
+	/* Both go above 10 first: either may sit on the other's target (the
+	 * channel on 3 when the caller had fd 3 free), and a dup2 onto it
+	 * would close it. */
+	report_fd = park_fd(report_fd, "report pipe");
+	if (pl->unix_chan >= 0)
+		pl->unix_chan = park_fd(pl->unix_chan, "unix supervisor channel");
+	if (dup2(report_fd, REPORT_FD) < 0)
+		die_errno("dup2(report pipe)");
+	close(report_fd);
+	report_fd = REPORT_FD;
+	if (fcntl(report_fd, F_SETFD, FD_CLOEXEC) != 0)
+		die_errno("fcntl(report pipe)");
+	if (pl->unix_chan >= 0) {
+		if (dup2(pl->unix_chan, 4) < 0)
+			die_errno("dup2(unix supervisor channel)");
+		close(pl->unix_chan);
+		pl->unix_chan = 4;
+	}
+	if (sbx_fd_close_above(pl->unix_chan >= 0 ? 4 : 3, &err) != 0)
+		die("fd hygiene", &err);
+	sbx_report_set(r, SBX_F_FD_HYGIENE, true, false, "only fds 0-2 reach the program");
+	return report_fd;
+}
+
+/* The filter, and the unix supervisor's listener handed over. */
+static void worker_seccomp(struct plans *pl, struct sbx_report *r)
+{
+	struct sbx_error err = { 0 };
+
+	if (sbx_seccomp_apply(&pl->seccomp, &err) != 0)
+		die("seccomp", &err);
+	/* The listener goes to the supervisor and nowhere else: a program
+	 * holding it could answer its own connect() calls. */
+	if (pl->seccomp.unix_notify) {
+		int e = sbx_unix_send_listener(pl->unix_chan, pl->seccomp.notify_fd);
+
+		close(pl->seccomp.notify_fd);
+		close(pl->unix_chan);
+		pl->unix_chan = -1;
+		if (e != 0) {
+			errno = -e;
+			die_errno("send the seccomp listener to the unix supervisor");
+		}
+		sbx_report_set(r, SBX_F_UNIX_SOCKETS, true, false,
+			       "connect()%s decided outside the sandbox: only sockets of this uid "
+			       "in places it may write%s; abstract names %s; unix datagram "
+			       "sockets refused",
+			       pl->seccomp.unix_bind_notify ? " and bind()" : "",
+			       pl->unix_policy.n_allow ? ", and unix_allow" : "",
+			       pl->unix_policy.abstract_ok ? "in its own network namespace only" :
+			       "refused, to connect and to bind (the host's: no private network "
+			       "namespace)");
+	}
+	sbx_report_set(r, SBX_F_SECCOMP, true, false, "native arch only; %s%s",
+		       pl->seccomp.network_denied ? "network syscalls narrowed; " : "",
+		       pl->seccomp.gated ? "memfd exec and fd exec refused" :
+		       "dangerous syscalls refused");
+}
+
+static void worker_gate_report(const struct plans *pl, struct sbx_report *r)
+{
+	/*
+	 * The gate. What holds it is the mount view: the host noexec, only the
+	 * allowed programs with their loader and libraries executable, so
+	 * `ld.so /usr/bin/anything` cannot map what it was not allowed.
+	 * Landlock EXECUTE on the allow-list is a second layer. Landlock alone
+	 * cannot hold it (ld.so maps, it does not execve), so without a mount
+	 * view the gate is partial and not reported as achieved.
+	 */
+	switch (pl->d.gate) {
+	case SBX_GATE_NONE:
+		break;
+	case SBX_GATE_REFUSE_ALL:
+		sbx_report_set(r, SBX_F_COMMAND_GATE, true, false, "every command refused");
+		break;
+	case SBX_GATE_MOUNT_VIEW:
+		sbx_report_set(r, SBX_F_COMMAND_GATE, pl->mounts.exec != NULL, false,
+			       "host noexec; executable: %zu file(s) (the allow-list, its ELF loader "
+			       "and libraries)%s%s%s", pl->mounts.exec ? pl->mounts.exec->n : 0,
+			       r->entry[SBX_F_LANDLOCK_FS].achieved ?
+			       "; Landlock EXECUTE only on the allow-list" : "",
+			       pl->mounts.exec && pl->mounts.exec->unresolved[0] ? "; unresolved: " : "",
+			       pl->mounts.exec ? pl->mounts.exec->unresolved : "");
+		break;
+	case SBX_GATE_LANDLOCK:
+		sbx_report_set(r, SBX_F_COMMAND_GATE, false, false,
+			       "partial: Landlock EXECUTE on the allow-list only; without a mount view "
+			       "the host cannot be made noexec, so ld.so can load any readable program");
+		break;
+	case SBX_GATE_SHELL:
+		sbx_report_set(r, SBX_F_COMMAND_GATE, false, false,
+			       "partial: no mount view and no Landlock; the allow-list is checked by "
+			       "agent-shell only");
+		break;
+	}
+}
+
 /* The confined worker: never returns. */
 static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct plans *pl,
 					     struct sbx_report *r, int report_fd)
@@ -269,94 +375,11 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 	sbx_report_set(r, SBX_F_RLIMITS, true, false, "core 0%s",
 		       p->limits.set_mask ? " and the profile's limits" : "");
 
-	/* fd hygiene: only 0-2, the report pipe (moved to 3, close-on-exec,
-	 * closed before exec) and, until seccomp is loaded, the channel to the
-	 * unix supervisor (4) survive. */
-	/* Both go above 10 first: either may sit on the other's target (the
-	 * channel on 3 when the caller had fd 3 free), and a dup2 onto it
-	 * would close it. */
-	report_fd = park_fd(report_fd, "report pipe");
-	if (pl->unix_chan >= 0)
-		pl->unix_chan = park_fd(pl->unix_chan, "unix supervisor channel");
-	if (dup2(report_fd, 3) < 0)
-		die_errno("dup2(report pipe)");
-	close(report_fd);
-	report_fd = 3;
-	if (fcntl(report_fd, F_SETFD, FD_CLOEXEC) != 0)
-		die_errno("fcntl(report pipe)");
-	if (pl->unix_chan >= 0) {
-		if (dup2(pl->unix_chan, 4) < 0)
-			die_errno("dup2(unix supervisor channel)");
-		close(pl->unix_chan);
-		pl->unix_chan = 4;
-	}
-	if (sbx_fd_close_above(pl->unix_chan >= 0 ? 4 : 3, &err) != 0)
-		die("fd hygiene", &err);
-	sbx_report_set(r, SBX_F_FD_HYGIENE, true, false, "only fds 0-2 reach the program");
+	report_fd = worker_fds(pl, report_fd, r);
 
 	/* 9. seccomp, last. */
-	if (sbx_seccomp_apply(&pl->seccomp, &err) != 0)
-		die("seccomp", &err);
-	/* The listener goes to the supervisor and nowhere else: a program
-	 * holding it could answer its own connect() calls. */
-	if (pl->seccomp.unix_notify) {
-		int e = sbx_unix_send_listener(pl->unix_chan, pl->seccomp.notify_fd);
-
-		close(pl->seccomp.notify_fd);
-		close(pl->unix_chan);
-		pl->unix_chan = -1;
-		if (e != 0) {
-			errno = -e;
-			die_errno("send the seccomp listener to the unix supervisor");
-		}
-		sbx_report_set(r, SBX_F_UNIX_SOCKETS, true, false,
-			       "connect()%s decided outside the sandbox: only sockets of this uid "
-			       "in places it may write%s; abstract names %s; unix datagram "
-			       "sockets refused",
-			       pl->seccomp.unix_bind_notify ? " and bind()" : "",
-			       pl->unix_policy.n_allow ? ", and unix_allow" : "",
-			       pl->unix_policy.abstract_ok ? "in its own network namespace only" :
-			       "refused, to connect and to bind (the host's: no private network "
-			       "namespace)");
-	}
-	sbx_report_set(r, SBX_F_SECCOMP, true, false, "native arch only; %s%s",
-		       pl->seccomp.network_denied ? "network syscalls narrowed; " : "",
-		       pl->seccomp.gated ? "memfd exec and fd exec refused" :
-		       "dangerous syscalls refused");
-	/*
-	 * The gate. What holds it is the mount view: the host noexec, only the
-	 * allowed programs with their loader and libraries executable, so
-	 * `ld.so /usr/bin/anything` cannot map what it was not allowed.
-	 * Landlock EXECUTE on the allow-list is a second layer. Landlock alone
-	 * cannot hold it (ld.so maps, it does not execve), so without a mount
-	 * view the gate is partial and not reported as achieved.
-	 */
-	switch (pl->d.gate) {
-	case SBX_GATE_NONE:
-		break;
-	case SBX_GATE_REFUSE_ALL:
-		sbx_report_set(r, SBX_F_COMMAND_GATE, true, false, "every command refused");
-		break;
-	case SBX_GATE_MOUNT_VIEW:
-		sbx_report_set(r, SBX_F_COMMAND_GATE, pl->mounts.exec != NULL, false,
-			       "host noexec; executable: %zu file(s) (the allow-list, its ELF loader "
-			       "and libraries)%s%s%s", pl->mounts.exec ? pl->mounts.exec->n : 0,
-			       r->entry[SBX_F_LANDLOCK_FS].achieved ?
-			       "; Landlock EXECUTE only on the allow-list" : "",
-			       pl->mounts.exec && pl->mounts.exec->unresolved[0] ? "; unresolved: " : "",
-			       pl->mounts.exec ? pl->mounts.exec->unresolved : "");
-		break;
-	case SBX_GATE_LANDLOCK:
-		sbx_report_set(r, SBX_F_COMMAND_GATE, false, false,
-			       "partial: Landlock EXECUTE on the allow-list only; without a mount view "
-			       "the host cannot be made noexec, so ld.so can load any readable program");
-		break;
-	case SBX_GATE_SHELL:
-		sbx_report_set(r, SBX_F_COMMAND_GATE, false, false,
-			       "partial: no mount view and no Landlock; the allow-list is checked by "
-			       "agent-shell only");
-		break;
-	}
+	worker_seccomp(pl, r);
+	worker_gate_report(pl, r);
 
 	/* Fully confined now: the program will be dumpable after its exec
 	 * anyway, and the canaries need /proc/self files owned by this uid
@@ -660,7 +683,7 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	pl->canary.host_ns_ipc = sbx_ns_inode("ipc");
 	pl->canary.host_ns_uts = sbx_ns_inode("uts");
 	pl->canary.host_ns_cgroup = sbx_ns_inode("cgroup");
-	pl->canary.keep_fd = 3;
+	pl->canary.keep_fd = REPORT_FD;
 	find_secret_aliases(p, pl->canary.secret_aliases, sizeof(pl->canary.secret_aliases));
 	/* A file the gate leaves executable, for its canary's control. */
 	if (pl->mounts.exec) {
@@ -740,6 +763,44 @@ static int resolve_deny_read(struct sbx_profile *p, struct sbx_error *err)
 	return 0;
 }
 
+/* Who and where, for the report. */
+static void report_identity(struct sbx_report *r, const struct sbx_session *s)
+{
+	sbx_strlcpy(r->session_id, sizeof(r->session_id), s->session_id);
+	sbx_strlcpy(r->user, sizeof(r->user), s->user);
+	r->uid = s->uid;
+	sbx_strlcpy(r->client, sizeof(r->client), s->client);
+	sbx_strlcpy(r->service, sizeof(r->service), s->service);
+}
+
+/*
+ * The outer process runs as the agent's uid, unconfined, for the whole
+ * session: not dumpable, so the sandboxed program cannot open its
+ * /proc/<pid>/mem, fds or root where no pid namespace or Landlock domain
+ * hides it. A subreaper, so whatever the session leaves behind (a daemon
+ * that double-forked) comes back to it and is ended with it. Without
+ * namespaces the unix supervisor is its child, in the same view as the
+ * worker. *dumpable_before: to restore on the way out.
+ */
+static int outer_enter(struct plans *pl, int *dumpable_before, struct sbx_error *err)
+{
+	*dumpable_before = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+		return sbx_error_set(err, errno, "prctl(DUMPABLE 0, CHILD_SUBREAPER): %s",
+				     strerror(errno));
+	if (!pl->userns && pl->seccomp.unix_notify) {
+		pid_t supervisor;
+
+		return sbx_unix_supervisor_start(&pl->unix_policy, false, &pl->unix_chan,
+						 &supervisor, err);
+	}
+	return 0;
+}
+
+/* Long on purpose: the order of enforcement (docs/design.md section 4) reads
+ * top to bottom here, with one cleanup path for everything the outer process
+ * changed. */
 int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		     int *exit_code, struct sbx_error *err)
 {
@@ -786,11 +847,7 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	local.profile = resolved;
 	run = &local;
 	p = resolved;
-	sbx_strlcpy(r->session_id, sizeof(r->session_id), run->session->session_id);
-	sbx_strlcpy(r->user, sizeof(r->user), run->session->user);
-	r->uid = run->session->uid;
-	sbx_strlcpy(r->client, sizeof(r->client), run->session->client);
-	sbx_strlcpy(r->service, sizeof(r->service), run->session->service);
+	report_identity(r, run->session);
 
 	ret = build_plans(run, probe, pl, r, err);
 	if (ret)
@@ -824,31 +881,10 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	/* The init puts the session's terminal in raw mode for the relay;
 	 * whatever happens inside, the outer process puts it back. */
 	tty_saved = pl->relay && tcgetattr(STDIN_FILENO, &tty_modes) == 0;
-	/*
-	 * The outer process runs as the agent's uid, unconfined, for the whole
-	 * session: not dumpable, so the sandboxed program cannot open its
-	 * /proc/<pid>/mem, fds or root where no pid namespace or Landlock
-	 * domain hides it. A subreaper, so whatever the session leaves behind
-	 * (a daemon that double-forked) comes back to it and is ended with it.
-	 */
-	dumpable_before = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 ||
-	    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
-		ret = sbx_error_set(err, errno, "prctl(DUMPABLE 0, CHILD_SUBREAPER): %s",
-				    strerror(errno));
+	ret = outer_enter(pl, &dumpable_before, err);
+	outer_set = true;	/* restored on the way out, whatever failed */
+	if (ret)
 		goto out;
-	}
-	outer_set = true;
-	/* Without namespaces the supervisor is the outer process's child,
-	 * in the same view as the worker. */
-	if (!pl->userns && pl->seccomp.unix_notify) {
-		pid_t supervisor;
-
-		ret = sbx_unix_supervisor_start(&pl->unix_policy, false, &pl->unix_chan,
-						&supervisor, err);
-		if (ret)
-			goto out;
-	}
 	sbx_init_block_signals();
 	/* Point of no return: from here on children never return. */
 	child = fork();

@@ -280,6 +280,8 @@ static int split(char *buf, char **tok, size_t max, size_t *n)
 	return 0;
 }
 
+/* Long on purpose: one case per profile key, each a few lines; the key table
+ * and its cases read best side by side. */
 static int apply_one(struct parser *ps, const struct kv *kv, int key,
 		     struct sbx_profile *p)
 {

@@ -46,33 +46,20 @@ static void put_u64(struct sink *s, uint64_t v)
  * unterminated buffer cannot be over-read. */
 static void put_str(struct sink *s, const char *str, size_t size)
 {
-	static const char hex[] = "0123456789abcdef";
 	size_t i, run = 0;
 
 	puts_(s, "\"");
 	for (i = 0; i < size && str[i]; i++) {
-		unsigned char c = (unsigned char)str[i];
 		char esc[7];
+		size_t n = sbx_json_escape((unsigned char)str[i], esc);
 
-		if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
+		if (n == 0) {
 			run++;
 			continue;
 		}
 		put(s, str + i - run, run);
 		run = 0;
-		switch (c) {
-		case '"': puts_(s, "\\\""); break;
-		case '\\': puts_(s, "\\\\"); break;
-		case '\n': puts_(s, "\\n"); break;
-		case '\t': puts_(s, "\\t"); break;
-		case '\r': puts_(s, "\\r"); break;
-		default:
-			memcpy(esc, "\\u00", 4);
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			esc[6] = '\0';
-			puts_(s, esc);
-		}
+		put(s, esc, n);
 	}
 	put(s, str + i - run, run);
 	puts_(s, "\"");

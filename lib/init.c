@@ -217,6 +217,8 @@ struct supervise_opts {
 	unsigned session_time;
 };
 
+/* Long on purpose: one event loop (signalfd, relay, timers, reaping); its
+ * states are shared by every branch. */
 static int supervise(pid_t child, const struct supervise_opts *o)
 {
 	const struct sbx_relay *relay = o->relay;

@@ -579,6 +579,10 @@ int sbx_unix_send_listener(int chan, int listener);
  * shipped binaries have no path (env, argument, file) that reaches it.
  * NULL forgets the cache, so the next sbx_probe_get probes again. */
 void sbx_probe_set_for_tests(const struct sbx_probe *p);
+/* The active LSM list (Landlock must be in it to work): securityfs, else
+ * lsm= on the boot command line, else "unknown"; which one it came from. */
+enum { SBX_LSM_FROM_SECURITYFS, SBX_LSM_FROM_CMDLINE, SBX_LSM_UNKNOWN };
+int sbx_lsm_list(char *out, size_t size);
 
 /* ---- report.c ---------------------------------------------------------- */
 
@@ -587,9 +591,16 @@ void sbx_probe_set_for_tests(const struct sbx_probe *p);
  * when not NULL, replaces the entry's detail. */
 void sbx_report_set_requested(struct sbx_report *r, enum sbx_feature f,
 			      bool requested, const char *why);
-/* Write s as a JSON string (quotes included): \" \\ and \u00XX for bytes
- * < 0x20 and 0x7f; other bytes as they are. 0 or -EIO. */
+/* A report's JSON is a few KiB; the reader refuses anything larger than
+ * this, and the outer process reads no more from the worker's pipe. */
+#define SBX_REPORT_JSON_MAX (64u * 1024)
+
+/* Write s as a JSON string (quotes included), escaped by sbx_json_escape.
+ * 0 or -EIO. */
 int sbx_json_put_string(FILE *out, const char *s);
+/* The escape for c (out, NUL-terminated) and its length, or 0 when c is
+ * written as it is: the one table of every JSON writer here (json.c). */
+size_t sbx_json_escape(unsigned char c, char out[7]);
 
 /* A strict, bounded reader for the JSON libsbx writes (the report, the
  * probe): each returns 0 or -EINVAL with err naming what (the document)
@@ -747,5 +758,25 @@ int sbx_exec_set_add(struct sbx_exec_set *set, const char *path, struct sbx_erro
 /* True when path (canonical) is an entry or below a directory entry. */
 bool sbx_exec_set_contains(const struct sbx_exec_set *set, const char *path);
 void sbx_exec_set_free(struct sbx_exec_set *set);
+
+/* ---- util.c: a bounded appender that marks truncation with "..." -------- */
+
+struct sbx_sbuf {
+	char *buf;
+	size_t size, len;
+	bool truncated;
+};
+
+void sbx_sbuf_init(struct sbx_sbuf *b, char *buf, size_t size);
+/* Append raw bytes; stop (and mark) when fewer than 4 bytes would remain
+ * for the "..." and the NUL. */
+void sbx_sbuf_add(struct sbx_sbuf *b, const char *s, size_t n);
+void sbx_sbuf_str(struct sbx_sbuf *b, const char *s);
+void sbx_sbuf_fmt(struct sbx_sbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* report.c: achieved and proven by a canary, the only thing a guarantee
+ * may rest on. */
+bool sbx_report_holds(const struct sbx_report *r, enum sbx_feature f);
 
 #endif /* SBX_INTERNAL_H */

@@ -158,6 +158,8 @@ static int resolve_plan_paths(struct sbx_landlock_plan *plan, struct sbx_error *
 	return 0;
 }
 
+/* Long on purpose: the rule list in the order it is documented, one short
+ * block per kind of rule. */
 int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			    const struct sbx_decision *d, struct sbx_landlock_plan *plan,
 			    struct sbx_error *err)

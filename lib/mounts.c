@@ -15,7 +15,6 @@
 
 #include "internal.h"
 
-#define DEFAULT_TMP_SIZE (256ull << 20)
 #define MASK_TMPFS_SIZE "4k"
 
 /* Hidden when host_read is deny: where other people's data usually lives.
@@ -132,11 +131,13 @@ static int plan_exec_set(const struct sbx_profile *p, struct sbx_mount_plan *pla
 	return 0;
 }
 
+/* Long on purpose: the mount list in the order it is documented, one short
+ * block per kind of mount. */
 int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			 struct sbx_mount_plan *plan, struct sbx_error *err)
 {
 	struct sbx_mount_plan *tmp;
-	uint64_t tmp_size = DEFAULT_TMP_SIZE;
+	uint64_t tmp_size = SBX_DEFAULT_TMP_SIZE;
 	unsigned noexec;
 	size_t i, j, explicit_end;
 	int r;
@@ -507,6 +508,8 @@ static int setup_dev(struct apply_state *st, struct sbx_error *err)
 	return 0;
 }
 
+/* Long on purpose: one mount from open to attributes; each kind's syscalls
+ * must run in this order on the same fds. */
 static int apply_one(struct apply_state *st, size_t i, struct sbx_error *err)
 {
 	const struct sbx_mount *m = &st->plan->m[i];
@@ -564,7 +567,7 @@ static int apply_one(struct apply_state *st, size_t i, struct sbx_error *err)
 		if (!rw)
 			attrs |= MOUNT_ATTR_RDONLY;
 		r = sbx_snprintf(size, sizeof(size), "%" PRIu64,
-				 (uint64_t)(m->size ? m->size : DEFAULT_TMP_SIZE));
+				 (uint64_t)(m->size ? m->size : SBX_DEFAULT_TMP_SIZE));
 		if (r < 0)
 			goto out;
 		/* Shared scratch is sticky like the host's; a home is private. */
@@ -758,6 +761,9 @@ static int apply_exec_binds(struct apply_state *st, struct sbx_error *err)
 	return 0;
 }
 
+/* Long on purpose: the mount view's phases in the order the kernel needs
+ * them (sources opened before any mount, parents before children, read-only
+ * last); split, the order would be spread over functions. */
 int sbx_mount_view_apply(const struct sbx_mount_plan *plan,
 			 char *detail, size_t detail_size, struct sbx_error *err)
 {

@@ -1,3 +1,5 @@
+/* Long on purpose: one throwaway child tries every namespace in turn and
+ * reports them as one struct; the tries share its state. */
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Kernel probe: which confinement layers this kernel and this uid offer, and why not. */
 #include <errno.h>
@@ -81,8 +83,7 @@ static long read_long(const char *path)
 	return v;
 }
 
-/* The active LSM list: securityfs first, else lsm= on the command line. */
-static void current_lsm_list(char *out, size_t size)
+int sbx_lsm_list(char *out, size_t size)
 {
 	char cmdline[4096];
 	const char *p;
@@ -90,7 +91,7 @@ static void current_lsm_list(char *out, size_t size)
 	/* 0 means out was filled; -errno after a failed open() is never 0.
 	 * NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Branch) */
 	if (read_small("/sys/kernel/security/lsm", out, size) == 0 && out[0])
-		return;
+		return SBX_LSM_FROM_SECURITYFS;
 	if (read_small("/proc/cmdline", cmdline, sizeof(cmdline)) == 0) {
 		for (p = cmdline; (p = strstr(p, "lsm=")) != NULL; p += 4) {
 			if (p == cmdline || p[-1] == ' ') {
@@ -100,11 +101,12 @@ static void current_lsm_list(char *out, size_t size)
 					n = size - 1;
 				memcpy(out, p + 4, n);
 				out[n] = '\0';
-				return;
+				return SBX_LSM_FROM_CMDLINE;
 			}
 		}
 	}
 	sbx_strlcpy(out, size, "unknown");
+	return SBX_LSM_UNKNOWN;
 }
 
 static void probe_landlock(struct sbx_probe *p)
@@ -122,7 +124,7 @@ static void probe_landlock(struct sbx_probe *p)
 			sbx_strlcpy(p->landlock_why, sizeof(p->landlock_why),
 				    "kernel built without CONFIG_SECURITY_LANDLOCK");
 		} else if (e == EOPNOTSUPP) {
-			current_lsm_list(lsm, sizeof(lsm));
+			(void)sbx_lsm_list(lsm, sizeof(lsm));
 			sbx_text_set(p->landlock_why, sizeof(p->landlock_why),
 				 "Landlock not enabled at boot: add landlock to lsm= "
 				 "on the kernel command line (current: %s)", lsm);

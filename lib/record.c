@@ -346,6 +346,8 @@ static int parse_num(const char *v, uint64_t max, uint64_t *out, const char *key
 	return 0;
 }
 
+/* Long on purpose: a strict line-by-line reader, one short case per field,
+ * every field once and in order. */
 int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
 		     struct sbx_error *err)
 {

@@ -197,6 +197,8 @@ static int check_input(const struct sbx_profile *p, struct sbx_error *err)
 	return 0;
 }
 
+/* Long on purpose: field by field, the minimum of the two profiles; one line
+ * or short block per field. */
 int sbx_profile_restrict(const struct sbx_profile *a, const struct sbx_profile *b,
 			 struct sbx_profile *out, struct sbx_error *err)
 {

@@ -186,6 +186,8 @@ static int symlink_trusted(int dir, int link, const char *what, struct sbx_error
 	return 0;
 }
 
+/* Long on purpose: one component walk whose state (the open directory, the
+ * link budget) every step shares. */
 int sbx_path_resolve_trusted(const char *path, char *out, size_t out_size,
 			     struct sbx_error *err)
 {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared helpers: the error model, bounded strings, numbers and paths. */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -315,4 +316,58 @@ int sbx_open_regular_at(int dirfd, const char *name, int flags, mode_t mode, boo
 		return -e;
 	}
 	return fd;
+}
+
+/* ---- sbx_sbuf: a bounded appender (internal.h) --------------------------------- */
+
+void sbx_sbuf_init(struct sbx_sbuf *b, char *buf, size_t size)
+{
+	b->buf = buf;
+	b->size = size;
+	b->len = 0;
+	b->truncated = false;
+	if (size)
+		buf[0] = '\0';
+}
+
+/* Append raw bytes; stop (and mark) when fewer than 4 bytes would remain
+ * for the "..." and the NUL. */
+void sbx_sbuf_add(struct sbx_sbuf *b, const char *s, size_t n)
+{
+	if (b->truncated || b->size < 4)
+		return;
+	if (b->len + n > b->size - 4) {
+		size_t room = b->size - 4 - b->len;
+
+		memcpy(b->buf + b->len, s, room);
+		b->len += room;
+		memcpy(b->buf + b->len, "...", 4);
+		b->len += 3;
+		b->truncated = true;
+		return;
+	}
+	memcpy(b->buf + b->len, s, n);
+	b->len += n;
+	b->buf[b->len] = '\0';
+}
+
+void sbx_sbuf_str(struct sbx_sbuf *b, const char *s)
+{
+	sbx_sbuf_add(b, s, strlen(s));
+}
+
+void sbx_sbuf_fmt(struct sbx_sbuf *b, const char *fmt, ...)
+{
+	char tmp[600];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	sbx_sbuf_add(b, tmp, strlen(tmp));
+	if ((size_t)n >= sizeof(tmp) && !b->truncated)
+		sbx_sbuf_str(b, "...");
 }

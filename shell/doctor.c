@@ -1049,26 +1049,21 @@ out:
 	return ret;
 }
 
-/* The active LSMs (Landlock must be among them): securityfs, else lsm=. */
+/* The active LSMs (Landlock must be among them), and where that was read. */
 static void lsm_list(char *out, size_t size)
 {
-	char *buf = NULL;
-	const char *l;
-	size_t len = 0;
+	char list[1024];
 
-	if (sbx_read_file("/sys/kernel/security/lsm", 4096, &buf, &len, NULL) == 0 && len) {
-		snprintf(out, size, "%.*s", (int)strcspn(buf, "\n"), buf);
-		free(buf);
-		return;
-	}
-	free(buf);
-	buf = NULL;
-	if (sbx_read_file("/proc/cmdline", 4096, &buf, &len, NULL) == 0 &&
-	    (l = strstr(buf, "lsm=")) != NULL)
-		snprintf(out, size, "%.*s (boot command line)", (int)strcspn(l + 4, " \n"), l + 4);
-	else
+	switch (sbx_lsm_list(list, sizeof(list))) {
+	case SBX_LSM_FROM_SECURITYFS:
+		snprintf(out, size, "%.200s", list);
+		break;
+	case SBX_LSM_FROM_CMDLINE:
+		snprintf(out, size, "%.200s (boot command line)", list);
+		break;
+	default:
 		snprintf(out, size, "kernel default (securityfs not mounted, no lsm= at boot)");
-	free(buf);
+	}
 }
 
 static bool any_gated(const struct doctor *d)
@@ -1214,6 +1209,33 @@ static void check_pam_stacks(struct doctor *d)
 		check_pam_job(d, job_services[i]);
 }
 
+/* The root-owned directories the PAM stage writes. */
+static void check_dirs(struct doctor *d)
+{
+	check_root_dir(d, "state_dir", d->cfg ? d->cfg->state_dir : "/var/lib/agent-sandbox",
+		       "homes");
+	check_root_dir(d, "runtime_dir", SBX_RUNTIME_DIR, "sessions");
+}
+
+/* Every agent account, each as the agent: its shell, groups, profile paths. */
+static void check_accounts(struct doctor *d)
+{
+	collect_agents(d);
+	if (!d->n_agents)
+		row(d, DOC_WARN, "accounts", "-", "agent-shell --enroll USER",
+		    "no agent accounts: nothing is matched by the config's [match] rules");
+	for (size_t i = 0; i < d->n_agents; i++) {
+		check_account(d, &d->agents[i]);
+		if (d->cfg)
+			check_profile_paths(d, &d->agents[i]);
+	}
+}
+
+/* The areas, in the order their rows are printed; each adds its rows. */
+static void (*const doctor_areas[])(struct doctor *) = {
+	check_config, check_dirs, check_accounts, check_pam_stacks, check_sshd, check_kernel,
+};
+
 int shell_cmd_doctor(int argc, char **argv)
 {
 	enum { OPT_JSON = 0x100, OPT_PAM_DIR, OPT_SSHD, OPT_SSHD_CONFIG, OPT_HELP };
@@ -1276,21 +1298,8 @@ int shell_cmd_doctor(int argc, char **argv)
 		return 1;
 	}
 
-	check_config(&d);
-	check_root_dir(&d, "state_dir", d.cfg ? d.cfg->state_dir : "/var/lib/agent-sandbox", "homes");
-	check_root_dir(&d, "runtime_dir", SBX_RUNTIME_DIR, "sessions");
-	collect_agents(&d);
-	if (!d.n_agents)
-		row(&d, DOC_WARN, "accounts", "-", "agent-shell --enroll USER",
-		    "no agent accounts: nothing is matched by the config's [match] rules");
-	for (size_t i = 0; i < d.n_agents; i++) {
-		check_account(&d, &d.agents[i]);
-		if (d.cfg)
-			check_profile_paths(&d, &d.agents[i]);
-	}
-	check_pam_stacks(&d);
-	check_sshd(&d);
-	check_kernel(&d);
+	for (size_t i = 0; i < ARRAY_SIZE(doctor_areas); i++)
+		doctor_areas[i](&d);
 
 	for (size_t i = 0; i < d.n_rows; i++) {
 		if (d.rows[i].status == DOC_OK)

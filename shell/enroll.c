@@ -191,13 +191,95 @@ static const struct sbx_match *rule_for(const struct sbx_config *cfg, enum sbx_m
 	return NULL;
 }
 
+/* The group, the account with the agent shell, and its membership:
+ * whatever is missing is made, each change printed and counted. pw: the
+ * account before (NULL: none yet). */
+static int enroll_account(const struct enroll_opts *o, const struct sbx_config *cfg,
+			  const char *group, struct passwd *pw, unsigned *changes,
+			  struct sbx_error *err)
+{
+	int ret;
+
+	if (!getgrnam(group)) {
+		if ((ret = run_tool("groupadd", "--system", group, NULL, NULL, NULL, err)) != 0)
+			return ret;
+		printf("created group %s\n", group);
+		(*changes)++;
+	}
+	if (!pw) {
+		if ((ret = run_tool("useradd", "--create-home", "--shell", cfg->agent_shell, o->user,
+				    NULL, err)) != 0)
+			return ret;
+		pw = getpwnam(o->user);
+		if (!pw)
+			return sbx_error_set(err, ENOENT, "useradd %s: no passwd entry afterwards",
+					     o->user);
+		printf("created account %s (uid %u, home %s, login shell %s, password locked)\n",
+		       o->user, (unsigned)pw->pw_uid, pw->pw_dir, pw->pw_shell);
+		(*changes)++;
+	} else if (strcmp(pw->pw_shell, cfg->agent_shell) != 0) {
+		char old[SBX_PATH_MAX];
+
+		sbx_strlcpy(old, sizeof(old), pw->pw_shell);
+		if ((ret = run_tool("usermod", "--shell", cfg->agent_shell, o->user, NULL, NULL,
+				    err)) != 0)
+			return ret;
+		printf("changed login shell of %s: %s -> %s\n", o->user, old, cfg->agent_shell);
+		(*changes)++;
+	}
+	if (!in_group(o->user, group)) {
+		if ((ret = run_tool("usermod", "--append", "--groups", group, o->user, NULL,
+				    err)) != 0)
+			return ret;
+		printf("added %s to group %s\n", o->user, group);
+		(*changes)++;
+	}
+	return 0;
+}
+
+/* Does the config now select the account, and for the profile asked? What
+ * to add if not, and the privileged groups it is still in. */
+static void enroll_report_match(const struct enroll_opts *o, const struct sbx_config *cfg,
+				const struct passwd *pw, const char *profile, const char *group)
+{
+	const struct sbx_profile *selected = NULL;
+	struct sbx_account id = { 0 };
+	struct sbx_error err = { 0 };
+	int ret;
+
+	ret = sbx_account_by_name(pw->pw_name, &id, &err);
+	if (ret == 0)
+		ret = sbx_config_select(cfg, o->user, (const char *const *)id.groups, id.n_groups,
+					&selected, &err);
+	if (ret == -ENOENT || (ret == 0 && strcmp(selected->name, profile) != 0)) {
+		printf("not yet matched%s%s: add to the [match] section of %s:\n",
+		       ret == 0 ? " to profile " : "", ret == 0 ? profile : "", shell_config_path());
+		if (ret == 0 || rule_for(cfg, SBX_MATCH_GROUP, group))
+			printf("  user %s = %s\n", o->user, profile);
+		else
+			printf("  group %s = %s\n", group, profile);
+	} else if (ret != 0) {
+		printf("warning: the config refuses %s: %s\n", o->user, err.msg);
+	} else {
+		printf("%s gets profile %s (%s)\n", o->user, profile,
+		       rule_for(cfg, SBX_MATCH_USER, o->user) ? "user rule" : "group rule");
+	}
+	for (size_t i = 0; i < id.n_groups; i++) {
+		if (shell_group_is_privileged(id.groups[i]))
+			printf("warning: %s is in group %s: privilege outside the sandbox "
+			       "(gpasswd -d %s %s)\n", o->user, id.groups[i], o->user, id.groups[i]);
+	}
+	sbx_account_free(&id);
+}
+
+/* Long on purpose: the enrolment steps in the order an admin reads them
+ * back, each printing what it changed, with one failure path. */
 static int enroll(const struct enroll_opts *o, struct sbx_config *cfg)
 {
 	struct sbx_error err = { 0 };
 	const struct sbx_match *urule = rule_for(cfg, SBX_MATCH_USER, o->user);
-	const struct sbx_profile *named, *selected = NULL;
+	const struct sbx_profile *named;
 	struct sbx_profile *p = calloc(1, sizeof(*p));
-	struct sbx_account id = { 0 };
 	char home[SBX_PATH_MAX], workspace[SBX_PATH_MAX], uidbuf[32];
 	const char *group, *profile;
 	struct passwd *pw;
@@ -245,41 +327,8 @@ static int enroll(const struct enroll_opts *o, struct sbx_config *cfg)
 		fprintf(stderr, "agent-shell: --enroll %s: uid 0 is never an agent account\n", o->user);
 		goto out;
 	}
-	if (!getgrnam(group)) {
-		if ((ret = run_tool("groupadd", "--system", group, NULL, NULL, NULL, &err)) != 0)
-			goto fail;
-		printf("created group %s\n", group);
-		changes++;
-	}
-	if (!pw) {
-		if ((ret = run_tool("useradd", "--create-home", "--shell", cfg->agent_shell, o->user,
-				    NULL, &err)) != 0)
-			goto fail;
-		pw = getpwnam(o->user);
-		if (!pw) {
-			ret = sbx_error_set(&err, ENOENT, "useradd %s: no passwd entry afterwards", o->user);
-			goto fail;
-		}
-		printf("created account %s (uid %u, home %s, login shell %s, password locked)\n",
-		       o->user, (unsigned)pw->pw_uid, pw->pw_dir, pw->pw_shell);
-		changes++;
-	} else if (strcmp(pw->pw_shell, cfg->agent_shell) != 0) {
-		char old[SBX_PATH_MAX];
-
-		sbx_strlcpy(old, sizeof(old), pw->pw_shell);
-		if ((ret = run_tool("usermod", "--shell", cfg->agent_shell, o->user, NULL, NULL,
-				    &err)) != 0)
-			goto fail;
-		printf("changed login shell of %s: %s -> %s\n", o->user, old, cfg->agent_shell);
-		changes++;
-	}
-	if (!in_group(o->user, group)) {
-		if ((ret = run_tool("usermod", "--append", "--groups", group, o->user, NULL,
-				    &err)) != 0)
-			goto fail;
-		printf("added %s to group %s\n", o->user, group);
-		changes++;
-	}
+	if ((ret = enroll_account(o, cfg, group, pw, &changes, &err)) != 0)
+		goto fail;
 	pw = getpwnam(o->user);
 	if (!pw) {
 		ret = sbx_error_set(&err, ENOENT, "%s: passwd entry vanished", o->user);
@@ -329,29 +378,7 @@ static int enroll(const struct enroll_opts *o, struct sbx_config *cfg)
 	if (!changes)
 		printf("%s is already enrolled: nothing changed\n", o->user);
 
-	/* Does the config now select it, and for the profile asked? */
-	ret = sbx_account_by_name(pw->pw_name, &id, &err);
-	if (ret == 0)
-		ret = sbx_config_select(cfg, o->user, (const char *const *)id.groups, id.n_groups,
-					&selected, &err);
-	if (ret == -ENOENT || (ret == 0 && strcmp(selected->name, profile) != 0)) {
-		printf("not yet matched%s%s: add to the [match] section of %s:\n",
-		       ret == 0 ? " to profile " : "", ret == 0 ? profile : "", shell_config_path());
-		if (ret == 0 || rule_for(cfg, SBX_MATCH_GROUP, group))
-			printf("  user %s = %s\n", o->user, profile);
-		else
-			printf("  group %s = %s\n", group, profile);
-	} else if (ret != 0) {
-		printf("warning: the config refuses %s: %s\n", o->user, err.msg);
-	} else {
-		printf("%s gets profile %s (%s)\n", o->user, profile,
-		       rule_for(cfg, SBX_MATCH_USER, o->user) ? "user rule" : "group rule");
-	}
-	for (size_t i = 0; i < id.n_groups; i++) {
-		if (shell_group_is_privileged(id.groups[i]))
-			printf("warning: %s is in group %s: privilege outside the sandbox "
-			       "(gpasswd -d %s %s)\n", o->user, id.groups[i], o->user, id.groups[i]);
-	}
+	enroll_report_match(o, cfg, pw, profile, group);
 	printf("next: put the agent's SSH key in %s/.ssh/authorized_keys, then run agent-shell --doctor\n",
 	       home);
 	status = 0;
@@ -362,7 +389,6 @@ fail:
 		fprintf(stderr, "agent-shell: the changes printed above were made; run --enroll again "
 			"after fixing the cause\n");
 out:
-	sbx_account_free(&id);
 	free(p);
 	return status;
 }

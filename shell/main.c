@@ -249,6 +249,86 @@ static void command_for_log(const struct run_opts *o, const char *shell, char *o
 	escape_command(raw, out, size);
 }
 
+/*
+ * A PAM stage announces itself in AGENT_SANDBOX_SESSION; its record must
+ * verify (or the variable was forged and a login is refused), and in a
+ * login the profile it prepared the session for must be the one resolved
+ * here. *pam_stage: a verified record; *pam_netns: the session is in the
+ * network namespace the record names.
+ */
+static int check_pam_stage(const struct run_opts *o, const struct sbx_account *id,
+			   const struct sbx_profile *p, bool *pam_stage, bool *pam_netns,
+			   struct sbx_error *err)
+{
+	const char *sid = getenv("AGENT_SANDBOX_SESSION");
+	struct sbx_record rec;
+	char hash[65];
+	int ret;
+
+	*pam_stage = *pam_netns = false;
+	if (sid) {
+		ret = sbx_record_read_verified(SBX_RUNTIME_DIR, sid, id->uid, sbx_ns_inode("mnt"),
+					       &rec, err);
+		if (ret != 0 && o->login_mode) {
+			char why[SBX_ERROR_MAX];
+
+			sbx_strlcpy(why, sizeof(why), err->msg);
+			return sbx_error_set(err, -ret,
+					     "AGENT_SANDBOX_SESSION does not name this login's PAM "
+					     "session (%.200s): refusing the session", why);
+		}
+		*pam_stage = ret == 0;
+		*pam_netns = *pam_stage && rec.netns != 0 && rec.netns == sbx_ns_inode("net");
+	}
+	/* Both stages resolve the account against the config; the session
+	 * runs only what the PAM stage decided (its home, its namespaces) if
+	 * the shell arrived at the same profile. */
+	if (*pam_stage && o->login_mode) {
+		sbx_profile_hash(p, hash);
+		if (strcmp(hash, rec.hash) != 0)
+			return sbx_error_set(err, EPERM,
+					     "refusing the session: the PAM stage prepared it for "
+					     "profile %s (hash %.12s), and this shell resolved profile "
+					     "%s (hash %.12s): the configuration changed between the "
+					     "two, log in again", rec.profile, rec.hash, p->name, hash);
+	}
+	if (p->pam_required && !*pam_stage)
+		return sbx_error_set(err, EPERM,
+				     "refusing the session: profile %s has pam_stage = required, and "
+				     "no pam_agent_sandbox.so session stage prepared this login "
+				     "(add it to the PAM service's session stack)", p->name);
+	return 0;
+}
+
+/* The confined run, with the report copy under the session's home. */
+static int run_session(const struct sbx_profile *p, const struct sbx_session *s,
+		       const char *prog, char *const *argv, bool pam_stage, const char *home_note,
+		       struct sbx_report *report, int *exit_code, struct sbx_error *err)
+{
+	char report_file[SBX_PATH_MAX + 128];
+	struct sbx_run run;
+	int ret;
+
+	memset(&run, 0, sizeof(run));
+	run.profile = p;
+	run.session = s;
+	run.path = prog;
+	run.argv = argv;
+	run.envp = environ;
+	run.pam_stage = pam_stage;
+	snprintf(report_file, sizeof(report_file), "%s/.agent-sandbox/reports/%s.json", s->home,
+		 s->session_id);
+	run.report_file = report_file;
+	run.home_note = home_note;
+	run.on_report = shell_log_report;
+	ret = sbx_run_confined(&run, report, exit_code, err);
+	if (ret == 0 && !report->floor_met)
+		*exit_code = EXIT_REFUSED;
+	return ret;
+}
+
+/* Long on purpose: a login's refusals in the order they are checked, each
+ * with its log line, sharing one cleanup path. */
 static int start_session(const struct run_opts *o)
 {
 	struct sbx_error err = { 0 };
@@ -257,7 +337,6 @@ static int start_session(const struct run_opts *o)
 	struct sbx_profile *p = NULL;
 	struct sbx_session s;
 	struct sbx_report *report = NULL;
-	struct sbx_run run;
 	char home_note[256];
 	char prog[PATH_MAX];
 	char login_argv0[PATH_MAX + 2];
@@ -292,49 +371,9 @@ static int start_session(const struct run_opts *o)
 	    (ret = add_deny_read(p, o, &err)) != 0)
 		goto refuse;
 
-	/* A PAM stage announces itself; its record must verify, or the
-	 * variable was forged and the session is refused. */
-	if (getenv("AGENT_SANDBOX_SESSION")) {
-		struct sbx_record rec;
-
-		ret = sbx_record_read_verified(SBX_RUNTIME_DIR, getenv("AGENT_SANDBOX_SESSION"),
-					       id.uid, sbx_ns_inode("mnt"), &rec, &err);
-		if (ret != 0 && o->login_mode) {
-			char why[SBX_ERROR_MAX];
-
-			sbx_strlcpy(why, sizeof(why), err.msg);
-			ret = sbx_error_set(&err, -ret,
-					    "AGENT_SANDBOX_SESSION does not name this login's PAM session "
-					    "(%.200s): refusing the session", why);
-			goto refuse;
-		}
-		pam_stage = ret == 0;
-		pam_netns = pam_stage && rec.netns != 0 && rec.netns == sbx_ns_inode("net");
-		/* Both stages resolve the account against the config; the
-		 * session runs only what the PAM stage decided (its home, its
-		 * namespaces) if the shell arrived at the same profile. */
-		if (pam_stage && o->login_mode) {
-			char hash[65];
-
-			sbx_profile_hash(p, hash);
-			if (strcmp(hash, rec.hash) != 0) {
-				ret = sbx_error_set(&err, EPERM,
-						    "refusing the session: the PAM stage prepared it for "
-						    "profile %s (hash %.12s), and this shell resolved "
-						    "profile %s (hash %.12s): the configuration changed "
-						    "between the two, log in again", rec.profile, rec.hash,
-						    p->name, hash);
-				goto refuse;
-			}
-		}
-	}
-	if (p->pam_required && !pam_stage) {
-		ret = sbx_error_set(&err, EPERM,
-				    "refusing the session: profile %s has pam_stage = required, and "
-				    "no pam_agent_sandbox.so session stage prepared this login "
-				    "(add it to the PAM service's session stack)", p->name);
+	ret = check_pam_stage(o, &id, p, &pam_stage, &pam_netns, &err);
+	if (ret)
 		goto refuse;
-	}
 	ret = shell_build_session(cfg, &id, p, o->service, pam_stage, &s, home_note,
 				  sizeof(home_note), &err);
 	if (ret)
@@ -404,27 +443,9 @@ static int start_session(const struct run_opts *o)
 	shell_log(LOG_INFO, "session=%s user=%s gate=allow command=\"%s\" program=%s profile=%s",
 		  s.session_id, id.user, logged_cmd, prog, p->name);
 
-	{
-		char report_file[SBX_PATH_MAX + 128];
-
-		memset(&run, 0, sizeof(run));
-		run.profile = p;
-		run.session = &s;
-		run.path = prog;
-		run.argv = argv;
-		run.envp = environ;
-		run.pam_stage = pam_stage;
-		snprintf(report_file, sizeof(report_file), "%s/.agent-sandbox/reports/%s.json",
-			 s.home, s.session_id);
-		run.report_file = report_file;
-		run.home_note = home_note;
-		run.on_report = shell_log_report;
-		ret = sbx_run_confined(&run, report, &exit_code, &err);
-		if (ret)
-			goto refuse;
-		if (!report->floor_met)
-			exit_code = EXIT_REFUSED;
-	}
+	ret = run_session(p, &s, prog, argv, pam_stage, home_note, report, &exit_code, &err);
+	if (ret)
+		goto refuse;
 	goto out;
 
 gate_refuse:
@@ -455,6 +476,7 @@ enum {
 	OPT_CHECK_CONFIG, OPT_EXPLAIN, OPT_SELFTEST, OPT_HELP, OPT_VERSION, OPT_DENY_READ,
 };
 
+/* Long on purpose: the option table and one short case per option. */
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {

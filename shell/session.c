@@ -128,6 +128,8 @@ static bool wider_field(const struct sbx_profile *want, const struct sbx_profile
  * An agent asking for something wider is refused (not silently narrowed),
  * so what it asked for and what it got never differ unnoticed.
  */
+/* Long on purpose: the request/ceiling/result steps of Restrict with their
+ * refusals, in order. */
 int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account *id,
 			  const char *want_profile, const char *want_workspace,
 			  bool login_mode, struct sbx_profile *out, bool *is_agent,
