@@ -258,6 +258,11 @@ struct sbx_mount {
 	uint64_t size;		/* tmpfs only */
 	bool optional;		/* skip (and say so) when source is missing */
 	bool secret;		/* a deny_read mask: a symlink on its path is an error */
+	enum sbx_mount_role {
+		SBX_ROLE_OTHER = 0,
+		SBX_ROLE_HOME,		/* $HOME: tmpfs 0700, or the bound home */
+		SBX_ROLE_SCRATCH,	/* /tmp and /dev/shm: tmpfs 01777, or bound */
+	} role;			/* set by the plan; apply and the report read it */
 };
 
 #define SBX_MAX_MOUNTS 96
@@ -758,6 +763,20 @@ int sbx_exec_set_add(struct sbx_exec_set *set, const char *path, struct sbx_erro
 /* True when path (canonical) is an entry or below a directory entry. */
 bool sbx_exec_set_contains(const struct sbx_exec_set *set, const char *path);
 void sbx_exec_set_free(struct sbx_exec_set *set);
+
+/* ---- api.c: executors for agent-shell --run --executor ------------------- */
+
+/* Executor KEY under scratch_root without a set: the scratch root made 0700
+ * when missing (a directory of the caller, no link, not writable by
+ * others), a new key refused past max keys already there (-EUSERS), its
+ * home and tmp made 0700. root, home, tmp get their real paths. */
+int sbx_executor_place(const char *scratch_root, const char *key, unsigned max,
+		       char root[SBX_PATH_MAX], char home[SBX_PATH_MAX], char tmp[SBX_PATH_MAX],
+		       struct sbx_error *err);
+/* A caller without a home directory of its own gets $HOME at /tmp/home,
+ * inside the executor's bound tmp: the mountpoint must be there, a
+ * directory and not a link. */
+int sbx_executor_home_mountpoint(const char *key, const char *tmp, struct sbx_error *err);
 
 /* ---- util.c: a bounded appender that marks truncation with "..." -------- */
 

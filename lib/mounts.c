@@ -67,6 +67,17 @@ static int plan_add(struct sbx_mount_plan *plan, enum sbx_mount_kind kind,
 	return 0;
 }
 
+/* The role of the entry at target, unless an earlier one gave it another
+ * (plan_add keeps the first entry for a target: a home at /tmp stays the
+ * home). */
+static void plan_role(struct sbx_mount_plan *plan, const char *target, enum sbx_mount_role role)
+{
+	struct sbx_mount *m = plan_find(plan, target);
+
+	if (m && m->role == SBX_ROLE_OTHER)
+		m->role = role;
+}
+
 static int plan_add_access(struct sbx_mount_plan *plan, const char *path,
 			   enum sbx_access read, enum sbx_access write,
 			   unsigned noexec, struct sbx_error *err)
@@ -178,6 +189,7 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 				     SBX_MOUNT_RW | noexec, tmp_size, false, err);
 		if (r < 0)
 			goto out;
+		plan_role(tmp, s->home, SBX_ROLE_HOME);
 	}
 	if (s->tmp_source[0])
 		r = plan_add(tmp, SBX_MOUNT_BIND, s->tmp_source, "/tmp", SBX_MOUNT_RW | noexec,
@@ -190,6 +202,8 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 			     tmp_size, false, err);
 	if (r < 0)
 		goto out;
+	plan_role(tmp, "/tmp", SBX_ROLE_SCRATCH);
+	plan_role(tmp, "/dev/shm", SBX_ROLE_SCRATCH);
 	for (i = 0; i < p->n_roots; i++) {
 		r = plan_add_access(tmp, p->roots[i].path, p->roots[i].read,
 				    p->roots[i].write, noexec, err);
@@ -571,9 +585,8 @@ static int apply_one(struct apply_state *st, size_t i, struct sbx_error *err)
 		if (r < 0)
 			goto out;
 		/* Shared scratch is sticky like the host's; a home is private. */
-		tree = new_tmpfs(m->target, size,
-				 (!strcmp(m->target, "/tmp") || !strcmp(m->target, "/dev/shm")) ?
-				 "01777" : "0700", attrs, err);
+		tree = new_tmpfs(m->target, size, m->role == SBX_ROLE_SCRATCH ? "01777" : "0700",
+				 attrs, err);
 		if (tree < 0) {
 			r = tree;
 			tree = -1;
@@ -856,14 +869,9 @@ int sbx_mount_view_apply(const struct sbx_mount_plan *plan,
 	}
 
 	if (detail && detail_size) {
-		for (i = 0; i < plan->n; i++) {
-			if (plan->m[i].kind != SBX_MOUNT_MASK && st->applied[i] &&
-			    strcmp(plan->m[i].target, "/tmp") != 0 &&
-			    strcmp(plan->m[i].target, "/dev/shm") != 0 &&
-			    (plan->m[i].kind == SBX_MOUNT_TMPFS ||
-			     strcmp(plan->m[i].source, plan->m[i].target) != 0))
+		for (i = 0; i < plan->n; i++)
+			if (plan->m[i].role == SBX_ROLE_HOME && st->applied[i])
 				home = &plan->m[i];
-		}
 		if (home && home->kind == SBX_MOUNT_TMPFS)
 			snprintf(homebuf, sizeof(homebuf), "home tmpfs %" PRIu64 "M",
 				 home->size >> 20);
