@@ -135,7 +135,7 @@ $(ESCAPE_TEST): tests/escape/test_escape.c $(TESTLIB) $(LIBSBX)
 # Every test tier from one command. Each tier does its own set-up and
 # removes what it created.
 check: all $(SHELL_TEST_BIN) $(HELPERS) $(TEST_BINS) $(ESCAPE_TEST)
-	@BUILD=$(BUILD) ./tests/run-tests.sh $(TEST_BINS) $(ESCAPE_TEST) tests/libsbx/run.sh \
+	@BUILD=$(BUILD) SAN=$(SAN) ./tests/run-tests.sh $(TEST_BINS) $(ESCAPE_TEST) tests/libsbx/run.sh \
 		tests/e2e/run.sh
 
 check-asan:

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libsbx.h: the installed interface (opaque profiles and reports, sbx_run, executor sets). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -374,11 +375,78 @@ static bool key_ok(const char *key)
 	       n;
 }
 
+/* The directories under scratch_root that are executors (counted against
+ * a cap by callers that hold no set). */
+static unsigned count_executors(int root_fd)
+{
+	unsigned n = 0;
+	int fd = dup(root_fd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (de->d_type == DT_DIR && key_ok(de->d_name))
+			n++;
+	closedir(d);
+	return n;
+}
+
+int sbx_executor_place(const char *scratch_root, const char *key, unsigned max,
+		       char root[SBX_PATH_MAX], char home[SBX_PATH_MAX], char tmp[SBX_PATH_MAX],
+		       struct sbx_error *err)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	int rfd, kfd, fd, r = 0;
+
+	if (!key_ok(key))
+		return sbx_error_set(err, EINVAL, "executor key '%.80s': 1-%d of [A-Za-z0-9._-], "
+				     "not . or ..", key, EXECUTOR_KEY_MAX);
+	rfd = own_dir_at(AT_FDCWD, scratch_root, 0700, "scratch root", err);
+	if (rfd < 0)
+		return rfd;
+	if (!realpath(scratch_root, real))
+		r = sbx_error_set(err, errno, "scratch root %s: %s", scratch_root, strerror(errno));
+	else if (strlen(real) + EXECUTOR_KEY_MAX + 6 >= SBX_PATH_MAX)
+		r = sbx_error_set(err, ENAMETOOLONG, "scratch root %s: path too long", real);
+	else if (fstatat(rfd, key, &st, AT_SYMLINK_NOFOLLOW) != 0 &&
+		 count_executors(rfd) >= max)
+		r = sbx_error_set(err, EUSERS, "scratch root %s: cap of %u executors reached; key %s "
+				  "refused", real, max, key);
+	if (r) {
+		close(rfd);
+		return r;
+	}
+	kfd = own_dir_at(rfd, key, 0700, "executor", err);
+	close(rfd);
+	if (kfd < 0)
+		return kfd;
+	for (int i = 0; i < 2; i++) {
+		fd = own_dir_at(kfd, i ? "tmp" : "home", 0700, "executor directory", err);
+		if (fd < 0) {
+			close(kfd);
+			return fd;
+		}
+		close(fd);
+	}
+	close(kfd);
+	sbx_strlcpy(root, SBX_PATH_MAX, real);
+	snprintf(home, SBX_PATH_MAX, "%s/%s/home", real, key);
+	snprintf(tmp, SBX_PATH_MAX, "%s/%s/tmp", real, key);
+	return 0;
+}
+
 int sbx_executor_for(struct sbx_executor_set *set, const char *key, struct sbx_executor **out,
 		     struct sbx_error *err)
 {
+	char root[SBX_PATH_MAX];
 	struct sbx_executor *e;
-	int kfd, fd;
+	int r;
 
 	if (!set || !key || !out)
 		return sbx_error_set(err, EINVAL, "executor: missing argument");
@@ -394,49 +462,33 @@ int sbx_executor_for(struct sbx_executor_set *set, const char *key, struct sbx_e
 	if (set->n == set->max)
 		return sbx_error_set(err, EUSERS, "executor set %s: cap of %u executors reached; "
 				     "key %s refused", set->root, set->max, key);
-	kfd = own_dir_at(set->root_fd, key, 0700, "executor", err);
-	if (kfd < 0)
-		return kfd;
 	e = &set->ex[set->n];
-	for (int i = 0; i < 2; i++) {
-		fd = own_dir_at(kfd, i ? "tmp" : "home", 0700, "executor directory", err);
-		if (fd < 0) {
-			close(kfd);
-			return fd;
-		}
-		close(fd);
-	}
-	close(kfd);
+	r = sbx_executor_place(set->root, key, UINT_MAX, root, e->home, e->tmp, err);
+	if (r)
+		return r;
 	sbx_strlcpy(e->key, sizeof(e->key), key);
-	if (sbx_snprintf(e->home, sizeof(e->home), "%s/%s/home", set->root, key) != 0 ||
-	    sbx_snprintf(e->tmp, sizeof(e->tmp), "%s/%s/tmp", set->root, key) != 0)
-		return sbx_error_set(err, ENAMETOOLONG, "executor %s: path too long", key);
 	e->set = set;
 	set->n++;
 	*out = e;
 	return 0;
 }
 
-/* A caller without a home directory of its own gets $HOME at /tmp/home
- * (caller_session), which is inside the executor's bound tmp: the
- * mountpoint must exist there, a directory and not a link. */
-static int home_mountpoint(const struct sbx_executor *e, struct sbx_error *err)
+int sbx_executor_home_mountpoint(const char *key, const char *tmp, struct sbx_error *err)
 {
 	struct stat st;
-	int fd = open(e->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
-		return sbx_error_set(err, errno, "executor %s: %s: %s", e->key, e->tmp,
-				     strerror(errno));
+		return sbx_error_set(err, errno, "executor %s: %s: %s", key, tmp, strerror(errno));
 	if (mkdirat(fd, "home", 0700) != 0 && errno != EEXIST) {
 		close(fd);
-		return sbx_error_set(err, errno, "executor %s: %s/home: %s", e->key, e->tmp,
+		return sbx_error_set(err, errno, "executor %s: %s/home: %s", key, tmp,
 				     strerror(errno));
 	}
 	if (fstatat(fd, "home", &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
 		close(fd);
 		return sbx_error_set(err, ENOTDIR, "executor %s: %s/home is not a directory "
-				     "(the program replaced it): refusing", e->key, e->tmp);
+				     "(the program replaced it): refusing", key, tmp);
 	}
 	close(fd);
 	return 0;
@@ -462,7 +514,7 @@ int sbx_executor_run(struct sbx_executor *e, const char *workspace, const char *
 		return sbx_error_set(err, EOPNOTSUPP, "executor %s: refused: executors are kept "
 				     "apart by the mount view, which this host cannot give (%s)",
 				     e->key, d.ns_why);
-	ret = home_mountpoint(e, err);
+	ret = sbx_executor_home_mountpoint(e->key, e->tmp, err);
 	if (ret)
 		return ret;
 	snprintf(note, sizeof(note), "executor %s's own home (siblings under %s masked)", e->key,

@@ -30,6 +30,7 @@ static void usage(FILE *out)
 	fputs("usage: agent-shell                       (as a login shell: a confined session)\n"
 	      "       agent-shell -c COMMAND            (as sshd runs it: one confined command)\n"
 	      "       agent-shell --run [--profile NAME] [--workspace DIR] [--deny-read PATH]...\n"
+	      "                   [--executor KEY --scratch DIR [--executors N]]\n"
 	      "                   -- CMD [ARG...]    (one confined command outside a login)\n"
 	      "       agent-shell --report [--json] [SESSION]\n"
 	      "       agent-shell --probe [--json]\n"
@@ -199,6 +200,9 @@ struct run_opts {
 	const char *argv0;	/* our argv[0] for a login */
 	size_t n_deny_read;	/* --deny-read: extra secrets (only narrows) */
 	const char *deny_read[8];
+	const char *executor;	/* --executor KEY */
+	const char *scratch;	/* --scratch DIR */
+	unsigned executors;	/* --executors N: the cap under DIR */
 };
 
 /* --deny-read only ever narrows a profile: anyone may add secrets. */
@@ -300,6 +304,49 @@ static int check_pam_stage(const struct run_opts *o, const struct sbx_account *i
 	return 0;
 }
 
+/*
+ * --run --executor KEY --scratch DIR: the session's home and /tmp are
+ * executor KEY's own directories under DIR, and DIR itself is masked, so
+ * no executor sees another's files (libsbx(3), executor sets). That needs
+ * the mount view: without one, refused.
+ */
+static int executor_session(const struct run_opts *o, struct sbx_profile *p,
+			    struct sbx_session *s, char *home_note, size_t note_size,
+			    struct sbx_error *err)
+{
+	const struct sbx_decide_opts dopts = { .private_netns = s->private_netns };
+	const struct sbx_probe *probe;
+	struct sbx_decision d;
+	char root[SBX_PATH_MAX];
+	int ret;
+
+	ret = sbx_probe_get(&probe, err);
+	if (ret == 0)
+		ret = sbx_decide(p, probe, &dopts, &d, err);
+	if (ret)
+		return ret;
+	if (!d.ns)
+		return sbx_error_set(err, EOPNOTSUPP, "--executor %s: refused: executors are kept "
+				     "apart by the mount view, which this host cannot give (%s)",
+				     o->executor, d.ns_why);
+	ret = sbx_executor_place(o->scratch, o->executor, o->executors, root, s->home_source,
+				 s->tmp_source, err);
+	if (ret)
+		return ret;
+	if (p->n_deny_read == SBX_MAX_DENY)
+		return sbx_error_set(err, E2BIG, "--executor: profile %s has no room to mask %s",
+				     p->name, root);
+	sbx_strlcpy(p->deny_read[p->n_deny_read++], SBX_PATH_MAX, root);
+	if (sbx_path_is_under(s->home, "/tmp")) {
+		ret = sbx_executor_home_mountpoint(o->executor, s->tmp_source, err);
+		if (ret)
+			return ret;
+	}
+	snprintf(home_note, note_size, "executor %s's own home (siblings under %s masked)",
+		 o->executor, root);
+	return 0;
+}
+
 /* The confined run, with the report copy under the session's home. */
 static int run_session(const struct sbx_profile *p, const struct sbx_session *s,
 		       const char *prog, char *const *argv, bool pam_stage, const char *home_note,
@@ -337,7 +384,7 @@ static int start_session(const struct run_opts *o)
 	struct sbx_profile *p = NULL;
 	struct sbx_session s;
 	struct sbx_report *report = NULL;
-	char home_note[256];
+	char home_note[SBX_PATH_MAX + 160];
 	char prog[PATH_MAX];
 	char login_argv0[PATH_MAX + 2];
 	char **gate_argv = NULL;
@@ -379,6 +426,11 @@ static int start_session(const struct run_opts *o)
 	if (ret)
 		goto refuse;
 	s.private_netns = pam_netns;
+	if (o->executor) {
+		ret = executor_session(o, p, &s, home_note, sizeof(home_note), &err);
+		if (ret)
+			goto refuse;
+	}
 	if (setenv("AGENT_SANDBOX_SESSION", s.session_id, 1) != 0) {
 		ret = sbx_error_set(&err, errno, "setenv: %s", strerror(errno));
 		goto refuse;
@@ -474,6 +526,7 @@ out:
 enum {
 	OPT_RUN = 0x100, OPT_PROFILE, OPT_WORKSPACE, OPT_REPORT, OPT_JSON, OPT_PROBE,
 	OPT_CHECK_CONFIG, OPT_EXPLAIN, OPT_SELFTEST, OPT_HELP, OPT_VERSION, OPT_DENY_READ,
+	OPT_EXECUTOR, OPT_SCRATCH, OPT_EXECUTORS,
 };
 
 /* Long on purpose: the option table and one short case per option. */
@@ -484,6 +537,9 @@ int main(int argc, char **argv)
 		{ "profile", required_argument, NULL, OPT_PROFILE },
 		{ "workspace", required_argument, NULL, OPT_WORKSPACE },
 		{ "deny-read", required_argument, NULL, OPT_DENY_READ },
+		{ "executor", required_argument, NULL, OPT_EXECUTOR },
+		{ "scratch", required_argument, NULL, OPT_SCRATCH },
+		{ "executors", required_argument, NULL, OPT_EXECUTORS },
 		{ "report", no_argument, NULL, OPT_REPORT },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "probe", no_argument, NULL, OPT_PROBE },
@@ -494,7 +550,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct run_opts o = { .service = "login" };
+	struct run_opts o = { .service = "login", .executors = 16 };
 	int verb = 0, c;
 	bool json = false;
 	const char *explain_user = NULL;
@@ -550,6 +606,23 @@ int main(int argc, char **argv)
 			}
 			o.deny_read[o.n_deny_read++] = optarg;
 			break;
+		case OPT_EXECUTOR:
+			o.executor = optarg;
+			break;
+		case OPT_SCRATCH:
+			o.scratch = optarg;
+			break;
+		case OPT_EXECUTORS: {
+			char *end;
+			unsigned long n = strtoul(optarg, &end, 10);
+
+			if (*optarg < '1' || *optarg > '9' || *end || n > 4096) {
+				fprintf(stderr, "agent-shell: --executors takes 1 to 4096\n");
+				return EXIT_USAGE;
+			}
+			o.executors = (unsigned)n;
+			break;
+		}
 		case OPT_JSON:
 			json = true;
 			break;
@@ -568,8 +641,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "agent-shell: -c cannot be combined with other actions\n");
 		return EXIT_USAGE;
 	}
-	if ((o.profile || o.workspace || o.n_deny_read) && verb != OPT_RUN) {
-		fprintf(stderr, "agent-shell: --profile, --workspace and --deny-read only go with --run\n");
+	if ((o.profile || o.workspace || o.n_deny_read || o.executor || o.scratch) &&
+	    verb != OPT_RUN) {
+		fprintf(stderr, "agent-shell: --profile, --workspace, --deny-read, --executor and "
+			"--scratch only go with --run\n");
+		return EXIT_USAGE;
+	}
+	if (!o.executor != !o.scratch || (o.scratch && o.scratch[0] != '/')) {
+		fprintf(stderr, "agent-shell: --executor KEY and --scratch DIR (absolute) go together\n");
 		return EXIT_USAGE;
 	}
 

@@ -32,7 +32,7 @@ AS_NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all
 # 1. Installed as a package would install it, into a staging root.
 echo "[ RUN      ] installed_and_built_with_pkg_config"
 ROOT=$T/root
-make -s -C "$SRC" BUILD="$BUILD" install PREFIX=/usr DESTDIR="$ROOT" >"$T/install.log" 2>&1 ||
+make -s -C "$SRC" BUILD="$BUILD" SAN="${SAN:-}" install PREFIX=/usr DESTDIR="$ROOT" >"$T/install.log" 2>&1 ||
 	{ bad installed_and_built_with_pkg_config "make install: $(tail -3 "$T/install.log")"; summary; exit 1; }
 PC=$(find "$ROOT" -name libsbx.pc | head -1)
 LIBD=$(dirname "$(dirname "$PC")")
@@ -99,4 +99,33 @@ if [ "$(cat "$T/deny.out")" = 1 ] && [ -s "$WS/ok" ] && [ ! -e "$T/open/x" ]; th
 else
 	bad host_read_only_workspace_written "out '$(cat "$T/deny.out")', $(tail -2 "$T/deny.err")"
 fi
+# 4. agent-shell --run --executor: the same executor sets from the command
+# line. Each run is a separate process, so the cap counts what is on disk.
+echo "[ RUN      ] cli_executors"
+mkdir -m 0755 "$T/ex" && chown nobody:nogroup "$T/ex"
+SCR=$T/ex/scratch
+AS=("${AS_NOBODY[@]}" env HOME="$T/home" "$SRC/$BUILD/agent-shell" --run --workspace "$WS" --scratch "$SCR" \
+	--executors 2)
+cli_ok=1
+"${AS[@]}" --executor a -- /bin/sh -c 'echo A >"$HOME/h" && echo A >/tmp/t' >"$T/ex.a" 2>&1 ||
+	{ echo "  executor a: $(tail -2 "$T/ex.a")"; cli_ok=0; }
+"${AS[@]}" --executor b -- /bin/sh -c "test -e \"\$HOME/h\" && exit 10; test -e /tmp/t && exit 11;
+	cat $SCR/a/home/h 2>&1 | grep -q 'No such file or directory' || exit 12;
+	test -d $SCR && test -z \"\$(ls -A $SCR)\" || exit 13; exit 0" >"$T/ex.b" 2>&1 ||
+	{ echo "  executor b saw a's files (exit $?): $(tail -2 "$T/ex.b")"; cli_ok=0; }
+[ "$("${AS[@]}" --executor a -- /bin/sh -c 'cat "$HOME/h" /tmp/t' 2>/dev/null | tr '\n' ' ')" = "A A " ] ||
+	{ echo "  executor a lost its files"; cli_ok=0; }
+"${AS[@]}" --executor c -- /bin/true >"$T/ex.c" 2>&1
+rc=$?
+{ [ $rc -eq 126 ] && grep -q "cap of 2 executors reached" "$T/ex.c"; } ||
+	{ echo "  third key: exit $rc, $(tail -1 "$T/ex.c")"; cli_ok=0; }
+[ -e "$SCR/c" ] && { echo "  the refused key got a directory"; cli_ok=0; }
+# Without user namespaces (the test build forces the probe), refused.
+"${AS_NOBODY[@]}" env HOME="$T/home" SBX_TEST_PROBE=no-userns "$SRC/$BUILD/tests/agent-shell-testable" \
+	--run --workspace "$WS" --scratch "$SCR" --executor a -- /bin/true >"$T/ex.n" 2>&1
+rc=$?
+{ [ $rc -eq 126 ] && grep -q "kept apart by the mount view" "$T/ex.n"; } ||
+	{ echo "  no userns: exit $rc, $(tail -1 "$T/ex.n")"; cli_ok=0; }
+if [ $cli_ok -eq 1 ]; then ok cli_executors; else bad cli_executors "see above"; fi
+
 summary
