@@ -99,23 +99,17 @@ static int elf_read(struct elf_src *s, uint64_t off, void *buf, size_t len, cons
 
 static void phdr_decode(unsigned cls, const unsigned char *raw, struct elf_phdr *ph)
 {
-	if (cls == ELFCLASS64) {
-		Elf64_Phdr p;
+	union {
+		Elf64_Phdr p64;
+		Elf32_Phdr p32;
+	} p;
+	bool wide = cls == ELFCLASS64;
 
-		memcpy(&p, raw, sizeof(p));
-		ph->type = le32toh(p.p_type);
-		ph->offset = le64toh(p.p_offset);
-		ph->vaddr = le64toh(p.p_vaddr);
-		ph->filesz = le64toh(p.p_filesz);
-	} else {
-		Elf32_Phdr p;
-
-		memcpy(&p, raw, sizeof(p));
-		ph->type = le32toh(p.p_type);
-		ph->offset = le32toh(p.p_offset);
-		ph->vaddr = le32toh(p.p_vaddr);
-		ph->filesz = le32toh(p.p_filesz);
-	}
+	memcpy(&p, raw, wide ? sizeof(p.p64) : sizeof(p.p32));
+	ph->type = le32toh(wide ? p.p64.p_type : p.p32.p_type);
+	ph->offset = wide ? le64toh(p.p64.p_offset) : le32toh(p.p32.p_offset);
+	ph->vaddr = wide ? le64toh(p.p64.p_vaddr) : le32toh(p.p32.p_vaddr);
+	ph->filesz = wide ? le64toh(p.p64.p_filesz) : le32toh(p.p32.p_filesz);
 }
 
 static void dyn_decode(unsigned cls, const unsigned char *raw, int64_t *tag, uint64_t *val)
@@ -300,8 +294,12 @@ static int elf_parse(struct elf_src *s, struct sbx_elf_info *info)
 	unsigned char ident[EI_NIDENT], *raw = NULL;
 	struct elf_phdr *ph = NULL;
 	const struct elf_phdr *interp = NULL, *dynamic = NULL;
+	union {
+		Elf64_Ehdr e64;
+		Elf32_Ehdr e32;
+	} h;
 	uint64_t phoff;
-	size_t phnum, phentsize, want;
+	size_t phnum, phentsize, want, hsize;
 	unsigned cls;
 	int r;
 
@@ -322,33 +320,24 @@ static int elf_parse(struct elf_src *s, struct sbx_elf_info *info)
 	if (ident[EI_DATA] != ELFDATA2LSB)
 		return sbx_error_set(s->err, ENOEXEC, "ELF data encoding %u, not little-endian",
 				     ident[EI_DATA]);
+	hsize = cls == ELFCLASS64 ? sizeof(h.e64) : sizeof(h.e32);
+	if (s->size < hsize)
+		return sbx_error_set(s->err, ENOEXEC, "ELF%d header truncated (%" PRIu64 " of %zu bytes)",
+				     cls == ELFCLASS64 ? 64 : 32, s->size, hsize);
+	r = elf_read(s, 0, &h, hsize, "ELF header");
+	if (r < 0)
+		return r;
 	if (cls == ELFCLASS64) {
-		Elf64_Ehdr h;
-
-		if (s->size < sizeof(h))
-			return sbx_error_set(s->err, ENOEXEC, "ELF64 header truncated (%" PRIu64 " of %zu bytes)",
-					     s->size, sizeof(h));
-		r = elf_read(s, 0, &h, sizeof(h), "ELF header");
-		if (r < 0)
-			return r;
-		info->machine = le16toh(h.e_machine);
-		phoff = le64toh(h.e_phoff);
-		phnum = le16toh(h.e_phnum);
-		phentsize = le16toh(h.e_phentsize);
+		info->machine = le16toh(h.e64.e_machine);
+		phoff = le64toh(h.e64.e_phoff);
+		phnum = le16toh(h.e64.e_phnum);
+		phentsize = le16toh(h.e64.e_phentsize);
 		want = sizeof(Elf64_Phdr);
 	} else {
-		Elf32_Ehdr h;
-
-		if (s->size < sizeof(h))
-			return sbx_error_set(s->err, ENOEXEC, "ELF32 header truncated (%" PRIu64 " of %zu bytes)",
-					     s->size, sizeof(h));
-		r = elf_read(s, 0, &h, sizeof(h), "ELF header");
-		if (r < 0)
-			return r;
-		info->machine = le16toh(h.e_machine);
-		phoff = le32toh(h.e_phoff);
-		phnum = le16toh(h.e_phnum);
-		phentsize = le16toh(h.e_phentsize);
+		info->machine = le16toh(h.e32.e_machine);
+		phoff = le32toh(h.e32.e_phoff);
+		phnum = le16toh(h.e32.e_phnum);
+		phentsize = le16toh(h.e32.e_phentsize);
 		want = sizeof(Elf32_Phdr);
 	}
 	info->is_elf = true;

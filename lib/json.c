@@ -217,3 +217,32 @@ int sbx_jr_key(struct sbx_jr *j, const char *const *keys, size_t n, uint32_t *se
 	}
 	return sbx_jr_fail(j, "unknown key");
 }
+
+int sbx_jr_object(struct sbx_jr *j, const char *const *keys, size_t n, const char *what,
+		  int (*field)(struct sbx_jr *j, int k, void *ctx), void *ctx)
+{
+	char msg[96];
+	uint32_t seen = 0;
+	int k, rc;
+
+	if (sbx_jr_expect(j, '{'))
+		return -EINVAL;
+	do {
+		k = sbx_jr_key(j, keys, n, &seen);
+		if (k < 0)
+			return k;
+		rc = field(j, k, ctx);
+		if (rc)
+			return rc < 0 ? rc : -EINVAL;
+	} while (sbx_jr_peek(j, ','));
+	if (sbx_jr_expect(j, '}'))
+		return -EINVAL;
+	for (k = 0; k < (int)n; k++) {
+		if (seen & (1u << k))
+			continue;
+		snprintf(msg, sizeof(msg), "%s%smissing key \"%s\"", what ? what : "",
+			 what ? ": " : "", keys[k]);
+		return sbx_jr_fail(j, msg);
+	}
+	return 0;
+}

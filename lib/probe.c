@@ -653,6 +653,34 @@ static bool *probe_row_flag(struct sbx_probe *p, size_t i)
 	return flags[i];
 }
 
+struct feature_ctx {
+	struct sbx_probe *p;
+	const char *name;	/* the row's expected name */
+	size_t i;
+	bool ok;
+};
+
+static int feature_field(struct sbx_jr *j, int k, void *ctx)
+{
+	struct feature_ctx *c = ctx;
+	char name[32], detail[sizeof(((struct probe_row *)0)->detail)];
+	int rc;
+
+	if (k == 0) {
+		rc = sbx_jr_string(j, name, sizeof(name));
+		if (!rc && strcmp(name, c->name) != 0)
+			rc = sbx_jr_fail(j, "features out of order or unknown feature");
+		return rc;
+	}
+	if (k == 1)
+		return sbx_jr_bool(j, &c->ok);
+	if (c->i == 0)
+		return sbx_jr_string(j, c->p->landlock_why, sizeof(c->p->landlock_why));
+	if (c->i == 3)
+		return sbx_jr_string(j, c->p->userns_why, sizeof(c->p->userns_why));
+	return sbx_jr_string(j, detail, sizeof(detail));
+}
+
 /* "features": exactly ROW_COUNT objects named as probe_rows names them. The
  * details the writer derives are read (bounded) and dropped; only
  * landlock's (its why when unavailable) and userns' (userns_why) are kept. */
@@ -661,52 +689,53 @@ static int jr_features(struct sbx_jr *j, struct sbx_probe *p, bool *landlock_ok)
 	static const char *const keys[] = { "name", "available", "detail" };
 	struct probe_row names[ROW_COUNT];
 	struct sbx_probe blank;
-	size_t i;
 
 	memset(&blank, 0, sizeof(blank));
 	probe_rows(&blank, names);	/* for the names only */
 	if (sbx_jr_expect(j, '['))
 		return -EINVAL;
-	for (i = 0; i < ROW_COUNT; i++) {
-		char name[32], detail[sizeof(names[0].detail)];
-		bool ok = false;
-		uint32_t seen = 0;
-		int k, rc;
+	for (size_t i = 0; i < ROW_COUNT; i++) {
+		struct feature_ctx c = { p, names[i].name, i, false };
+		int rc;
 
 		if (i && sbx_jr_expect(j, ','))
 			return -EINVAL;
-		if (sbx_jr_expect(j, '{'))
-			return -EINVAL;
-		do {
-			k = sbx_jr_key(j, keys, ARRAY_SIZE(keys), &seen);
-			if (k < 0)
-				return k;
-			if (k == 0) {
-				rc = sbx_jr_string(j, name, sizeof(name));
-				if (!rc && strcmp(name, names[i].name) != 0)
-					rc = sbx_jr_fail(j, "features out of order or unknown feature");
-			} else if (k == 1) {
-				rc = sbx_jr_bool(j, &ok);
-			} else if (i == 0) {
-				rc = sbx_jr_string(j, p->landlock_why, sizeof(p->landlock_why));
-			} else if (i == 3) {
-				rc = sbx_jr_string(j, p->userns_why, sizeof(p->userns_why));
-			} else {
-				rc = sbx_jr_string(j, detail, sizeof(detail));
-			}
-			if (rc)
-				return rc;
-		} while (sbx_jr_peek(j, ','));
-		if (seen != (1u << ARRAY_SIZE(keys)) - 1)
-			return sbx_jr_fail(j, "feature: missing key");
-		if (sbx_jr_expect(j, '}'))
-			return -EINVAL;
+		rc = sbx_jr_object(j, keys, ARRAY_SIZE(keys), "feature", feature_field, &c);
+		if (rc)
+			return rc;
 		if (i == 0)
-			*landlock_ok = ok;
+			*landlock_ok = c.ok;
 		else
-			*probe_row_flag(p, i) = ok;
+			*probe_row_flag(p, i) = c.ok;
 	}
 	return sbx_jr_expect(j, ']');
+}
+
+struct probe_ctx {
+	struct sbx_probe *p;
+	bool landlock_ok;
+};
+
+static int probe_field(struct sbx_jr *j, int k, void *ctx)
+{
+	struct probe_ctx *c = ctx;
+	uint64_t n = 0;
+	int rc;
+
+	switch (k) {
+	case 0:
+		return sbx_jr_string(j, c->p->kernel, sizeof(c->p->kernel));
+	case 1:
+		rc = sbx_jr_uint(j, 1000, &n);
+		c->p->landlock_abi = (int)n;
+		return rc;
+	case 2:
+		rc = sbx_jr_uint(j, INT_MAX, &n);
+		c->p->landlock_errata = (int)n;
+		return rc;
+	default:
+		return jr_features(j, c->p, &c->landlock_ok);
+	}
 }
 
 int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
@@ -717,10 +746,8 @@ int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
 	};
 	struct sbx_jr j;
 	struct sbx_probe p;
-	bool landlock_ok = false;
-	uint32_t seen = 0;
-	uint64_t n = 0;
-	int k, rc;
+	struct probe_ctx c = { &p, false };
+	int rc;
 
 	if (!buf || !out)
 		return sbx_error_set(err, EINVAL, "probe JSON: no input");
@@ -729,38 +756,9 @@ int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
 				     PROBE_JSON_MAX);
 	j = (struct sbx_jr){ buf, buf, buf + len, "probe JSON", err };
 	memset(&p, 0, sizeof(p));
-	if (sbx_jr_expect(&j, '{'))
-		return -EINVAL;
-	do {
-		k = sbx_jr_key(&j, keys, ARRAY_SIZE(keys), &seen);
-		if (k < 0)
-			return k;
-		switch (k) {
-		case 0:
-			rc = sbx_jr_string(&j, p.kernel, sizeof(p.kernel));
-			break;
-		case 1:
-			rc = sbx_jr_uint(&j, 1000, &n);
-			p.landlock_abi = (int)n;
-			break;
-		case 2:
-			rc = sbx_jr_uint(&j, INT_MAX, &n);
-			p.landlock_errata = (int)n;
-			break;
-		default:
-			rc = jr_features(&j, &p, &landlock_ok);
-			break;
-		}
-		if (rc)
-			return rc;
-	} while (sbx_jr_peek(&j, ','));
-	if (sbx_jr_expect(&j, '}'))
-		return -EINVAL;
-	for (k = 0; k < (int)ARRAY_SIZE(keys); k++) {
-		if (!(seen & (1u << k)))
-			return sbx_error_set(err, EINVAL, "probe JSON: missing key \"%s\"",
-					     keys[k]);
-	}
+	rc = sbx_jr_object(&j, keys, ARRAY_SIZE(keys), NULL, probe_field, &c);
+	if (rc)
+		return rc;
 	sbx_jr_ws(&j);
 	if (j.p != j.end)
 		return sbx_jr_fail(&j, "trailing bytes after the object");
@@ -771,9 +769,9 @@ int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
 	    !printable_ascii(p.userns_why))
 		return sbx_error_set(err, EINVAL, "probe JSON: a string holds a byte "
 				     "outside printable ASCII");
-	if (landlock_ok != (p.landlock_abi > 0))
+	if (c.landlock_ok != (p.landlock_abi > 0))
 		return sbx_jr_fail(&j, "landlock available disagrees with landlock_abi");
-	if (landlock_ok)	/* the row's detail was "ABI n, errata x", not a why */
+	if (c.landlock_ok)	/* the row's detail was "ABI n, errata x", not a why */
 		memset(p.landlock_why, 0, sizeof(p.landlock_why));
 	*out = p;
 	return 0;

@@ -33,21 +33,28 @@ static void limit_set(struct sbx_limits *l, enum sbx_limit which, uint64_t v)
 	l->set_mask |= 1u << which;
 }
 
+/* What the default and the open profile share: the workspace and every
+ * command allowed, the host readable, bash. */
+static void init_base(struct sbx_profile *p, const char *name)
+{
+	memset(p, 0, sizeof(*p));
+	sbx_strlcpy(p->name, sizeof(p->name), name);
+	p->workspace_read = SBX_ACCESS_ALLOW;
+	p->workspace_write = SBX_ACCESS_ALLOW;
+	p->host_read = SBX_ACCESS_ALLOW;
+	p->command = SBX_ACCESS_ALLOW;
+	sbx_strlcpy(p->shell, sizeof(p->shell), "/bin/bash");
+}
+
 void sbx_profile_init_default(struct sbx_profile *p)
 {
 	size_t i;
 
-	memset(p, 0, sizeof(*p));
-	sbx_strlcpy(p->name, sizeof(p->name), "default");
-	p->workspace_read = SBX_ACCESS_ALLOW;
-	p->workspace_write = SBX_ACCESS_ALLOW;
-	p->host_read = SBX_ACCESS_ALLOW;
+	init_base(p, "default");
 	p->host_write = SBX_ACCESS_DENY;
 	p->network = SBX_ACCESS_DENY;
-	p->command = SBX_ACCESS_ALLOW;
 	p->home = SBX_HOME_EPHEMERAL;
 	p->isolation = SBX_ISOLATION_SANDBOXED;
-	sbx_strlcpy(p->shell, sizeof(p->shell), "/bin/bash");
 	for (i = 0; i < ARRAY_SIZE(default_deny_read); i++)
 		sbx_strlcpy(p->deny_read[i], sizeof(p->deny_read[i]),
 			    default_deny_read[i]);
@@ -69,19 +76,13 @@ void sbx_profile_init_default(struct sbx_profile *p)
  * unconfined ceiling leaves a requested isolation as it is. */
 void sbx_profile_init_open(struct sbx_profile *p)
 {
-	memset(p, 0, sizeof(*p));
-	sbx_strlcpy(p->name, sizeof(p->name), "open");
-	p->workspace_read = SBX_ACCESS_ALLOW;
-	p->workspace_write = SBX_ACCESS_ALLOW;
-	p->host_read = SBX_ACCESS_ALLOW;
+	init_base(p, "open");
 	p->host_write = SBX_ACCESS_ALLOW;
 	p->network = SBX_ACCESS_ALLOW;
-	p->command = SBX_ACCESS_ALLOW;
 	p->home = SBX_HOME_REAL;
 	p->isolation = SBX_ISOLATION_UNCONFINED;
 	p->ack_unconfined = true;
 	p->unix_allow_any = true;
-	sbx_strlcpy(p->shell, sizeof(p->shell), "/bin/bash");
 	p->min_level = SBX_LEVEL_NONE;
 	p->require = 0;
 }
@@ -140,41 +141,27 @@ const char *sbx_limit_name(enum sbx_limit l)
 	return (unsigned)l < SBX_LIMIT_COUNT ? limit_names[l] : "invalid";
 }
 
-int sbx_access_parse(const char *s, enum sbx_access *out)
-{
-	int v, r = parse_name(s, access_names, ARRAY_SIZE(access_names), &v);
+/* name -> value for the enums whose names are a table of all values.
+ * (type names a type: it cannot be parenthesised.) */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
+#define DEFINE_NAME_PARSE(fn, type, table)                                      \
+	int fn(const char *s, type *out)                                        \
+	{                                                                       \
+		int v, r = parse_name(s, table, ARRAY_SIZE(table), &v);          \
+                                                                                \
+		if (r == 0)                                                     \
+			*out = (type)v;                                         \
+		return r;                                                       \
+	}
+/* NOLINTEND(bugprone-macro-parentheses) */
 
-	if (r == 0)
-		*out = (enum sbx_access)v;
-	return r;
-}
+DEFINE_NAME_PARSE(sbx_access_parse, enum sbx_access, access_names)
 
-int sbx_home_parse(const char *s, enum sbx_home *out)
-{
-	int v, r = parse_name(s, home_names, ARRAY_SIZE(home_names), &v);
+DEFINE_NAME_PARSE(sbx_home_parse, enum sbx_home, home_names)
 
-	if (r == 0)
-		*out = (enum sbx_home)v;
-	return r;
-}
+DEFINE_NAME_PARSE(sbx_isolation_parse, enum sbx_isolation, isolation_names)
 
-int sbx_isolation_parse(const char *s, enum sbx_isolation *out)
-{
-	int v, r = parse_name(s, isolation_names, ARRAY_SIZE(isolation_names), &v);
-
-	if (r == 0)
-		*out = (enum sbx_isolation)v;
-	return r;
-}
-
-int sbx_level_parse(const char *s, enum sbx_level *out)
-{
-	int v, r = parse_name(s, level_names, ARRAY_SIZE(level_names), &v);
-
-	if (r == 0)
-		*out = (enum sbx_level)v;
-	return r;
-}
+DEFINE_NAME_PARSE(sbx_level_parse, enum sbx_level, level_names)
 
 int sbx_guarantee_parse(const char *s, enum sbx_guarantee *out)
 {
@@ -185,14 +172,7 @@ int sbx_guarantee_parse(const char *s, enum sbx_guarantee *out)
 	return r;
 }
 
-int sbx_limit_parse(const char *s, enum sbx_limit *out)
-{
-	int v, r = parse_name(s, limit_names, SBX_LIMIT_COUNT, &v);
-
-	if (r == 0)
-		*out = (enum sbx_limit)v;
-	return r;
-}
+DEFINE_NAME_PARSE(sbx_limit_parse, enum sbx_limit, limit_names)
 
 bool sbx_limit_is_bytes(enum sbx_limit l)
 {

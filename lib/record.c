@@ -234,6 +234,23 @@ static int sessions_open_locked(const char *runtime_dir, char *sessions, size_t 
 	return 0;
 }
 
+/* The record as its file's text, in a buffer of the caller's to free. */
+static int record_text(const struct sbx_record *rec, char **buf, size_t *len,
+		       struct sbx_error *err)
+{
+	int r;
+
+	*buf = malloc(SBX_RECORD_MAX_BYTES);
+	if (!*buf)
+		return sbx_error_set(err, ENOMEM, "record %s: out of memory", rec->session);
+	r = record_format(rec, *buf, SBX_RECORD_MAX_BYTES, len, err);
+	if (r) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return r;
+}
+
 int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 		     unsigned max_live, struct sbx_error *err)
 {
@@ -246,12 +263,9 @@ int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 	if (!sbx_session_id_is_valid(rec->session))
 		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
 				     rec->session);
-	buf = malloc(SBX_RECORD_MAX_BYTES);
-	if (!buf)
-		return sbx_error_set(err, ENOMEM, "record %s: out of memory", rec->session);
-	r = record_format(rec, buf, SBX_RECORD_MAX_BYTES, &len, err);
+	r = record_text(rec, &buf, &len, err);
 	if (r)
-		goto out;
+		return r;
 	/*
 	 * Every record is written under the lock (released when lock_fd
 	 * closes): the limit is checked in the same hold, so two logins
@@ -313,12 +327,9 @@ int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 out:
 	if (made_tmp)
 		unlinkat(dir_fd, tmp, 0);
-	if (fd >= 0)
-		close(fd);
-	if (lock_fd >= 0)
-		close(lock_fd);
-	if (dir_fd >= 0)
-		close(dir_fd);
+	sbx_close_if(fd);
+	sbx_close_if(lock_fd);
+	sbx_close_if(dir_fd);
 	free(buf);
 	return r;
 }
@@ -346,14 +357,32 @@ static int parse_num(const char *v, uint64_t max, uint64_t *out, const char *key
 	return 0;
 }
 
+/* The record's keys, in the order the writer puts them. */
+enum record_key {
+	K_VERSION, K_SESSION, K_USER, K_UID, K_MNTNS, K_NETNS, K_PROFILE,
+	K_HASH, K_CLIENT, K_SERVICE, K_STARTED, K_HOME, K_HOME_SOURCE,
+	K_HOME_KIND, K_OPENER_PID, K_OPENER_START, K_PRIVATE_TMP, K_COUNT
+};
+
+/* The string field of key k (a string key), and its size. */
+static char *record_string(struct sbx_record *rec, unsigned k, size_t *size)
+{
+	switch (k) {
+	case K_USER: *size = sizeof(rec->user); return rec->user;
+	case K_PROFILE: *size = sizeof(rec->profile); return rec->profile;
+	case K_HASH: *size = sizeof(rec->hash); return rec->hash;
+	case K_CLIENT: *size = sizeof(rec->client); return rec->client;
+	case K_SERVICE: *size = sizeof(rec->service); return rec->service;
+	case K_HOME: *size = sizeof(rec->home); return rec->home;
+	default: *size = sizeof(rec->home_source); return rec->home_source;
+	}
+}
+
 /* Long on purpose: a strict line-by-line reader, one short case per field,
  * every field once and in order. */
 int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
 		     struct sbx_error *err)
 {
-	enum { K_VERSION, K_SESSION, K_USER, K_UID, K_MNTNS, K_NETNS, K_PROFILE,
-	       K_HASH, K_CLIENT, K_SERVICE, K_STARTED, K_HOME, K_HOME_SOURCE,
-	       K_HOME_KIND, K_OPENER_PID, K_OPENER_START, K_PRIVATE_TMP, K_COUNT };
 	static const char *const keys[K_COUNT] = {
 		"version", "session", "user", "uid", "mntns", "netns", "profile",
 		"hash", "client", "service", "started", "home", "home_source",
@@ -415,44 +444,27 @@ int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
 			memcpy(rec.session, eq, SBX_SESSION_ID_HEX + 1);
 			name = rec.session;
 			break;
-		case K_USER:
-			r = parse_str(rec.user, sizeof(rec.user), eq, line, name, err);
-			break;
 		case K_UID:
 			r = parse_num(eq, (uid_t)-2, &v, line, name, err);
 			rec.uid = (uid_t)v;
 			break;
 		case K_MNTNS:
-			r = parse_num(eq, UINT64_MAX, &v, line, name, err);
-			rec.mntns = (unsigned long)v;
-			break;
 		case K_NETNS:
 			r = parse_num(eq, UINT64_MAX, &v, line, name, err);
-			rec.netns = (unsigned long)v;
-			break;
-		case K_PROFILE:
-			r = parse_str(rec.profile, sizeof(rec.profile), eq, line, name, err);
-			break;
-		case K_HASH:
-			r = parse_str(rec.hash, sizeof(rec.hash), eq, line, name, err);
-			break;
-		case K_CLIENT:
-			r = parse_str(rec.client, sizeof(rec.client), eq, line, name, err);
-			break;
-		case K_SERVICE:
-			r = parse_str(rec.service, sizeof(rec.service), eq, line, name, err);
+			*(k == K_MNTNS ? &rec.mntns : &rec.netns) = (unsigned long)v;
 			break;
 		case K_STARTED:
 			r = parse_num(eq, INT64_MAX, &v, line, name, err);
 			rec.started = (int64_t)v;
 			break;
-		case K_HOME:
-			r = parse_str(rec.home, sizeof(rec.home), eq, line, name, err);
+		case K_USER: case K_PROFILE: case K_HASH: case K_CLIENT: case K_SERVICE:
+		case K_HOME: case K_HOME_SOURCE: {
+			size_t size;
+			char *dst = record_string(&rec, k, &size);
+
+			r = parse_str(dst, size, eq, line, name, err);
 			break;
-		case K_HOME_SOURCE:
-			r = parse_str(rec.home_source, sizeof(rec.home_source), eq, line,
-				      name, err);
-			break;
+		}
 		case K_HOME_KIND:
 			for (k = 0; k < ARRAY_SIZE(home_kind_names); k++) {
 				if (!strcmp(eq, home_kind_names[k]))
@@ -518,12 +530,9 @@ int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
 
 	if (sbx_record_view_path(runtime_dir, view, sizeof(view)) != 0)
 		return sbx_error_set(err, ENAMETOOLONG, "record: runtime dir path too long");
-	buf = malloc(SBX_RECORD_MAX_BYTES);
-	if (!buf)
-		return sbx_error_set(err, ENOMEM, "record %s: out of memory", rec->session);
-	r = record_format(rec, buf, SBX_RECORD_MAX_BYTES, &len, err);
+	r = record_text(rec, &buf, &len, err);
 	if (r)
-		goto out;
+		return r;
 	r = sbx_dir_open_walk(runtime_dir, true, 0755, &rt_fd, err);
 	if (r == 0)
 		r = sbx_dir_open_walk(view, true, 0755, &view_fd, err);
@@ -563,16 +572,11 @@ int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
 	}
 	r = 0;
 out:
-	if (fd >= 0)
-		close(fd);
-	if (mfd >= 0)
-		close(mfd);
-	if (fsfd >= 0)
-		close(fsfd);
-	if (view_fd >= 0)
-		close(view_fd);
-	if (rt_fd >= 0)
-		close(rt_fd);
+	sbx_close_if(fd);
+	sbx_close_if(mfd);
+	sbx_close_if(fsfd);
+	sbx_close_if(view_fd);
+	sbx_close_if(rt_fd);
 	free(buf);
 	return r;
 }
@@ -659,10 +663,8 @@ int sbx_record_read_verified(const char *runtime_dir, const char *session_id,
 	}
 	*out = rec;
 out:
-	if (fd >= 0)
-		close(fd);
-	if (dir_fd >= 0)
-		close(dir_fd);
+	sbx_close_if(fd);
+	sbx_close_if(dir_fd);
 	free(buf);
 	return r;
 }

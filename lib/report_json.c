@@ -129,27 +129,44 @@ static int jr_guarantees(struct sbx_jr *j, uint32_t *out)
 	return 0;
 }
 
-/* Object keys: each known key exactly once, in any order, nothing else. */
+static int profile_field(struct sbx_jr *j, int k, void *ctx)
+{
+	struct sbx_report *r = ctx;
+
+	return k == 0 ? sbx_jr_string(j, r->profile_name, sizeof(r->profile_name)) :
+			sbx_jr_string(j, r->profile_hash, sizeof(r->profile_hash));
+}
+
 static int jr_profile(struct sbx_jr *j, struct sbx_report *r)
 {
 	static const char *const keys[] = { "name", "hash" };
-	uint32_t seen = 0;
-	int k;
 
-	if (sbx_jr_expect(j, '{'))
+	return sbx_jr_object(j, keys, ARRAY_SIZE(keys), "profile", profile_field, r);
+}
+
+static int policy_field(struct sbx_jr *j, int k, void *ctx)
+{
+	struct sbx_report *r = ctx;
+	enum sbx_access *access[] = { &r->host_read, &r->host_write, &r->network, &r->command };
+	uint64_t n;
+	int v = 0;
+
+	if (k == 5) {
+		if (sbx_jr_uint(j, SBX_MAX_DENY, &n))
+			return -EINVAL;
+		r->n_deny_read = (size_t)n;
+		return 0;
+	}
+	if (k == 4) {
+		if (jr_enum(j, home_name_i, 3, &v))
+			return -EINVAL;
+		r->home = (enum sbx_home)v;
+		return 0;
+	}
+	if (jr_enum(j, access_name_i, 3, &v))
 		return -EINVAL;
-	do {
-		k = sbx_jr_key(j, keys, ARRAY_SIZE(keys), &seen);
-		if (k < 0)
-			return k;
-		if (k == 0 && sbx_jr_string(j, r->profile_name, sizeof(r->profile_name)))
-			return -EINVAL;
-		if (k == 1 && sbx_jr_string(j, r->profile_hash, sizeof(r->profile_hash)))
-			return -EINVAL;
-	} while (sbx_jr_peek(j, ','));
-	if (seen != (1u << ARRAY_SIZE(keys)) - 1)
-		return sbx_jr_fail(j, "profile: missing key");
-	return sbx_jr_expect(j, '}');
+	*access[k] = (enum sbx_access)v;
+	return 0;
 }
 
 static int jr_policy(struct sbx_jr *j, struct sbx_report *r)
@@ -157,42 +174,33 @@ static int jr_policy(struct sbx_jr *j, struct sbx_report *r)
 	static const char *const keys[] = {
 		"host_read", "host_write", "network", "command", "home", "n_deny_read",
 	};
-	uint32_t seen = 0;
-	uint64_t n;
-	int k, v = 0;
 
-	if (sbx_jr_expect(j, '{'))
-		return -EINVAL;
-	do {
-		k = sbx_jr_key(j, keys, ARRAY_SIZE(keys), &seen);
-		if (k < 0)
-			return k;
-		if (k == 5) {
-			if (sbx_jr_uint(j, SBX_MAX_DENY, &n))
-				return -EINVAL;
-			r->n_deny_read = (size_t)n;
-			continue;
-		}
-		if (k == 4) {
-			if (jr_enum(j, home_name_i, 3, &v))
-				return -EINVAL;
-			r->home = (enum sbx_home)v;
-			continue;
-		}
-		if (jr_enum(j, access_name_i, 3, &v))
+	return sbx_jr_object(j, keys, ARRAY_SIZE(keys), "policy", policy_field, r);
+}
+
+struct entry_ctx {
+	struct sbx_report_entry *e;
+	unsigned f;
+};
+
+static int entry_field(struct sbx_jr *j, int k, void *ctx)
+{
+	struct entry_ctx *c = ctx;
+	struct sbx_report_entry *e = c->e;
+	char name[40];
+
+	switch (k) {
+	case 0:
+		if (sbx_jr_string(j, name, sizeof(name)))
 			return -EINVAL;
-		if (k == 0)
-			r->host_read = (enum sbx_access)v;
-		else if (k == 1)
-			r->host_write = (enum sbx_access)v;
-		else if (k == 2)
-			r->network = (enum sbx_access)v;
-		else
-			r->command = (enum sbx_access)v;
-	} while (sbx_jr_peek(j, ','));
-	if (seen != (1u << ARRAY_SIZE(keys)) - 1)
-		return sbx_jr_fail(j, "policy: missing key");
-	return sbx_jr_expect(j, '}');
+		if (strcmp(name, sbx_feature_name((enum sbx_feature)c->f)))
+			return sbx_jr_fail(j, "entries out of order or unknown feature");
+		return 0;
+	case 1: return sbx_jr_bool(j, &e->requested);
+	case 2: return sbx_jr_bool(j, &e->achieved);
+	case 3: return sbx_jr_bool(j, &e->verified);
+	default: return sbx_jr_string(j, e->detail, sizeof(e->detail));
+	}
 }
 
 /* entries: exactly SBX_F_COUNT objects, in enum order. */
@@ -201,45 +209,61 @@ static int jr_entries(struct sbx_jr *j, struct sbx_report *r)
 	static const char *const keys[] = {
 		"feature", "requested", "achieved", "verified", "detail",
 	};
-	unsigned f;
 
 	if (sbx_jr_expect(j, '['))
 		return -EINVAL;
-	for (f = 0; f < SBX_F_COUNT; f++) {
-		struct sbx_report_entry *e = &r->entry[f];
-		char name[40];
-		uint32_t seen = 0;
-		int k;
+	for (unsigned f = 0; f < SBX_F_COUNT; f++) {
+		struct entry_ctx c = { &r->entry[f], f };
+		int rc;
 
 		if (f && sbx_jr_expect(j, ','))
 			return -EINVAL;
-		if (sbx_jr_expect(j, '{'))
-			return -EINVAL;
-		do {
-			k = sbx_jr_key(j, keys, ARRAY_SIZE(keys), &seen);
-			if (k < 0)
-				return k;
-			if (k == 0) {
-				if (sbx_jr_string(j, name, sizeof(name)))
-					return -EINVAL;
-				if (strcmp(name, sbx_feature_name((enum sbx_feature)f)))
-					return sbx_jr_fail(j, "entries out of order or unknown feature");
-			} else if (k == 4) {
-				if (sbx_jr_string(j, e->detail, sizeof(e->detail)))
-					return -EINVAL;
-			} else if (sbx_jr_bool(j, k == 1 ? &e->requested :
-					    k == 2 ? &e->achieved : &e->verified)) {
-				return -EINVAL;
-			}
-		} while (sbx_jr_peek(j, ','));
-		if (seen != (1u << ARRAY_SIZE(keys)) - 1)
-			return sbx_jr_fail(j, "entry: missing key");
-		if (e->verified && !e->achieved)
+		rc = sbx_jr_object(j, keys, ARRAY_SIZE(keys), "entry", entry_field, &c);
+		if (rc)
+			return rc;
+		if (c.e->verified && !c.e->achieved)
 			return sbx_jr_fail(j, "entry verified but not achieved");
-		if (sbx_jr_expect(j, '}'))
-			return -EINVAL;
 	}
 	return sbx_jr_expect(j, ']');
+}
+
+static int report_field(struct sbx_jr *j, int k, void *ctx)
+{
+	struct sbx_report *r = ctx;
+	uint64_t n = 0;
+	int v = 0, rc;
+
+	switch (k) {
+	case 0: return sbx_jr_string(j, r->session_id, sizeof(r->session_id));
+	case 1: return sbx_jr_string(j, r->user, sizeof(r->user));
+	case 2:
+		/* (uid_t)-1 is "no uid" to the kernel: never a session's. */
+		rc = sbx_jr_uint(j, UINT32_MAX - 1, &n);
+		r->uid = (uid_t)n;
+		return rc;
+	case 3: return sbx_jr_string(j, r->client, sizeof(r->client));
+	case 4: return sbx_jr_string(j, r->service, sizeof(r->service));
+	case 5: return jr_profile(j, r);
+	case 6:
+		rc = jr_enum(j, isolation_name_i, 2, &v);
+		r->isolation = (enum sbx_isolation)v;
+		return rc;
+	case 7: return jr_policy(j, r);
+	case 8:
+		rc = sbx_jr_uint(j, 1000, &n);
+		r->landlock_abi = (int)n;
+		return rc;
+	case 9: return jr_entries(j, r);
+	case 10: return jr_guarantees(j, &r->guarantees);
+	case 11: return jr_guarantees(j, &r->required);
+	case 12:
+	case 13:
+		rc = jr_enum(j, level_name_i, 3, &v);
+		*(k == 12 ? &r->level : &r->min_level) = (enum sbx_level)v;
+		return rc;
+	case 14: return sbx_jr_bool(j, &r->floor_met);
+	default: return sbx_jr_string(j, r->refusal, sizeof(r->refusal));
+	}
 }
 
 int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
@@ -252,9 +276,7 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 	};
 	struct sbx_report *r;
 	struct sbx_jr j;
-	uint32_t seen = 0;
-	uint64_t n = 0;
-	int k, v = 0, rc = -EINVAL;
+	int rc;
 
 	if (!buf || !out)
 		return sbx_error_set(err, EINVAL, "report JSON: no input");
@@ -265,70 +287,14 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return sbx_error_set(err, ENOMEM, "report JSON: out of memory");
-	if (sbx_jr_expect(&j, '{'))
-		goto out;
-	do {
-		k = sbx_jr_key(&j, keys, ARRAY_SIZE(keys), &seen);
-		if (k < 0) {
-			rc = k;
-			goto out;
-		}
-		switch (k) {
-		case 0: rc = sbx_jr_string(&j, r->session_id, sizeof(r->session_id)); break;
-		case 1: rc = sbx_jr_string(&j, r->user, sizeof(r->user)); break;
-		case 2:
-			/* (uid_t)-1 is "no uid" to the kernel: never a session's. */
-			rc = sbx_jr_uint(&j, UINT32_MAX - 1, &n);
-			r->uid = (uid_t)n;
-			break;
-		case 3: rc = sbx_jr_string(&j, r->client, sizeof(r->client)); break;
-		case 4: rc = sbx_jr_string(&j, r->service, sizeof(r->service)); break;
-		case 5: rc = jr_profile(&j, r); break;
-		case 6:
-			rc = jr_enum(&j, isolation_name_i, 2, &v);
-			r->isolation = (enum sbx_isolation)v;
-			break;
-		case 7: rc = jr_policy(&j, r); break;
-		case 8:
-			rc = sbx_jr_uint(&j, 1000, &n);
-			r->landlock_abi = (int)n;
-			break;
-		case 9: rc = jr_entries(&j, r); break;
-		case 10: rc = jr_guarantees(&j, &r->guarantees); break;
-		case 11: rc = jr_guarantees(&j, &r->required); break;
-		case 12:
-			rc = jr_enum(&j, level_name_i, 3, &v);
-			r->level = (enum sbx_level)v;
-			break;
-		case 13:
-			rc = jr_enum(&j, level_name_i, 3, &v);
-			r->min_level = (enum sbx_level)v;
-			break;
-		case 14: rc = sbx_jr_bool(&j, &r->floor_met); break;
-		case 15: rc = sbx_jr_string(&j, r->refusal, sizeof(r->refusal)); break;
-		}
-		if (rc)
-			goto out;
-	} while (sbx_jr_peek(&j, ','));
-	rc = -EINVAL;
-	if (sbx_jr_expect(&j, '}'))
-		goto out;
-	if (seen != (1u << ARRAY_SIZE(keys)) - 1) {
-		for (k = 0; k < (int)ARRAY_SIZE(keys); k++)
-			if (!(seen & (1u << k)))
-				break;
-		/* cppcheck-suppress arrayIndexOutOfBounds ; a bit of 0..15 is unset: k < 16 */
-		rc = sbx_error_set(err, EINVAL, "report JSON: missing key \"%s\"", keys[k]);
-		goto out;
+	rc = sbx_jr_object(&j, keys, ARRAY_SIZE(keys), NULL, report_field, r);
+	if (rc == 0) {
+		sbx_jr_ws(&j);
+		if (j.p != j.end)
+			rc = sbx_jr_fail(&j, "trailing bytes after the object");
 	}
-	sbx_jr_ws(&j);
-	if (j.p != j.end) {
-		rc = sbx_jr_fail(&j, "trailing bytes after the object");
-		goto out;
-	}
-	*out = *r;
-	rc = 0;
-out:
+	if (rc == 0)
+		*out = *r;
 	free(r);
 	return rc;
 }

@@ -178,6 +178,40 @@ static int connect_or_errno(int fd, const void *addr, socklen_t len)
 	return connect(fd, addr, len) == 0 ? 0 : -errno;
 }
 
+/* path resolved as the caller (pid) would, from its cwd when relative,
+ * without magic links (they would be resolved in the supervisor's context):
+ * an O_PATH fd pinning the inode (flags added), and its real path. -errno
+ * (-EACCES for a magic link or an unreadable caller). */
+static int pin_as_caller(pid_t pid, const char *path, int flags, char *real, size_t size)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC | (unsigned)flags,
+				.resolve = RESOLVE_NO_MAGICLINKS };
+	char link[64];
+	int dirfd = AT_FDCWD, pin, r;
+	ssize_t got;
+
+	if (path[0] != '/') {
+		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+		dirfd = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dirfd < 0)
+			return -EACCES;
+	}
+	pin = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	r = pin < 0 ? (errno == ELOOP ? -EACCES : -errno) : 0;
+	if (dirfd != AT_FDCWD)
+		close(dirfd);
+	if (pin < 0)
+		return r;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", pin);
+	got = readlink(link, real, size - 1);
+	if (got <= 0) {
+		close(pin);
+		return -EACCES;
+	}
+	real[got] = '\0';
+	return pin;
+}
+
 /* A pathname: resolve it as the caller would, pin the inode, decide, and
  * connect to the pinned inode. */
 static int connect_pathname(const struct job *j, pid_t pid, int sfd,
@@ -187,39 +221,19 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 	char path[sizeof(sun->sun_path) + 1], link[64], real[SBX_PATH_MAX];
 	struct sockaddr_un via = { .sun_family = AF_UNIX };
 	struct stat st;
-	int dirfd = AT_FDCWD, pin = -1, r;
-	ssize_t got;
+	int pin = -1, r;
 
 	memcpy(path, sun->sun_path, n);
 	path[n] = '\0';		/* the kernel stops at the first NUL too */
 	if (!path[0])
 		return -EINVAL;
-	if (path[0] != '/') {
-		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
-		dirfd = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dirfd < 0)
-			return -EACCES;
-	}
-	/* Magic links (/proc/self/cwd, /proc/<pid>/root...) would be
-	 * resolved in the supervisor's context, not the caller's: none. */
-	{
-		struct open_how how = { .flags = O_PATH | O_CLOEXEC,
-					.resolve = RESOLVE_NO_MAGICLINKS };
-
-		pin = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-		r = pin < 0 ? (errno == ELOOP ? -EACCES : -errno) : 0;
-	}
-	if (dirfd != AT_FDCWD)
-		close(dirfd);
+	pin = pin_as_caller(pid, path, 0, real, sizeof(real));
 	if (pin < 0)
-		return r;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", pin);
-	got = readlink(link, real, sizeof(real) - 1);
-	if (got <= 0 || fstat(pin, &st) != 0) {
+		return pin;
+	if (fstat(pin, &st) != 0) {
 		r = -EACCES;
 		goto out;
 	}
-	real[got] = '\0';
 	if (!sbx_unix_path_allowed(j->pol, real, st.st_uid)) {
 		r = -EACCES;
 		goto out;
@@ -228,6 +242,8 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 		r = -ECONNREFUSED;	/* what connect() says of a non-socket */
 		goto out;
 	}
+	/* Connect through the pinned inode, not the name. */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", pin);
 	snprintf(via.sun_path, sizeof(via.sun_path), "%s", link);
 	r = connect_or_errno(sfd, &via,
 			     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(link) + 1));
@@ -269,16 +285,13 @@ static int bind_pathname(const struct job *j, pid_t pid, int sfd,
 			 const struct sockaddr_un *sun, socklen_t len)
 {
 	size_t n = len - offsetof(struct sockaddr_un, sun_path);
-	char path[sizeof(sun->sun_path) + 1], link[64], real[SBX_PATH_MAX], *slash;
+	char path[sizeof(sun->sun_path) + 1], real[SBX_PATH_MAX], *slash;
 	char target[SBX_PATH_MAX + sizeof(path) + 2];
 	const char *dir, *base;
 	struct sockaddr_un leaf = { .sun_family = AF_UNIX };
-	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-				.resolve = RESOLVE_NO_MAGICLINKS };
-	int dirfd = AT_FDCWD, pin = -1, r, status;
+	int pin = -1, r, status;
 	mode_t mask = caller_umask(pid);
 	size_t leaf_len;
-	ssize_t got;
 	pid_t child;
 
 	memcpy(path, sun->sun_path, n);
@@ -296,25 +309,9 @@ static int bind_pathname(const struct job *j, pid_t pid, int sfd,
 		return -ENOENT;
 	if (!strcmp(base, ".") || !strcmp(base, ".."))
 		return -EEXIST;
-	if (sun->sun_path[0] != '/') {
-		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
-		dirfd = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dirfd < 0)
-			return -EACCES;
-	}
-	pin = (int)syscall(SYS_openat2, dirfd, dir, &how, sizeof(how));
-	r = pin < 0 ? (errno == ELOOP ? -EACCES : -errno) : 0;
-	if (dirfd != AT_FDCWD)
-		close(dirfd);
+	pin = pin_as_caller(pid, dir, O_DIRECTORY, real, sizeof(real));
 	if (pin < 0)
-		return r;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", pin);
-	got = readlink(link, real, sizeof(real) - 1);
-	if (got <= 0) {
-		r = -EACCES;
-		goto out;
-	}
-	real[got] = '\0';
+		return pin;
 	if (sbx_snprintf(target, sizeof(target), "%s%s%s", real,
 			 strcmp(real, "/") != 0 ? "/" : "", base) != 0) {
 		r = -ENAMETOOLONG;

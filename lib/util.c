@@ -371,3 +371,9 @@ void sbx_sbuf_fmt(struct sbx_sbuf *b, const char *fmt, ...)
 	if ((size_t)n >= sizeof(tmp) && !b->truncated)
 		sbx_sbuf_str(b, "...");
 }
+
+void sbx_close_if(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}

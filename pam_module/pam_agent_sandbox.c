@@ -333,7 +333,14 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 	return PAM_SUCCESS;
 }
 
-int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
+typedef int (*agent_step)(pam_handle_t *pamh, const struct args *a,
+			  const struct sbx_account *acc, const struct sbx_config *cfg,
+			  const struct sbx_profile *p);
+
+/* Both entry points: the account, its profile and the account rules, then
+ * step for an agent that passed them. PAM_IGNORE for an account that is
+ * not an agent's; otherwise the first PAM code that is not success. */
+static int for_agent(pam_handle_t *pamh, int argc, const char **argv, agent_step step)
 {
 	struct sbx_config *cfg = NULL;
 	struct sbx_profile prof;
@@ -348,14 +355,27 @@ int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
 	r = agent_select(pamh, &a, &acc, &cfg, &prof);
 	if (r == 0) {
 		r = agent_policy(pamh, &a, &acc, cfg, &prof);
-		if (r == PAM_SUCCESS && a.debug)
-			pam_syslog(pamh, LOG_AUTHPRIV | LOG_DEBUG,
-				   "user %s: agent account, profile %s: allowed",
-				   acc.user, prof.name);
+		if (r == PAM_SUCCESS)
+			r = step(pamh, &a, &acc, cfg, &prof);
 		sbx_config_free(cfg);
 	}
 	sbx_account_free(&acc);
 	return r;
+}
+
+static int account_allowed(pam_handle_t *pamh, const struct args *a,
+			   const struct sbx_account *acc, const struct sbx_config *cfg,
+			   const struct sbx_profile *p)
+{
+	if (a->debug)
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_DEBUG, "user %s: agent account, profile %s: allowed",
+			   acc->user, p->name);
+	return PAM_SUCCESS;
+}
+
+int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	return for_agent(pamh, argc, argv, account_allowed);
 }
 
 /* ---- open_session ------------------------------------------------------ */
@@ -795,29 +815,10 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 
 int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
-	struct sbx_config *cfg = NULL;
-	struct sbx_profile prof;
-	struct sbx_account acc;
-	struct args a;
-	int r;
+	int r = for_agent(pamh, argc, argv, open_agent_session);
 
-	parse_args(pamh, argc, argv, &a);
-	r = account_load(pamh, &acc);
-	if (r)
-		return r == PAM_USER_UNKNOWN ? PAM_SESSION_ERR : r;
-	r = agent_select(pamh, &a, &acc, &cfg, &prof);
-	if (r == 0) {
-		r = agent_policy(pamh, &a, &acc, cfg, &prof);
-		if (r == PAM_SUCCESS)
-			r = open_agent_session(pamh, &a, &acc, cfg, &prof);
-		else
-			r = PAM_SESSION_ERR;
-		sbx_config_free(cfg);
-	} else if (r != PAM_IGNORE) {
-		r = PAM_SESSION_ERR;
-	}
-	sbx_account_free(&acc);
-	return r;
+	/* A session stage fails as a session error, whatever stopped it. */
+	return r == PAM_SUCCESS || r == PAM_IGNORE ? r : PAM_SESSION_ERR;
 }
 
 /*
