@@ -435,9 +435,11 @@ int sbx_executor_place(const char *scratch_root, const char *key, unsigned max,
 		close(fd);
 	}
 	close(kfd);
-	sbx_strlcpy(root, SBX_PATH_MAX, real);
-	snprintf(home, SBX_PATH_MAX, "%s/%s/home", real, key);
-	snprintf(tmp, SBX_PATH_MAX, "%s/%s/tmp", real, key);
+	/* Lengths checked above: real + key + "/home" fit. */
+	if (sbx_strlcpy(root, SBX_PATH_MAX, real) != 0 ||
+	    sbx_snprintf(home, SBX_PATH_MAX, "%s/%s/home", real, key) != 0 ||
+	    sbx_snprintf(tmp, SBX_PATH_MAX, "%s/%s/tmp", real, key) != 0)
+		return sbx_error_set(err, ENAMETOOLONG, "executor %s: path too long", key);
 	return 0;
 }
 

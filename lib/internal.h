@@ -618,6 +618,11 @@ struct sbx_jr {
 	const char *what;
 	struct sbx_error *err;
 };
+/* An object with exactly keys (at most 32), each once, in any order:
+ * field(j, k, ctx) reads the value of keys[k] (0 or -errno). A key left
+ * out is named ("what: missing key \"k\""; what may be NULL). */
+int sbx_jr_object(struct sbx_jr *j, const char *const *keys, size_t n, const char *what,
+		  int (*field)(struct sbx_jr *j, int k, void *ctx), void *ctx);
 int sbx_jr_fail(struct sbx_jr *j, const char *msg);
 void sbx_jr_ws(struct sbx_jr *j);
 bool sbx_jr_peek(struct sbx_jr *j, char c);	/* consume c if it is next */
@@ -777,6 +782,9 @@ int sbx_executor_place(const char *scratch_root, const char *key, unsigned max,
  * inside the executor's bound tmp: the mountpoint must be there, a
  * directory and not a link. */
 int sbx_executor_home_mountpoint(const char *key, const char *tmp, struct sbx_error *err);
+
+/* util.c: close fd unless it is negative (cleanup paths). */
+void sbx_close_if(int fd);
 
 /* ---- util.c: a bounded appender that marks truncation with "..." -------- */
 

@@ -243,7 +243,7 @@ int shell_cmd_report(const char *session, bool json)
 			sid ? sid : "");
 		goto out;
 	}
-	if (sbx_read_file(path, 256 * 1024, &buf, &len, &err) != 0 ||
+	if (sbx_read_file(path, SBX_REPORT_JSON_MAX, &buf, &len, &err) != 0 ||
 	    sbx_report_from_json(buf, len, r, &err) != 0) {
 		fprintf(stderr, "agent-shell: --report: %s\n", err.msg);
 		goto out;

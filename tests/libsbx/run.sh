@@ -57,14 +57,16 @@ chmod -R a+rX "$ROOT"
 # 2. Same command, same workspace: the same report as agent-shell --run.
 echo "[ RUN      ] report_matches_agent_shell"
 WS=$T/ws
-mkdir -m 0700 "$WS" "$T/home" && chown nobody:nogroup "$WS" "$T/home"
+mkdir -m 0700 "$WS" "$T/home" "$T/xdg" && chown nobody:nogroup "$WS" "$T/home" "$T/xdg"
 "${AS_NOBODY[@]}" env LD_LIBRARY_PATH="$LIBD" "$T/confine" -j -w "$WS" -- /bin/true \
 	>/dev/null 2>"$T/lib.out"
 rc=$?
 sed -n '/^{/p' "$T/lib.out" | head -1 >"$T/lib.json"
-"${AS_NOBODY[@]}" env HOME="$T/home" "$SRC/$BUILD/agent-shell" --run --workspace "$WS" -- /bin/true \
-	>/dev/null 2>"$T/shell.err"
-"${AS_NOBODY[@]}" env HOME="$T/home" "$SRC/$BUILD/agent-shell" --report --json >"$T/shell.json" 2>>"$T/shell.err"
+# Its report goes to $XDG_RUNTIME_DIR/agent-sandbox, this test's alone.
+"${AS_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" "$SRC/$BUILD/agent-shell" --run \
+	--workspace "$WS" -- /bin/true >/dev/null 2>"$T/shell.err"
+"${AS_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" "$SRC/$BUILD/agent-shell" --report \
+	--json >"$T/shell.json" 2>>"$T/shell.err"
 cmp=$(python3 - "$T/lib.json" "$T/shell.json" <<'PY'
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
@@ -104,7 +106,8 @@ fi
 echo "[ RUN      ] cli_executors"
 mkdir -m 0755 "$T/ex" && chown nobody:nogroup "$T/ex"
 SCR=$T/ex/scratch
-AS=("${AS_NOBODY[@]}" env HOME="$T/home" "$SRC/$BUILD/agent-shell" --run --workspace "$WS" --scratch "$SCR" \
+AS=("${AS_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" "$SRC/$BUILD/agent-shell" --run \
+	--workspace "$WS" --scratch "$SCR" \
 	--executors 2)
 cli_ok=1
 "${AS[@]}" --executor a -- /bin/sh -c 'echo A >"$HOME/h" && echo A >/tmp/t' >"$T/ex.a" 2>&1 ||
@@ -121,7 +124,7 @@ rc=$?
 	{ echo "  third key: exit $rc, $(tail -1 "$T/ex.c")"; cli_ok=0; }
 [ -e "$SCR/c" ] && { echo "  the refused key got a directory"; cli_ok=0; }
 # Without user namespaces (the test build forces the probe), refused.
-"${AS_NOBODY[@]}" env HOME="$T/home" SBX_TEST_PROBE=no-userns "$SRC/$BUILD/tests/agent-shell-testable" \
+"${AS_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" SBX_TEST_PROBE=no-userns "$SRC/$BUILD/tests/agent-shell-testable" \
 	--run --workspace "$WS" --scratch "$SCR" --executor a -- /bin/true >"$T/ex.n" 2>&1
 rc=$?
 { [ $rc -eq 126 ] && grep -q "kept apart by the mount view" "$T/ex.n"; } ||

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# --explain against real sessions, through the binary: for each shipped
+# profile (etc/agent-sandbox.conf with its extra roots and workspace
+# re-pointed at directories of this test) and each forced probe of the test
+# build (full, no user namespaces, no Landlock, neither), what
+# `agent-shell --explain ACCOUNT --json` predicts must equal the report of a
+# real `--run` (of /bin/sh, which the ci profile allows) of the same account: every entry, the level, the guarantees
+# and the floor. (test_apply checks the same decision inside the library.)
+#
+# Usage: tests/explain/run.sh     (root; BUILD from the environment)
+# Creates: an account sbxx-<random> with its home under /var/tmp/sbx-explain-*
+# (a home of its own: without a mount view an account with none would get
+# /tmp/home in the host's shared /tmp), /run/sbx-explain-* (root-owned, for
+# the trusted config); all removed on exit. The config maps the account to
+# each profile in turn.
+set -u
+BUILD=${BUILD:-build}
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+SHELL_BIN=$SRC/$BUILD/tests/agent-shell-testable
+pass=0 fail=0
+summary() {
+	echo "[==========] $((pass + fail)) test(s) run."
+	echo "[  PASSED  ] $pass test(s)."
+	[ "$fail" -eq 0 ] || echo "[  FAILED  ] $fail test(s)"
+	[ "$fail" -eq 0 ]
+}
+if [ "$(id -u)" -ne 0 ]; then
+	echo "[  SKIP    ] needs root (CI runs as root)"
+	summary
+	exit
+fi
+C=$(mktemp -d /run/sbx-explain-XXXXXX)
+T=$(mktemp -d /var/tmp/sbx-explain-XXXXXX)
+U=sbxx-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+trap 'userdel "$U" 2>/dev/null; rm -rf "$C" "$T"' EXIT
+chmod 0755 "$C" "$T"
+mkdir -m 0700 "$T/ws" "$T/home" "$T/root0" "$T/root1" "$T/root2" "$T/root3"
+useradd --system -M -d "$T/home" -s /usr/sbin/nologin -U "$U" || { echo "useradd $U failed"; exit 1; }
+chown "$U:$U" "$T/ws" "$T/home" "$T"/root*
+chmod 0755 "$T"/root*
+AS_AGENT=(setpriv --reuid="$U" --regid="$U" --clear-groups --inh-caps=-all)
+
+# The shipped config, its paths re-pointed: every root line in turn gets
+# a root<N> of this test (mode as shipped), workspace_root the test's.
+# pam_stage lines go: --run has no PAM stage, and the key decides no layer.
+# Under the sanitizer (SAN=1) the as limit goes too: ASan reserves terabytes
+# of address space and cannot start under it; no layer depends on it.
+awk -v t="$T" -v san="${SAN:-}" '
+	/^root[ \t]*=/ { sub(/=[ \t]*[^ \t]+/, "= " t "/root" (n++ % 4)) }
+	/^workspace_root[ \t]*=/ { sub(/=.*/, "= " t "/ws") }
+	/^pam_stage[ \t]*=/ { next }
+	san && /^as[ \t]*=/ { next }
+	/^\[match\]/ { exit }
+	{ print }' "$SRC/etc/agent-sandbox.conf" >"$C/base.conf"
+profiles=$(sed -n 's/^\[profile \([^]]*\)\]$/\1/p' "$C/base.conf")
+
+compare() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["predicted_report"]
+b = json.load(open(sys.argv[2]))
+def view(r):
+    return ({e["feature"]: (e["requested"], e["achieved"], e["achieved"] and e["verified"])
+             for e in r["entries"]}, r["level"], sorted(r["guarantees"]), r["floor_met"])
+va, vb = view(a), view(b)
+diff = [f for f in sorted(va[0]) if va[0][f] != vb[0].get(f)]
+if va[1:] != vb[1:]:
+    diff.append("level/guarantees/floor %s vs %s" % (va[1:], vb[1:]))
+print("%s, floor %s; differences: %s" % (vb[1], "met" if vb[3] else "not met", diff or "none"))
+sys.exit(1 if diff or len(va[0]) < 20 else 0)
+PY
+}
+
+for prof in $profiles; do
+	{ cat "$C/base.conf"; printf '[match]\nuser %s = %s\n' "$U" "$prof"; } >"$C/$prof.conf"
+	chmod 0644 "$C/$prof.conf"
+	for probe in "" no-userns no-landlock no-userns,no-landlock; do
+		name="${prof}_${probe:-full}"
+		echo "[ RUN      ] $name"
+		# Reports go to $XDG_RUNTIME_DIR/agent-sandbox: one directory per
+		# case, so --report reads this run's.
+		install -d -m 0700 -o "$U" -g "$U" "$T/xdg-$name"
+		run=("${AS_AGENT[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg-$name"
+			SBX_TEST_CONFIG="$C/$prof.conf" SBX_TEST_PROBE="$probe" "$SHELL_BIN")
+		"${run[@]}" --explain "$U" --json >"$T/explain.json" 2>"$T/explain.err"
+		"${run[@]}" --run -- /bin/sh -c true >/dev/null 2>"$T/run.err"
+		"${run[@]}" --report --json >"$T/report.json" 2>>"$T/run.err"
+		if out=$(compare "$T/explain.json" "$T/report.json" 2>&1); then
+			echo "  $out"
+			echo "[       OK ] $name"
+			pass=$((pass + 1))
+		else
+			echo "  $out" | tail -3
+			head -3 "$T/explain.err" "$T/run.err"
+			echo "[  FAILED  ] $name"
+			fail=$((fail + 1))
+		fi
+	done
+done
+summary
