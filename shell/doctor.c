@@ -57,7 +57,8 @@ struct doc_agent {
 };
 
 struct doctor {
-	const char *pam_dir;
+	const char *pam_dir;		/* the admin's stacks (/etc/pam.d) */
+	const char *pam_vendor_dir;	/* the vendor's, read when pam_dir has none */
 	const char *sshd;
 	const char *sshd_config;
 	struct sbx_config *cfg;
@@ -417,7 +418,30 @@ struct pam_found {
 	bool account, session;
 	bool account_weak, session_weak;	/* optional/sufficient: a refusal is not enforced */
 	char where[256];			/* files read, for the detail */
+	char source[SBX_PATH_MAX];		/* the stack file libpam reads */
 };
+
+/* Where libpam finds the stack or include NAME: the admin's directory
+ * first, then the vendor directory (Debian's libpam reads /usr/lib/pam.d,
+ * where systemd ships systemd-user, when /etc/pam.d has no such file).
+ * 0 with path filled, or -ENOENT. */
+static int pam_locate(const struct doctor *d, const char *name, char *path, size_t size)
+{
+	const char *dirs[] = { d->pam_dir, d->pam_vendor_dir };
+
+	if (name[0] == '/')
+		return sbx_strlcpy(path, size, name) ? -ENAMETOOLONG :
+		       access(path, F_OK) == 0 ? 0 : -ENOENT;
+	if (strchr(name, '/'))
+		return -ENOENT;
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		if (!dirs[i] || sbx_snprintf(path, size, "%s/%s", dirs[i], name) != 0)
+			continue;
+		if (access(path, F_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
 
 /* A control that makes a refusal from the module end the stack. */
 static bool control_enforces(const char *control)
@@ -466,7 +490,7 @@ static char *next_token(char **s)
  * include/substack line brings in; NULL = all). 0, or -errno of the
  * top-level file. */
 /* Recursion: at most PAM_MAX_DEPTH includes deep. NOLINTNEXTLINE(misc-no-recursion) */
-static int pam_scan(const char *dir, const char *name, const char *only_type, int depth,
+static int pam_scan(const struct doctor *d, const char *name, const char *only_type, int depth,
 		    struct pam_found *f)
 {
 	char path[SBX_PATH_MAX], *buf = NULL, *line, *save = NULL;
@@ -476,19 +500,16 @@ static int pam_scan(const char *dir, const char *name, const char *only_type, in
 
 	if (depth > PAM_MAX_DEPTH)
 		return 0;
-	if (name[0] == '/')
-		ret = sbx_strlcpy(path, sizeof(path), name);
-	else if (strchr(name, '/'))
-		return 0;
-	else
-		ret = sbx_snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ret = pam_locate(d, name, path, sizeof(path));
 	if (ret != 0)
 		return ret;
+	if (depth == 0)
+		sbx_strlcpy(f->source, sizeof(f->source), path);
 	ret = sbx_read_file(path, 256 * 1024, &buf, &len, &err);
 	if (ret != 0)
 		return ret;
-	if (depth > 0 && !list_has(f->where, name))
-		list_add(f->where, sizeof(f->where), "%s", name);
+	if (depth > 0 && !list_has(f->where, path))
+		list_add(f->where, sizeof(f->where), "%s", path);
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *hash = strchr(line, '#'), *p = line, *type, *control, *module;
 
@@ -500,7 +521,7 @@ static int pam_scan(const char *dir, const char *name, const char *only_type, in
 		if (!strcmp(type, "@include")) {
 			module = next_token(&p);
 			if (module)
-				pam_scan(dir, module, only_type, depth + 1, f);
+				pam_scan(d, module, only_type, depth + 1, f);
 			continue;
 		}
 		if (type[0] == '-')
@@ -512,7 +533,7 @@ static int pam_scan(const char *dir, const char *name, const char *only_type, in
 		if (only_type && strcmp(type, only_type) != 0)
 			continue;
 		if (!strcmp(control, "include") || !strcmp(control, "substack")) {
-			pam_scan(dir, module, type, depth + 1, f);
+			pam_scan(d, module, type, depth + 1, f);
 			continue;
 		}
 		if (!module_is_ours(module))
@@ -541,34 +562,33 @@ static void check_pam_interactive(struct doctor *d, const char *svc)
 	int ret;
 
 	memset(&f, 0, sizeof(f));
-	ret = pam_scan(d->pam_dir, svc, NULL, 0, &f);
+	ret = pam_scan(d, svc, NULL, 0, &f);
 	if (f.where[0])
 		snprintf(where, sizeof(where), " (read %s too)", f.where);
 	if (ret == -ENOENT) {
 		memset(&other, 0, sizeof(other));
-		pam_scan(d->pam_dir, "other", NULL, 0, &other);
+		pam_scan(d, "other", NULL, 0, &other);
 		if (other.session && !other.session_weak)
 			row(d, DOC_OK, "pam", svc, NULL,
-			    "no %s/%s stack; PAM falls back to 'other', which has the module", d->pam_dir,
-			    svc);
+			    "no %s stack in %s or %s; PAM falls back to %s, which has the module",
+			    svc, d->pam_dir, d->pam_vendor_dir, other.source);
 		else
 			row(d, DOC_WARN, "pam", svc,
 			    "if a program uses this service, give it a stack with the module",
-			    "no %s/%s stack: a program using service %s falls back to 'other', "
-			    "which lacks the module", d->pam_dir, svc, svc);
+			    "no %s stack in %s or %s: a program using service %s falls back to "
+			    "'other', which lacks the module", svc, d->pam_dir, d->pam_vendor_dir, svc);
 		return;
 	}
 	if (ret != 0) {
-		row(d, DOC_WARN, "pam", svc, NULL, "%s/%s: cannot read: %s", d->pam_dir, svc,
-		    strerror(-ret));
+		row(d, DOC_WARN, "pam", svc, NULL, "%s stack: cannot read: %s", svc, strerror(-ret));
 		return;
 	}
 	if (!f.session || f.session_weak) {
 		snprintf(fix, sizeof(fix), "add \"%s\" at the end of the session lines of %s/%s "
 			 "(see the agent-sandbox-* snippets)", PAM_FIX_SESSION, d->pam_dir, svc);
 		row(d, DOC_FAIL, "pam", svc, fix,
-		    "%s in the session phase%s: agent sessions through %s get no PAM stage "
-		    "(no mount namespace, no record, no checks)",
+		    "%s: %s in the session phase%s: agent sessions through %s get no PAM stage "
+		    "(no mount namespace, no record, no checks)", f.source,
 		    f.session ? "module is optional/sufficient" : "module missing", where, svc);
 		return;
 	}
@@ -576,12 +596,13 @@ static void check_pam_interactive(struct doctor *d, const char *svc)
 		snprintf(fix, sizeof(fix), "add \"%s\" before @include common-account in %s/%s",
 			 PAM_FIX_ACCOUNT, d->pam_dir, svc);
 		row(d, DOC_WARN, "pam", svc, fix,
-		    "account phase %s%s: the session phase repeats the checks, but refusals come "
-		    "only after authentication", f.account ? "does not enforce a refusal" : "lacks the module",
-		    where);
+		    "%s: account phase %s%s: the session phase repeats the checks, but refusals "
+		    "come only after authentication", f.source,
+		    f.account ? "does not enforce a refusal" : "lacks the module", where);
 		return;
 	}
-	row(d, DOC_OK, "pam", svc, NULL, "module in the account and session phases%s", where);
+	row(d, DOC_OK, "pam", svc, NULL, "%s: module in the account and session phases%s", f.source,
+	    where);
 }
 
 static void cron_evidence(const struct doctor *d, char *buf, size_t size)
@@ -605,36 +626,38 @@ static void check_pam_job(struct doctor *d, const char *svc)
 	int ret;
 
 	memset(&f, 0, sizeof(f));
-	ret = pam_scan(d->pam_dir, svc, NULL, 0, &f);
+	ret = pam_scan(d, svc, NULL, 0, &f);
 	if (!strcmp(svc, "cron")) {
 		cron_evidence(d, evidence, sizeof(evidence));
 		for (size_t i = 0; i < d->n_agents; i++)
 			crontab |= d->agents[i].has_crontab;
 	}
 	if (ret == -ENOENT) {
-		row(d, DOC_OK, "pam", svc, NULL, "no %s/%s stack (service not installed)%s%s",
-		    d->pam_dir, svc, evidence[0] ? "; " : "", evidence);
+		row(d, DOC_OK, "pam", svc, NULL, "no %s stack in %s or %s (service not installed)%s%s",
+		    svc, d->pam_dir, d->pam_vendor_dir, evidence[0] ? "; " : "", evidence);
 		return;
 	}
 	if (ret != 0) {
-		row(d, DOC_WARN, "pam", svc, NULL, "%s/%s: cannot read: %s", d->pam_dir, svc,
-		    strerror(-ret));
+		row(d, DOC_WARN, "pam", svc, NULL, "%s stack: cannot read: %s", svc, strerror(-ret));
 		return;
 	}
 	if (f.account && !f.account_weak) {
 		row(d, DOC_OK, "pam", svc, NULL,
-		    "module in the account phase: agent accounts are refused%s%s",
+		    "%s: module in the account phase: agent accounts are refused%s%s", f.source,
 		    evidence[0] ? "; " : "", evidence);
 		return;
 	}
-	snprintf(fix, sizeof(fix), "add \"%s\" before @include common-account in %s/%s%s",
-		 PAM_FIX_ACCOUNT, d->pam_dir, svc,
+	/* The fix goes to the admin's directory: a copy there overrides the
+	 * vendor's file, which a package upgrade would overwrite. */
+	snprintf(fix, sizeof(fix), "%sadd \"%s\" before @include common-account in %s/%s%s",
+		 strncmp(f.source, d->pam_dir, strlen(d->pam_dir)) != 0 ? "copy the vendor stack "
+		 "there, then " : "", PAM_FIX_ACCOUNT, d->pam_dir, svc,
 		 !strcmp(svc, "cron") ? "; list agents in /etc/cron.deny" : "");
 	/* A crontab that exists already is an unconfined path today, not a
 	 * possibility: cron runs it with /bin/sh, never through agent-shell. */
 	row(d, crontab ? DOC_FAIL : DOC_WARN, "pam", svc, fix,
-	    "account phase %s: agents could get %s jobs that run outside the sandbox%s%s",
-	    f.account ? "does not enforce a refusal" : "lacks the module",
+	    "%s: account phase %s: agents could get %s jobs that run outside the sandbox%s%s",
+	    f.source, f.account ? "does not enforce a refusal" : "lacks the module",
 	    !strcmp(svc, "systemd-user") ? "systemd --user" : svc, evidence[0] ? "; " : "",
 	    evidence);
 }
@@ -1191,7 +1214,8 @@ static void print_json(const struct doctor *d, size_t n_ok, size_t n_warn, size_
 
 static void doctor_usage(FILE *out)
 {
-	fputs("usage: agent-shell --doctor [--json] [--pam-dir DIR] [--sshd PATH] [--sshd-config FILE]\n"
+	fputs("usage: agent-shell --doctor [--json] [--pam-dir DIR] [--pam-vendor-dir DIR] [--sshd PATH]\n"
+	      "                           [--sshd-config FILE]\n"
 	      "Run as root. Exit 0: no FAIL; 1: an entry into an agent account is not confined;\n"
 	      "2: usage error.\n", out);
 }
@@ -1238,10 +1262,12 @@ static void (*const doctor_areas[])(struct doctor *) = {
 
 int shell_cmd_doctor(int argc, char **argv)
 {
-	enum { OPT_JSON = 0x100, OPT_PAM_DIR, OPT_SSHD, OPT_SSHD_CONFIG, OPT_HELP };
+	enum { OPT_JSON = 0x100, OPT_PAM_DIR, OPT_PAM_VENDOR_DIR, OPT_SSHD, OPT_SSHD_CONFIG,
+	       OPT_HELP };
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "pam-dir", required_argument, NULL, OPT_PAM_DIR },
+		{ "pam-vendor-dir", required_argument, NULL, OPT_PAM_VENDOR_DIR },
 		{ "sshd", required_argument, NULL, OPT_SSHD },
 		{ "sshd-config", required_argument, NULL, OPT_SSHD_CONFIG },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -1249,6 +1275,7 @@ int shell_cmd_doctor(int argc, char **argv)
 	};
 	struct doctor d = {
 		.pam_dir = "/etc/pam.d",
+		.pam_vendor_dir = "/usr/lib/pam.d",
 		.sshd = SSHD_DEFAULT,
 		.group_fallback = SBX_DEFAULT_GROUP,
 	};
@@ -1266,6 +1293,9 @@ int shell_cmd_doctor(int argc, char **argv)
 			break;
 		case OPT_PAM_DIR:
 			d.pam_dir = optarg;
+			break;
+		case OPT_PAM_VENDOR_DIR:
+			d.pam_vendor_dir = optarg;
 			break;
 		case OPT_SSHD:
 			d.sshd = optarg;
@@ -1288,8 +1318,10 @@ int shell_cmd_doctor(int argc, char **argv)
 		doctor_usage(stderr);
 		return 2;
 	}
-	if (d.pam_dir[0] != '/' || d.sshd[0] != '/' || (d.sshd_config && d.sshd_config[0] != '/')) {
-		fprintf(stderr, "agent-shell: --doctor: --pam-dir, --sshd and --sshd-config take absolute paths\n");
+	if (d.pam_dir[0] != '/' || d.pam_vendor_dir[0] != '/' || d.sshd[0] != '/' ||
+	    (d.sshd_config && d.sshd_config[0] != '/')) {
+		fprintf(stderr, "agent-shell: --doctor: --pam-dir, --pam-vendor-dir, --sshd and "
+			"--sshd-config take absolute paths\n");
 		return 2;
 	}
 	if (geteuid() != 0) {

@@ -492,6 +492,57 @@ static void test_doctor_good_then_wrong_shell(void **state)
 						    fx.shell, fx.user3, NULL }), 0);
 }
 
+/* libpam reads a stack from the vendor directory (/usr/lib/pam.d on
+ * Debian, where systemd ships systemd-user) when the admin's has none: the
+ * doctor must too, name the file it read, and say where a fix goes. */
+static void test_doctor_vendor_stacks(void **state)
+{
+	char *out = NULL, pam[PATH_MAX], vendor[PATH_MAX], path[PATH_MAX + 32];
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	if (!getpwnam(fx.user3)) {
+		assert_int_equal(RUN(false, &out, "--enroll", fx.user3), 0);
+		free(out);
+	}
+	snprintf(pam, sizeof(pam), "%s/pam-novendor", fx.tmp);
+	write_pam_dir(pam, true);
+	snprintf(path, sizeof(path), "%s/systemd-user", pam);
+	assert_int_equal(unlink(path), 0);
+	snprintf(vendor, sizeof(vendor), "%s/pam-vendor", fx.tmp);
+	assert_int_equal(mkdir(vendor, 0755), 0);
+	snprintf(path, sizeof(path), "%s/systemd-user", vendor);
+	write_text(path, "@include common-account\nsession required pam_limits.so\n");
+
+	/* Denial: the vendor's stack lacks the module, and is read. */
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
+		   "--sshd", "/nonexistent/sshd");
+	assert_int_equal(code, 0);	/* no crontab: a WARN, not a FAIL */
+	assert_row(out, "pam", "systemd-user", "WARN");
+	assert_contains(out, path);
+	assert_contains(out, "copy the vendor stack there");
+	free(out);
+	/* Read only the admin's directory, as the doctor did before, the same host
+	 * looks like one without the service. */
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", pam,
+		   "--sshd", "/nonexistent/sshd");
+	assert_row(out, "pam", "systemd-user", "OK");
+	assert_contains(out, "service not installed");
+	free(out);
+
+	/* Control: an admin copy with the module overrides the vendor's. */
+	snprintf(path, sizeof(path), "%s/systemd-user", pam);
+	write_text(path, "account [success=ok ignore=ignore default=die] pam_agent_sandbox.so\n"
+			 "@include common-account\n");
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
+		   "--sshd", "/nonexistent/sshd");
+	assert_row(out, "pam", "systemd-user", "OK");
+	assert_contains(out, "module in the account phase");
+	assert_contains(out, path);
+	free(out);
+}
+
 /* Stacks without the module, and sshd without the drop-in: FAIL rows
  * naming what is open, exit 1. */
 static void test_doctor_pam_and_sshd_failures(void **state)
@@ -834,6 +885,7 @@ int main(void)
 		cmocka_unit_test(test_enroll_refusals),
 		cmocka_unit_test(test_doctor_good_then_wrong_shell),
 		cmocka_unit_test(test_doctor_pam_and_sshd_failures),
+		cmocka_unit_test(test_doctor_vendor_stacks),
 		cmocka_unit_test(test_doctor_probe_child_is_fresh),
 		cmocka_unit_test(test_doctor_probe_failure_warns),
 	};

@@ -1101,7 +1101,7 @@ t_shipped_doctor() {
 	[ $rc -eq 0 ] || ok=1
 	# Every stack step 2 edits, with the module in both phases.
 	for s in sshd login su su-l runuser runuser-l; do
-		grep -qE "^OK +pam +$s +module in the account and session phases" "$T/doctor.out" ||
+		grep -qE "^OK +pam +$s +/etc/pam.d/$s: module in the account and session phases" "$T/doctor.out" ||
 			{ echo "  doctor: pam $s not OK"; ok=1; }
 	done
 	return $ok
