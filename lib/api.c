@@ -322,6 +322,49 @@ static int own_dir_at(int at, const char *name, mode_t mode, const char *what,
 	return fd;
 }
 
+/*
+ * The scratch root (real path) and every directory above it must be ones
+ * no other user can change: owned by root or the caller, and writable by
+ * others only with the sticky bit (as /tmp: nobody may rename an entry of
+ * ours there). Everything after this check (the binds at run time, the
+ * removal at close) goes by path; under a parent another user may write,
+ * a rename between the check and the use would hand a run the other
+ * user's directories, or make close delete somewhere else.
+ */
+static int scratch_dir_ok(const char *real, const char *path, struct sbx_error *err)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return sbx_error_set(err, errno, "scratch root %s: %s: %s", real, path,
+				     strerror(errno));
+	if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != getuid()) ||
+	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))
+		return sbx_error_set(err, EPERM, "scratch root %s: %s can be changed by another user "
+				     "(owner uid %u, mode %04o): refusing", real, path,
+				     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
+static int scratch_ancestors_ok(const char *real, struct sbx_error *err)
+{
+	char path[SBX_PATH_MAX];
+	size_t n = strlen(real);
+	int r;
+
+	if (n >= sizeof(path))
+		return sbx_error_set(err, ENAMETOOLONG, "scratch root %s: path too long", real);
+	r = scratch_dir_ok(real, "/", err);
+	for (size_t i = 1; r == 0 && i <= n; i++) {
+		if (i < n && real[i] != '/')
+			continue;
+		memcpy(path, real, i);
+		path[i] = '\0';
+		r = scratch_dir_ok(real, path, err);
+	}
+	return r;
+}
+
 int sbx_executor_set_new(const struct sbx_profile *p, const char *scratch_root, unsigned max,
 			 struct sbx_executor_set **out, struct sbx_error *err)
 {
@@ -350,6 +393,14 @@ int sbx_executor_set_new(const struct sbx_profile *p, const char *scratch_root, 
 		close(fd);
 		fd = sbx_error_set(err, ENAMETOOLONG, "scratch root %s: path too long", set->root);
 	}
+	if (fd >= 0) {
+		int r = scratch_ancestors_ok(set->root, err);
+
+		if (r) {
+			close(fd);
+			fd = r;
+		}
+	}
 	if (fd < 0) {
 		free(set->ex);
 		free(set);
@@ -376,7 +427,10 @@ static bool key_ok(const char *key)
 }
 
 /* The directories under scratch_root that are executors (counted against
- * a cap by callers that hold no set). */
+ * a cap by callers that hold no set). Count and creation are two steps:
+ * runs started at the same instant may pass a full cap by the few that
+ * raced (measured: none in 36 concurrent tries); the cap bounds disk use,
+ * not isolation. */
 static unsigned count_executors(int root_fd)
 {
 	unsigned n = 0;
@@ -389,14 +443,23 @@ static unsigned count_executors(int root_fd)
 			close(fd);
 		return 0;
 	}
-	while ((de = readdir(d)) != NULL)
-		if (de->d_type == DT_DIR && key_ok(de->d_name))
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+
+		if (!key_ok(de->d_name))
+			continue;
+		/* d_type is DT_UNKNOWN on some filesystems: ask. */
+		if (de->d_type == DT_DIR ||
+		    (de->d_type == DT_UNKNOWN &&
+		     fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		     S_ISDIR(st.st_mode)))
 			n++;
+	}
 	closedir(d);
 	return n;
 }
 
-int sbx_executor_place(const char *scratch_root, const char *key, unsigned max,
+int sbx_executor_place(const char *scratch_root, const char *key, unsigned max, bool fresh,
 		       char root[SBX_PATH_MAX], char home[SBX_PATH_MAX], char tmp[SBX_PATH_MAX],
 		       struct sbx_error *err)
 {
@@ -414,8 +477,13 @@ int sbx_executor_place(const char *scratch_root, const char *key, unsigned max,
 		r = sbx_error_set(err, errno, "scratch root %s: %s", scratch_root, strerror(errno));
 	else if (strlen(real) + EXECUTOR_KEY_MAX + 6 >= SBX_PATH_MAX)
 		r = sbx_error_set(err, ENAMETOOLONG, "scratch root %s: path too long", real);
-	else if (fstatat(rfd, key, &st, AT_SYMLINK_NOFOLLOW) != 0 &&
-		 count_executors(rfd) >= max)
+	else
+		r = scratch_ancestors_ok(real, err);
+	if (r == 0 && fresh && fstatat(rfd, key, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		r = sbx_error_set(err, EEXIST, "scratch root %s: %s is left from an earlier set "
+				  "(a close that could not remove it): remove it first", real, key);
+	if (r == 0 && fstatat(rfd, key, &st, AT_SYMLINK_NOFOLLOW) != 0 &&
+	    count_executors(rfd) >= max)
 		r = sbx_error_set(err, EUSERS, "scratch root %s: cap of %u executors reached; key %s "
 				  "refused", real, max, key);
 	if (r) {
@@ -465,7 +533,7 @@ int sbx_executor_for(struct sbx_executor_set *set, const char *key, struct sbx_e
 		return sbx_error_set(err, EUSERS, "executor set %s: cap of %u executors reached; "
 				     "key %s refused", set->root, set->max, key);
 	e = &set->ex[set->n];
-	r = sbx_executor_place(set->root, key, UINT_MAX, root, e->home, e->tmp, err);
+	r = sbx_executor_place(set->root, key, UINT_MAX, true, root, e->home, e->tmp, err);
 	if (r)
 		return r;
 	sbx_strlcpy(e->key, sizeof(e->key), key);
@@ -528,31 +596,48 @@ int sbx_executor_run(struct sbx_executor *e, const char *workspace, const char *
 }
 
 static int remove_first_errno;
+static bool remove_again;
 
+/* A directory the program made unreadable (mode 000) is made the caller's
+ * 0700 and the walk runs again. */
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
 	(void)ftw;
+	if (flag == FTW_DNR) {
+		if (chmod(path, 0700) == 0)
+			remove_again = true;
+		else if (!remove_first_errno)
+			remove_first_errno = errno;
+		return 0;
+	}
 	if (remove(path) != 0 && errno != ENOENT && !remove_first_errno)
 		remove_first_errno = errno;
-	(void)flag;
 	return 0;
 }
 
 /* Remove root/name and everything below it, depth first, never following
  * a symlink (FTW_PHYS: remove() takes the link) nor crossing into another
- * mount. Every process of the executor has ended (runs are synchronous),
- * so nothing of the sandbox moves the tree meanwhile. 0 or the first
- * -errno. */
+ * mount. The scratch root's ancestors are the caller's or root's alone
+ * (scratch_ancestors_ok) and every process of the executor has ended (runs
+ * are synchronous), so nobody moves the tree meanwhile. 0, or the first
+ * -errno of the last pass (a tree deeper than PATH_MAX is not removed:
+ * -ENAMETOOLONG, and a new set refuses the key, see sbx_executor_for). */
 static int remove_tree(const char *root, const char *name)
 {
 	char path[PATH_MAX];
 
 	if (sbx_snprintf(path, sizeof(path), "%s/%s", root, name) != 0)
 		return -ENAMETOOLONG;
-	remove_first_errno = 0;
-	if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0 && errno != ENOENT)
-		return -errno;
+	for (int pass = 0; pass < 16; pass++) {
+		remove_first_errno = 0;
+		remove_again = false;
+		if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0 &&
+		    errno != ENOENT && !remove_first_errno)
+			remove_first_errno = errno;
+		if (!remove_again)
+			break;
+	}
 	return -remove_first_errno;
 }
 

@@ -771,11 +771,13 @@ void sbx_exec_set_free(struct sbx_exec_set *set);
 
 /* ---- api.c: executors for agent-shell --run --executor ------------------- */
 
-/* Executor KEY under scratch_root without a set: the scratch root made 0700
- * when missing (a directory of the caller, no link, not writable by
- * others), a new key refused past max keys already there (-EUSERS), its
- * home and tmp made 0700. root, home, tmp get their real paths. */
-int sbx_executor_place(const char *scratch_root, const char *key, unsigned max,
+/* Executor KEY under scratch_root: the scratch root made 0700 when missing
+ * (a directory of the caller, no link, not writable by others, under
+ * directories only root or the caller can change), a new key refused past
+ * max keys already there (-EUSERS), an existing one refused when fresh
+ * (-EEXIST: a set's executors start empty), its home and tmp made 0700.
+ * root, home, tmp get their real paths. */
+int sbx_executor_place(const char *scratch_root, const char *key, unsigned max, bool fresh,
 		       char root[SBX_PATH_MAX], char home[SBX_PATH_MAX], char tmp[SBX_PATH_MAX],
 		       struct sbx_error *err);
 /* A caller without a home directory of its own gets $HOME at /tmp/home,

@@ -37,7 +37,8 @@ static void usage(FILE *out)
 	      "       agent-shell --check-config [FILE]\n"
 	      "       agent-shell --explain USER [--json]\n"
 	      "       agent-shell --selftest\n"
-	      "       agent-shell --doctor [--json] [--pam-dir DIR] [--sshd PATH] [--sshd-config FILE]\n"
+	      "       agent-shell --doctor [--json] [--pam-dir DIR] [--pam-vendor-dir DIR] [--sshd PATH]\n"
+	      "                    [--sshd-config FILE]\n"
 	      "       agent-shell --enroll USER [--profile NAME] [--group GROUP] [--workspace DIR]\n"
 	      "       agent-shell --unenroll USER [--group GROUP] [--shell PATH]\n"
 	      "       agent-shell --help | --version\n"
@@ -329,8 +330,8 @@ static int executor_session(const struct run_opts *o, struct sbx_profile *p,
 		return sbx_error_set(err, EOPNOTSUPP, "--executor %s: refused: executors are kept "
 				     "apart by the mount view, which this host cannot give (%s)",
 				     o->executor, d.ns_why);
-	ret = sbx_executor_place(o->scratch, o->executor, o->executors, root, s->home_source,
-				 s->tmp_source, err);
+	ret = sbx_executor_place(o->scratch, o->executor, o->executors, false, root,
+				 s->home_source, s->tmp_source, err);
 	if (ret)
 		return ret;
 	if (p->n_deny_read == SBX_MAX_DENY)

@@ -68,7 +68,7 @@ static int executors_as_agent(void *arg)
 	struct sbx_executor_set *set = NULL;
 	struct sbx_executor *a, *b, *c, *again, *none = NULL;
 	struct sbx_report *r = NULL;
-	char scratch[128], script[1024];
+	char scratch[128], script[1024], path[160];
 	struct stat st;
 	int code;
 
@@ -88,6 +88,24 @@ static int executors_as_agent(void *arg)
 	CHECK(sbx_executor_for(set, "../x", &none, &err) == -EINVAL, "bad key accepted");
 	/* Same key, same executor. */
 	CHECK(sbx_executor_for(set, "a", &again, &err) == 0 && again == a, "key a again");
+
+	/* A scratch root under a directory others may write (no sticky bit)
+	 * is refused: they could rename it between the check and a bind or
+	 * the close. With the sticky bit (as /tmp) it is not. */
+	{
+		struct sbx_executor_set *bad = NULL;
+		char open_dir[128], under[160];
+
+		snprintf(open_dir, sizeof(open_dir), "%s/open", base);
+		snprintf(under, sizeof(under), "%s/scratch", open_dir);
+		CHECK(mkdir(open_dir, 0777) == 0 && chmod(open_dir, 0777) == 0, "mkdir open");
+		CHECK(sbx_executor_set_new(p, under, 2, &bad, &err) == -EPERM && bad == NULL,
+		      "scratch under 0777: %s", err.msg);
+		CHECK(strstr(err.msg, "can be changed by another user") != NULL, "%s", err.msg);
+		CHECK(chmod(open_dir, 01777) == 0, "chmod +t");
+		CHECK(sbx_executor_set_new(p, under, 2, &bad, &err) == 0, "sticky: %s", err.msg);
+		CHECK(sbx_executor_set_close(bad, &err) == 0, "close: %s", err.msg);
+	}
 
 	/* Positive control: a writes its home and tmp, and reads them back. */
 	code = run_sh(a, "echo A >\"$HOME/h\" && echo A >/tmp/t && cat \"$HOME/h\" /tmp/t "
@@ -121,10 +139,28 @@ static int executors_as_agent(void *arg)
 	snprintf(script, sizeof(script), "%s/b/home/h", scratch);
 	CHECK(stat(script, &st) == 0, "b's home file on the host: %s", strerror(errno));
 
+	/* A directory a program made unreadable does not stop the close. */
+	code = run_sh(c, "mkdir -p \"$HOME/d/e\" && echo x >\"$HOME/d/e/f\" && chmod 000 \"$HOME/d\"",
+		      &r, &err);
+	CHECK(code == 0, "executor c, mode 000 dir: exit %d (%s)", code, err.msg);
+	sbx_report_free(r);
+	r = NULL;
 	/* Close removes every file and the scratch root. */
 	CHECK(sbx_executor_set_close(set, &err) == 0, "close: %s", err.msg);
 	CHECK(stat(scratch, &st) != 0 && errno == ENOENT, "scratch root left after close");
 	CHECK(sbx_executor_set_close(NULL, &err) == 0, "close(NULL)");
+
+	/* A key directory already in a scratch root (what a close that could
+	 * not finish leaves) is refused, not handed to the new executor. */
+	snprintf(script, sizeof(script), "%s/stale", base);
+	CHECK(sbx_executor_set_new(p, script, 2, &set, &err) == 0, "%s", err.msg);
+	snprintf(path, sizeof(path), "%s/stale/d", base);
+	CHECK(mkdir(path, 0700) == 0, "mkdir %s", path);
+	CHECK(sbx_executor_for(set, "d", &a, &err) == -EEXIST &&
+	      strstr(err.msg, "left from an earlier set"), "stale key: %s", err.msg);
+	CHECK(sbx_executor_for(set, "e", &a, &err) == 0, "control: %s", err.msg);
+	CHECK(rmdir(path) == 0, "rmdir %s", path);
+	CHECK(sbx_executor_set_close(set, &err) == 0, "close: %s", err.msg);
 	sbx_profile_free(p);
 	return 0;
 }
