@@ -595,52 +595,6 @@ int sbx_executor_run(struct sbx_executor *e, const char *workspace, const char *
 	return run_in(&e->set->profile, &pl, argv, exit_code, report, err);
 }
 
-static int remove_first_errno;
-static bool remove_again;
-
-/* A directory the program made unreadable (mode 000) is made the caller's
- * 0700 and the walk runs again. */
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DNR) {
-		if (chmod(path, 0700) == 0)
-			remove_again = true;
-		else if (!remove_first_errno)
-			remove_first_errno = errno;
-		return 0;
-	}
-	if (remove(path) != 0 && errno != ENOENT && !remove_first_errno)
-		remove_first_errno = errno;
-	return 0;
-}
-
-/* Remove root/name and everything below it, depth first, never following
- * a symlink (FTW_PHYS: remove() takes the link) nor crossing into another
- * mount. The scratch root's ancestors are the caller's or root's alone
- * (scratch_ancestors_ok) and every process of the executor has ended (runs
- * are synchronous), so nobody moves the tree meanwhile. 0, or the first
- * -errno of the last pass (a tree deeper than PATH_MAX is not removed:
- * -ENAMETOOLONG, and a new set refuses the key, see sbx_executor_for). */
-static int remove_tree(const char *root, const char *name)
-{
-	char path[PATH_MAX];
-
-	if (sbx_snprintf(path, sizeof(path), "%s/%s", root, name) != 0)
-		return -ENAMETOOLONG;
-	for (int pass = 0; pass < 16; pass++) {
-		remove_first_errno = 0;
-		remove_again = false;
-		if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0 &&
-		    errno != ENOENT && !remove_first_errno)
-			remove_first_errno = errno;
-		if (!remove_again)
-			break;
-	}
-	return -remove_first_errno;
-}
-
 int sbx_executor_set_close(struct sbx_executor_set *set, struct sbx_error *err)
 {
 	int r = 0;
@@ -648,7 +602,9 @@ int sbx_executor_set_close(struct sbx_executor_set *set, struct sbx_error *err)
 	if (!set)
 		return 0;
 	for (unsigned i = 0; i < set->n; i++) {
-		int e = remove_tree(set->root, set->ex[i].key);
+		char path[PATH_MAX];
+		int e = sbx_snprintf(path, sizeof(path), "%s/%s", set->root, set->ex[i].key) ?
+			-ENAMETOOLONG : sbx_remove_tree(path);
 
 		if (e && !r)
 			r = sbx_error_set(err, -e, "executor %s: removing %s/%s: %s", set->ex[i].key,

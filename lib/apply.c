@@ -698,21 +698,42 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
 	return 0;
 }
 
-static int own_scratch_home(const char *home, uid_t uid, struct sbx_error *err)
+/*
+ * Without a mount view and without the PAM stage's private /tmp, a home
+ * under /tmp (an account without a home directory gets /tmp/home) would be
+ * in the host's shared /tmp: the first uid to make a given name owns it, so
+ * a fixed name let any local user block every such account, or plant a
+ * .profile there first. Such a session gets a directory of its own instead
+ * (mkdtemp: 0700, a name nobody can guess, in sticky /tmp nobody can swap),
+ * removed when the session ends: an ephemeral home, as asked. *made is its
+ * path, or "" when the session's home stands.
+ */
+static int fresh_home_if_shared(const struct sbx_run *run, const struct sbx_probe *probe,
+				struct sbx_session *copy, char *made, size_t size,
+				struct sbx_error *err)
 {
-	struct stat st;
+	const struct sbx_decide_opts opts = {
+		.landlock_abi_limit = run->landlock_abi_limit,
+		.private_netns = run->session->private_netns,
+	};
+	struct sbx_decision d;
+	int r;
 
-	if (mkdir(home, 0700) != 0 && errno != EEXIST)
-		return sbx_error_set(err, errno, "home %s: mkdir: %s", home, strerror(errno));
-	if (lstat(home, &st) != 0)
-		return sbx_error_set(err, errno, "home %s: %s", home, strerror(errno));
-	if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 022))
-		return sbx_error_set(err, EPERM,
-				     "home %s: %s; without a mount view it is in the host's shared "
-				     "/tmp, where another user may have planted files: refusing",
-				     home, !S_ISDIR(st.st_mode) ? "not a directory" :
-				     st.st_uid != uid ? "owned by another uid" :
-				     "writable by group or others");
+	made[0] = '\0';
+	if (run->pam_stage || run->session->home_source[0] ||
+	    !sbx_path_is_under(run->session->home, "/tmp"))
+		return 0;
+	r = sbx_decide(run->profile, probe, &opts, &d, err);
+	if (r || d.ns)
+		return r;
+	if (sbx_strlcpy(made, size, "/tmp/agent-home-XXXXXX") != 0 || !mkdtemp(made)) {
+		r = sbx_error_set(err, errno ? errno : ENAMETOOLONG,
+				  "home: a private directory in the host's /tmp: %s", strerror(errno));
+		made[0] = '\0';
+		return r;
+	}
+	*copy = *run->session;
+	sbx_strlcpy(copy->home, sizeof(copy->home), made);
 	return 0;
 }
 
@@ -810,6 +831,8 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	struct plans *pl = NULL;
 	struct sbx_profile *resolved = NULL;
 	struct sbx_run local;
+	struct sbx_session fresh_session;
+	char fresh_home[32] = "";
 	int pipefd[2] = { -1, -1 };
 	int ret, status;
 	sigset_t old_mask;
@@ -849,6 +872,11 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	p = resolved;
 	report_identity(r, run->session);
 
+	ret = fresh_home_if_shared(run, probe, &fresh_session, fresh_home, sizeof(fresh_home), err);
+	if (ret)
+		goto out;
+	if (fresh_home[0])
+		local.session = &fresh_session;
 	ret = build_plans(run, probe, pl, r, err);
 	if (ret)
 		goto out;
@@ -857,15 +885,6 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	sbx_report_set(r, SBX_F_ENV_SCRUB, true, false, "allow-list; LD_*, BASH_ENV, ENV, GLIBC_TUNABLES dropped");
 	if (!pl->userns)
 		report_missing_userns(r, &pl->d);
-	/* Without a mount view and without the PAM stage's private /tmp, a
-	 * home under /tmp (agent-shell's for accounts without one) is in the
-	 * host's shared /tmp: anyone could have made it first and planted a
-	 * .profile there. Ours, or refuse. */
-	if (!pl->userns && !run->pam_stage && sbx_path_is_under(run->session->home, "/tmp")) {
-		ret = own_scratch_home(run->session->home, run->session->uid, err);
-		if (ret)
-			goto out;
-	}
 	if (pl->userns && !pl->d.netns && pl->d.network_denied)
 		sbx_report_set(r, SBX_F_NETNS, false, false, "%s", pl->d.ns_why);
 
@@ -934,5 +953,8 @@ out:
 	free(pl);
 	free(r);
 	free(resolved);
+	/* The session's processes are gone (outer_supervise ended them). */
+	if (fresh_home[0])
+		(void)sbx_remove_tree(fresh_home);
 	return ret;
 }

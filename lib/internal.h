@@ -785,6 +785,14 @@ int sbx_executor_place(const char *scratch_root, const char *key, unsigned max, 
  * directory and not a link. */
 int sbx_executor_home_mountpoint(const char *key, const char *tmp, struct sbx_error *err);
 
+/* util.c: remove path and everything below it, depth first, never
+ * following a symlink (remove() takes the link) nor crossing into another
+ * mount; a directory made unreadable (mode 000) is made the caller's 0700
+ * and the walk runs again. For trees nobody else can move meanwhile (their
+ * parents the caller's or root's alone, no process of the owner left).
+ * 0, or the first -errno of the last pass. Not thread-safe (nftw state). */
+int sbx_remove_tree(const char *path);
+
 /* util.c: close fd unless it is negative (cleanup paths). */
 void sbx_close_if(int fd);
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared helpers: the error model, bounded strings, numbers and paths. */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,4 +377,41 @@ void sbx_close_if(int fd)
 {
 	if (fd >= 0)
 		close(fd);
+}
+
+/* ---- sbx_remove_tree (internal.h) ---------------------------------------- */
+
+static int remove_first_errno;
+static bool remove_again;
+
+/* A directory the program made unreadable (mode 000) is made the caller's
+ * 0700 and the walk runs again. */
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DNR) {
+		if (chmod(path, 0700) == 0)
+			remove_again = true;
+		else if (!remove_first_errno)
+			remove_first_errno = errno;
+		return 0;
+	}
+	if (remove(path) != 0 && errno != ENOENT && !remove_first_errno)
+		remove_first_errno = errno;
+	return 0;
+}
+
+int sbx_remove_tree(const char *path)
+{
+	for (int pass = 0; pass < 16; pass++) {
+		remove_first_errno = 0;
+		remove_again = false;
+		if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0 &&
+		    errno != ENOENT && !remove_first_errno)
+			remove_first_errno = errno;
+		if (!remove_again)
+			break;
+	}
+	return -remove_first_errno;
 }

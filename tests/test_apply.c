@@ -1204,40 +1204,55 @@ static void test_degraded_no_userns(void **state)
 
 /*
  * Without a mount view and without the PAM stage, a home under /tmp is in
- * the host's shared /tmp: one another user made first (with a .profile of
- * theirs in it) refuses the session; the agent's own is used.
+ * the host's shared /tmp, where another user may have made that name first
+ * (here: root's, 0777, with a .profile in it). Such a session gets a fresh
+ * private directory instead (it used to be refused: a fixed name let any
+ * local user block every account without a home), and it is gone after
+ * the session. The planted directory is neither used nor touched.
  */
 static void test_degraded_foreign_tmp_home(void **state)
 {
 	const struct fixture *fx = *state;
 	struct scenario sc;
 	struct outcome o;
+	char planted[128], out[300], *text = NULL, *home, *save = NULL;
+	struct stat st;
 
 	if (!ready(fx, false))
 		skip();
 	sbx_test_rmtree(HOME_DIR);
 	assert_int_equal(mkdir(HOME_DIR, 0777), 0);
 	assert_int_equal(chmod(HOME_DIR, 0777), 0);	/* root's, open to all */
+	snprintf(planted, sizeof(planted), "%s/.profile", HOME_DIR);
+	write_text(planted, "echo planted\n");
+	snprintf(out, sizeof(out), "%s/home.out", fx->ws);
 	scenario_init(&sc, fx);
 	sc.probe = PROBE_NO_USERNS;
 	sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
-	sc.script = "exit 0";
-	run_scenario(&sc, &o);
-	assert_int_equal(o.ret, -EPERM);
-	assert_true(contains(o.err, "owned by another uid"));
-	assert_true(contains(o.err, "shared /tmp"));
-	/* Control: once it is gone, the engine makes it the agent's own. */
-	sbx_test_rmtree(HOME_DIR);
+	sc.script = "echo \"$HOME $(stat -c %u:%a \"$HOME\") $(ls -A \"$HOME\" | wc -l)\" "
+		    ">\"$PWD/home.out\"; touch \"$HOME/mine\"";
 	run_scenario(&sc, &o);
 	assert_int_equal(o.ret, 0);
 	assert_int_equal(o.exit_code, 0);
 	{
-		struct stat st;
+		size_t len = 0;
 
-		assert_int_equal(lstat(HOME_DIR, &st), 0);
-		assert_int_equal(st.st_uid, sbx_test_uid());
-		assert_int_equal(st.st_mode & 07777, 0700);
+		assert_int_equal(sbx_read_file(out, 4096, &text, &len, NULL), 0);
 	}
+	print_message("  inside: %s", text);
+	home = strtok_r(text, " ", &save);
+	assert_non_null(home);
+	assert_true(strncmp(home, "/tmp/agent-home-", 16) == 0);
+	assert_non_null(strstr(text + strlen(home) + 1, ":700 0"));	/* ours, 0700, empty */
+	/* Gone after the session; the planted one untouched, its .profile
+	 * still the only entry. */
+	assert_int_equal(lstat(home, &st), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(lstat(planted, &st), 0);
+	snprintf(out, sizeof(out), "%s/mine", HOME_DIR);
+	assert_int_equal(lstat(out, &st), -1);
+	free(text);
+	sbx_test_rmtree(HOME_DIR);
 }
 
 /* Landlock missing: degraded, landlock_fs names the reason; under the gate

@@ -9,10 +9,9 @@
 # and the floor. (test_apply checks the same decision inside the library.)
 #
 # Usage: tests/explain/run.sh     (root; BUILD from the environment)
-# Creates: an account sbxx-<random> with its home under /var/tmp/sbx-explain-*
-# (a home of its own: without a mount view an account with none would get
-# /tmp/home in the host's shared /tmp), /run/sbx-explain-* (root-owned, for
-# the trusted config); all removed on exit. The config maps the account to
+# Creates: an account sbxx-<random> with its home under /var/tmp/sbx-explain-*,
+# /run/sbx-explain-* (root-owned, for the trusted config); all removed on
+# exit. The config maps the account to
 # each profile in turn.
 set -u
 BUILD=${BUILD:-build}
