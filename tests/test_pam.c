@@ -1137,33 +1137,6 @@ static int child_fork_chain(void *arg)
 	return 0;
 }
 
-/* Processes of uid that can still run: zombies excepted (this machine's
- * init reaps the chain's exited members in its own time, thousands later). */
-static int running_procs_of(uid_t uid)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)) != NULL) {
-		char path[300], buf[4096], *st, *u;
-
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
-		read_small(path, buf, sizeof(buf));
-		st = strstr(buf, "\nState:\t");
-		u = strstr(buf, "\nUid:\t");
-		if (st && u && st[8] != 'Z' && st[8] != 'X' &&
-		    (uid_t)strtoul(u + 6, NULL, 10) == uid)
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
 static void test_fork_chain_ended(void **state)
 {
 	struct chain *c;
@@ -1200,7 +1173,7 @@ static void test_fork_chain_ended(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	back = t1;
 	do {
-		left = running_procs_of(W.agent_uid);
+		left = sbx_test_procs_of(W.agent_uid, false);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (left == 0) {
 			gone_after = ts_diff(&t1, &t0) - c->close_at;
@@ -1210,7 +1183,7 @@ static void test_fork_chain_ended(void **state)
 	} while (ts_diff(&t1, &back) < 1.0);
 	/* ... and none comes back until past the deadline. */
 	while (ts_diff(&t1, &c->end) < 0.3) {
-		int n = running_procs_of(W.agent_uid);
+		int n = sbx_test_procs_of(W.agent_uid, false);
 
 		later = n > later ? n : later;
 		usleep(50 * 1000);

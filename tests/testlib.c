@@ -312,11 +312,8 @@ int sbx_test_run_quiet(const char *const argv[])
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* userdel and groupdel fail while another process holds /etc/passwd's
- * lock (a concurrent useradd): retry instead of leaving the entry behind. */
-/* Processes whose real uid is uid (the account's leftovers); with
- * kill_them, SIGKILL each by pid (only ever our own test account's uid). */
-int sbx_test_procs_of(uid_t uid, bool kill_them)
+int sbx_test_each_proc_of(uid_t uid, void (*fn)(pid_t pid, const char *status, void *ctx),
+			  void *ctx)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -325,11 +322,11 @@ int sbx_test_procs_of(uid_t uid, bool kill_them)
 	if (!d)
 		return -1;
 	while ((e = readdir(d)) != NULL) {
-		char path[300], buf[4096], *l;
+		char path[300], buf[4096], *l, *st;
 		ssize_t len;
 		int fd;
 
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -340,21 +337,36 @@ int sbx_test_procs_of(uid_t uid, bool kill_them)
 		if (len <= 0)
 			continue;
 		buf[len] = '\0';
-		/* A zombie runs nothing: only its parent's reaping is left
-		 * (PID 1 on some hosts reaps late). */
-		if (strstr(buf, "\nState:\tZ"))
+		/* A zombie (or a dead one) runs nothing: only its parent's
+		 * reaping is left (PID 1 on some hosts reaps late). */
+		st = strstr(buf, "\nState:\t");
+		if (st && (st[8] == 'Z' || st[8] == 'X'))
 			continue;
 		l = strstr(buf, "\nUid:\t");
-		if (l && (uid_t)strtoul(l + 6, NULL, 10) == uid) {
-			n++;
-			if (kill_them)
-				kill((pid_t)strtol(e->d_name, NULL, 10), SIGKILL);
-		}
+		if (!l || (uid_t)strtoul(l + 6, NULL, 10) != uid)
+			continue;
+		n++;
+		if (fn)
+			fn((pid_t)strtol(e->d_name, NULL, 10), buf, ctx);
 	}
 	closedir(d);
 	return n;
 }
 
+static void kill_one(pid_t pid, const char *status, void *ctx)
+{
+	(void)status;
+	(void)ctx;
+	kill(pid, SIGKILL);
+}
+
+int sbx_test_procs_of(uid_t uid, bool kill_them)
+{
+	return sbx_test_each_proc_of(uid, kill_them ? kill_one : NULL, NULL);
+}
+
+/* userdel and groupdel fail while another process holds /etc/passwd's
+ * lock (a concurrent useradd): retry instead of leaving the entry behind. */
 int sbx_test_remove_account(const char *user)
 {
 	const char *argv[] = { "/usr/sbin/userdel", user, NULL };
@@ -435,40 +447,20 @@ void sbx_test_cleanup_on_signal(int (*teardown)(void **state))
 		sigaction(sigs[i], &sa, NULL);
 }
 
+static void dump_one(pid_t pid, const char *status, void *ctx)
+{
+	const char *st = strstr(status, "\nState:\t"), *pp = strstr(status, "\nPPid:\t");
+	const char *name = strncmp(status, "Name:\t", 6) == 0 ? status + 6 : "?";
+
+	(void)ctx;
+	fprintf(stderr, "  pid %d ppid %ld state %c name %.*s\n", (int)pid,
+		pp ? strtol(pp + 7, NULL, 10) : -1L, st ? st[8] : '?', (int)strcspn(name, "\n"),
+		name);
+}
+
 void sbx_test_procs_dump(uid_t uid)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		char path[300], buf[4096], *l, *st, *pp, *name;
-		ssize_t len;
-		int fd;
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = '\0';
-		l = strstr(buf, "\nUid:\t");
-		if (!l || (uid_t)strtoul(l + 6, NULL, 10) != uid)
-			continue;
-		st = strstr(buf, "\nState:\t");
-		pp = strstr(buf, "\nPPid:\t");
-		name = strncmp(buf, "Name:\t", 6) == 0 ? buf + 6 : (char *)"?";
-		fprintf(stderr, "  pid %s ppid %ld state %c name %.*s\n", e->d_name,
-			pp ? strtol(pp + 7, NULL, 10) : -1L, st ? st[8] : '?',
-			(int)strcspn(name, "\n"), name);
-	}
-	closedir(d);
+	(void)sbx_test_each_proc_of(uid, dump_one, NULL);
 }
 
 const struct sbx_decision *sbx_test_decision(const struct sbx_profile *p, bool netns)

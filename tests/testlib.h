@@ -101,6 +101,11 @@ bool sbx_test_log_has(int s, const char *a, const char *b, char *keep, size_t ke
  * (kept NUL-terminated; what does not fit is dropped). */
 void sbx_test_log_drain(int s, char *buf, size_t size);
 
+/* Every process of real uid uid that can still run (zombies and dead ones
+ * do not count): fn(pid, its /proc status text, ctx) for each (fn may be
+ * NULL). How many, or -1 when /proc cannot be read. */
+int sbx_test_each_proc_of(uid_t uid, void (*fn)(pid_t pid, const char *status, void *ctx),
+			  void *ctx);
 /* How many live processes (zombies do not count) have real uid uid; with
  * kill_them, SIGKILL each (only ever for a throwaway account's uid: they
  * are all the test's own). */

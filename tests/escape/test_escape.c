@@ -597,6 +597,14 @@ static double now_s(void)
 }
 
 /* Processes of the agent's uid other than the fixture sleep. */
+static void kill_but_fixture(pid_t pid, const char *status, void *ctx)
+{
+	(void)status;
+	(void)ctx;
+	if (pid != W.sleeper)
+		kill(pid, SIGKILL);
+}
+
 static int agent_procs(bool kill_them)
 {
 	int n = sbx_test_procs_of(W.uid, false);
@@ -607,32 +615,7 @@ static int agent_procs(bool kill_them)
 		/* Kill each by pid, sparing the fixture: stop it first so a
 		 * forking leftover cannot outrun the scan. */
 		for (int round = 0; round < 20 && n > 0; round++) {
-			DIR *d = opendir("/proc");
-			struct dirent *e;
-
-			while (d && (e = readdir(d)) != NULL) {
-				char path[300], buf[4096], *l;
-				pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
-				ssize_t len;
-				int fd;
-
-				if (pid <= 0 || pid == W.sleeper)
-					continue;
-				snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-				fd = open(path, O_RDONLY | O_CLOEXEC);
-				if (fd < 0)
-					continue;
-				len = read(fd, buf, sizeof(buf) - 1);
-				close(fd);
-				if (len <= 0)
-					continue;
-				buf[len] = '\0';
-				l = strstr(buf, "\nUid:\t");
-				if (l && (uid_t)strtoul(l + 6, NULL, 10) == W.uid)
-					kill(pid, SIGKILL);
-			}
-			if (d)
-				closedir(d);
+			(void)sbx_test_each_proc_of(W.uid, kill_but_fixture, NULL);
 			usleep(50 * 1000);
 			n = sbx_test_procs_of(W.uid, false);
 			if (n > 0 && W.sleeper > 0 && kill(W.sleeper, 0) == 0)
