@@ -17,18 +17,8 @@ set -u
 BUILD=${BUILD:-build}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 SHELL_BIN=$SRC/$BUILD/tests/agent-shell-testable
-pass=0 fail=0
-summary() {
-	echo "[==========] $((pass + fail)) test(s) run."
-	echo "[  PASSED  ] $pass test(s)."
-	[ "$fail" -eq 0 ] || echo "[  FAILED  ] $fail test(s)"
-	[ "$fail" -eq 0 ]
-}
-if [ "$(id -u)" -ne 0 ]; then
-	echo "[  SKIP    ] needs root (CI runs as root)"
-	summary
-	exit
-fi
+. "$SRC/tests/tier.sh"
+tier_require_root
 C=$(mktemp -d /run/sbx-explain-XXXXXX)
 T=$(mktemp -d /var/tmp/sbx-explain-XXXXXX)
 U=sbxx-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
@@ -87,13 +77,11 @@ for prof in $profiles; do
 		"${run[@]}" --report --json >"$T/report.json" 2>>"$T/run.err"
 		if out=$(compare "$T/explain.json" "$T/report.json" 2>&1); then
 			echo "  $out"
-			echo "[       OK ] $name"
-			pass=$((pass + 1))
+			ok "$name"
 		else
 			echo "  $out" | tail -3
 			head -3 "$T/explain.err" "$T/run.err"
-			echo "[  FAILED  ] $name"
-			fail=$((fail + 1))
+			bad "$name" "the prediction and the report differ (above)"
 		fi
 	done
 done

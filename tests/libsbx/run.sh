@@ -11,22 +11,10 @@
 set -u
 BUILD=${BUILD:-build}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
+. "$SRC/tests/tier.sh"
+tier_require_root
 T=$(mktemp -d /var/tmp/sbx-libsbx-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { echo "[       OK ] $1"; pass=$((pass + 1)); }
-bad() { echo "[  FAILED  ] $1: $2"; fail=$((fail + 1)); }
-summary() {
-	echo "[==========] $((pass + fail)) test(s) run."
-	echo "[  PASSED  ] $pass test(s)."
-	[ "$fail" -eq 0 ] || echo "[  FAILED  ] $fail test(s)"
-	[ "$fail" -eq 0 ]
-}
-if [ "$(id -u)" -ne 0 ]; then
-	echo "[  SKIP    ] needs root (CI runs as root)"
-	summary
-	exit
-fi
 AS_NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all)
 
 # 1. Installed as a package would install it, into a staging root.
