@@ -564,31 +564,53 @@ int sbx_executor_home_mountpoint(const char *key, const char *tmp, struct sbx_er
 	return 0;
 }
 
+int sbx_executor_view_ok(const struct sbx_profile *p, bool private_netns, const char *key,
+			 struct sbx_error *err)
+{
+	const struct sbx_decide_opts opts = { .private_netns = private_netns };
+	const struct sbx_probe *probe;
+	struct sbx_decision d;
+	int ret;
+
+	ret = sbx_probe_get(&probe, err);
+	if (ret == 0)
+		ret = sbx_decide(p, probe, &opts, &d, err);
+	if (ret)
+		return ret;
+	if (!d.ns)
+		return sbx_error_set(err, EOPNOTSUPP, "executor %s: refused: executors are kept "
+				     "apart by the mount view, which this host cannot give (%s)",
+				     key, d.ns_why);
+	return 0;
+}
+
+int sbx_executor_home(const char *key, const char *root, const char *tmp, bool home_in_tmp,
+		      char *note, size_t note_size, struct sbx_error *err)
+{
+	if (home_in_tmp) {
+		int ret = sbx_executor_home_mountpoint(key, tmp, err);
+
+		if (ret)
+			return ret;
+	}
+	snprintf(note, note_size, "executor %s's own home (siblings under %s masked)", key, root);
+	return 0;
+}
+
 int sbx_executor_run(struct sbx_executor *e, const char *workspace, const char *const argv[],
 		     int *exit_code, struct sbx_report **report, struct sbx_error *err)
 {
-	const struct sbx_probe *probe;
-	struct sbx_decision d;
 	char note[PATH_MAX + 128];
 	struct run_place pl = { .workspace = workspace };
 	int ret;
 
 	if (!e)
 		return sbx_error_set(err, EINVAL, "executor: missing argument");
-	ret = sbx_probe_get(&probe, err);
+	ret = sbx_executor_view_ok(&e->set->profile, false, e->key, err);
 	if (ret == 0)
-		ret = sbx_decide(&e->set->profile, probe, NULL, &d, err);
+		ret = sbx_executor_home(e->key, e->set->root, e->tmp, true, note, sizeof(note), err);
 	if (ret)
 		return ret;
-	if (!d.ns)
-		return sbx_error_set(err, EOPNOTSUPP, "executor %s: refused: executors are kept "
-				     "apart by the mount view, which this host cannot give (%s)",
-				     e->key, d.ns_why);
-	ret = sbx_executor_home_mountpoint(e->key, e->tmp, err);
-	if (ret)
-		return ret;
-	snprintf(note, sizeof(note), "executor %s's own home (siblings under %s masked)", e->key,
-		 e->set->root);
 	pl.home_source = e->home;
 	pl.tmp_source = e->tmp;
 	pl.home_note = note;

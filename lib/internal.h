@@ -784,6 +784,14 @@ int sbx_executor_place(const char *scratch_root, const char *key, unsigned max, 
  * inside the executor's bound tmp: the mountpoint must be there, a
  * directory and not a link. */
 int sbx_executor_home_mountpoint(const char *key, const char *tmp, struct sbx_error *err);
+/* Executor runs need the mount view: 0, or -EOPNOTSUPP naming why this
+ * host cannot give it. */
+int sbx_executor_view_ok(const struct sbx_profile *p, bool private_netns, const char *key,
+			 struct sbx_error *err);
+/* Executor KEY's home for a run: the /tmp/home mountpoint in its tmp when
+ * $HOME is there, and the report's note on the home. */
+int sbx_executor_home(const char *key, const char *root, const char *tmp, bool home_in_tmp,
+		      char *note, size_t note_size, struct sbx_error *err);
 
 /* util.c: remove path and everything below it, depth first, never
  * following a symlink (remove() takes the link) nor crossing into another

@@ -315,37 +315,21 @@ static int executor_session(const struct run_opts *o, struct sbx_profile *p,
 			    struct sbx_session *s, char *home_note, size_t note_size,
 			    struct sbx_error *err)
 {
-	const struct sbx_decide_opts dopts = { .private_netns = s->private_netns };
-	const struct sbx_probe *probe;
-	struct sbx_decision d;
 	char root[SBX_PATH_MAX];
 	int ret;
 
-	ret = sbx_probe_get(&probe, err);
+	ret = sbx_executor_view_ok(p, s->private_netns, o->executor, err);
 	if (ret == 0)
-		ret = sbx_decide(p, probe, &dopts, &d, err);
-	if (ret)
-		return ret;
-	if (!d.ns)
-		return sbx_error_set(err, EOPNOTSUPP, "--executor %s: refused: executors are kept "
-				     "apart by the mount view, which this host cannot give (%s)",
-				     o->executor, d.ns_why);
-	ret = sbx_executor_place(o->scratch, o->executor, o->executors, false, root,
-				 s->home_source, s->tmp_source, err);
+		ret = sbx_executor_place(o->scratch, o->executor, o->executors, false, root,
+					 s->home_source, s->tmp_source, err);
 	if (ret)
 		return ret;
 	if (p->n_deny_read == SBX_MAX_DENY)
 		return sbx_error_set(err, E2BIG, "--executor: profile %s has no room to mask %s",
 				     p->name, root);
 	sbx_strlcpy(p->deny_read[p->n_deny_read++], SBX_PATH_MAX, root);
-	if (sbx_path_is_under(s->home, "/tmp")) {
-		ret = sbx_executor_home_mountpoint(o->executor, s->tmp_source, err);
-		if (ret)
-			return ret;
-	}
-	snprintf(home_note, note_size, "executor %s's own home (siblings under %s masked)",
-		 o->executor, root);
-	return 0;
+	return sbx_executor_home(o->executor, root, s->tmp_source,
+				 sbx_path_is_under(s->home, "/tmp"), home_note, note_size, err);
 }
 
 /* The confined run, with the report copy under the session's home. */
