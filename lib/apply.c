@@ -607,20 +607,13 @@ static void find_secret_aliases(const struct sbx_profile *p, char *buf, size_t s
 	}
 }
 
-static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
-		       struct plans *pl, struct sbx_report *r, struct sbx_error *err)
+static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_report *r,
+		       struct sbx_error *err)
 {
 	const struct sbx_profile *p = run->profile;
-	const struct sbx_decide_opts opts = {
-		.landlock_abi_limit = run->landlock_abi_limit,
-		.private_netns = run->session->private_netns,
-	};
-	const struct sbx_decision *d = &pl->d;
+	const struct sbx_decision *d = &pl->d;	/* made by sbx_run_confined */
 	int ret;
 
-	ret = sbx_decide(p, probe, &opts, &pl->d, err);
-	if (ret)
-		return ret;
 	pl->userns = d->ns;
 	/* An interactive session's terminal belongs to the host's devpts,
 	 * which the sandbox's own devpts instance hides (no tty name, and
@@ -708,24 +701,16 @@ static int build_plans(const struct sbx_run *run, const struct sbx_probe *probe,
  * removed when the session ends: an ephemeral home, as asked. *made is its
  * path, or "" when the session's home stands.
  */
-static int fresh_home_if_shared(const struct sbx_run *run, const struct sbx_probe *probe,
+static int fresh_home_if_shared(const struct sbx_run *run, const struct sbx_decision *d,
 				struct sbx_session *copy, char *made, size_t size,
 				struct sbx_error *err)
 {
-	const struct sbx_decide_opts opts = {
-		.landlock_abi_limit = run->landlock_abi_limit,
-		.private_netns = run->session->private_netns,
-	};
-	struct sbx_decision d;
 	int r;
 
 	made[0] = '\0';
-	if (run->pam_stage || run->session->home_source[0] ||
+	if (d->ns || run->pam_stage || run->session->home_source[0] ||
 	    !sbx_path_is_under(run->session->home, "/tmp"))
 		return 0;
-	r = sbx_decide(run->profile, probe, &opts, &d, err);
-	if (r || d.ns)
-		return r;
 	if (sbx_strlcpy(made, size, "/tmp/agent-home-XXXXXX") != 0 || !mkdtemp(made)) {
 		r = sbx_error_set(err, errno ? errno : ENAMETOOLONG,
 				  "home: a private directory in the host's /tmp: %s", strerror(errno));
@@ -826,6 +811,10 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		     int *exit_code, struct sbx_error *err)
 {
 	const struct sbx_profile *p = run->profile;
+	const struct sbx_decide_opts opts = {
+		.landlock_abi_limit = run->landlock_abi_limit,
+		.private_netns = run->session ? run->session->private_netns : false,
+	};
 	const struct sbx_probe *probe;
 	struct sbx_report *r = NULL;
 	struct plans *pl = NULL;
@@ -872,12 +861,17 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	p = resolved;
 	report_identity(r, run->session);
 
-	ret = fresh_home_if_shared(run, probe, &fresh_session, fresh_home, sizeof(fresh_home), err);
+	/* The one decision: every plan, and the home below, follow it. */
+	ret = sbx_decide(p, probe, &opts, &pl->d, err);
+	if (ret)
+		goto out;
+	ret = fresh_home_if_shared(run, &pl->d, &fresh_session, fresh_home, sizeof(fresh_home),
+				   err);
 	if (ret)
 		goto out;
 	if (fresh_home[0])
 		local.session = &fresh_session;
-	ret = build_plans(run, probe, pl, r, err);
+	ret = build_plans(run, pl, r, err);
 	if (ret)
 		goto out;
 	/* 1. The environment is rebuilt from an allow-list before any
