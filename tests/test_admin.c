@@ -437,6 +437,18 @@ static void test_enroll_refusals(void **state)
 	assert_null(getpwnam("sbx-no-such-user-x"));	/* nothing created */
 }
 
+/* The doctor tests need the third account enrolled (the enrol tests may
+ * have done it already). */
+static void enroll_user3(void)
+{
+	char *out = NULL;
+
+	if (!getpwnam(fx.user3)) {
+		assert_int_equal(RUN(false, &out, "--enroll", fx.user3), 0);
+		free(out);
+	}
+}
+
 /* A good host: no FAIL, exit 0. Then the agent's shell is changed behind
  * the sandbox's back: FAIL on that account, exit 1. */
 static void test_doctor_good_then_wrong_shell(void **state)
@@ -446,10 +458,7 @@ static void test_doctor_good_then_wrong_shell(void **state)
 
 	(void)state;
 	SBX_TEST_REQUIRE_ROOT();
-	if (!getpwnam(fx.user3)) {
-		assert_int_equal(RUN(false, &out, "--enroll", fx.user3), 0);
-		free(out);
-	}
+	enroll_user3();
 	snprintf(pam, sizeof(pam), "%s/pam-good", fx.tmp);
 	write_pam_dir(pam, true);
 	snprintf(sshd_cfg, sizeof(sshd_cfg), "%s/sshd-good.conf", fx.tmp);
@@ -502,10 +511,7 @@ static void test_doctor_vendor_stacks(void **state)
 
 	(void)state;
 	SBX_TEST_REQUIRE_ROOT();
-	if (!getpwnam(fx.user3)) {
-		assert_int_equal(RUN(false, &out, "--enroll", fx.user3), 0);
-		free(out);
-	}
+	enroll_user3();
 	snprintf(pam, sizeof(pam), "%s/pam-novendor", fx.tmp);
 	write_pam_dir(pam, true);
 	snprintf(path, sizeof(path), "%s/systemd-user", pam);
@@ -552,10 +558,7 @@ static void test_doctor_pam_and_sshd_failures(void **state)
 
 	(void)state;
 	SBX_TEST_REQUIRE_ROOT();
-	if (!getpwnam(fx.user3)) {
-		assert_int_equal(RUN(false, &out, "--enroll", fx.user3), 0);
-		free(out);
-	}
+	enroll_user3();
 	snprintf(pam, sizeof(pam), "%s/pam-bare", fx.tmp);
 	write_pam_dir(pam, false);
 	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
@@ -792,10 +795,7 @@ static void test_doctor_probe_child_is_fresh(void **state)
 	(void)state;
 	SBX_TEST_REQUIRE_ROOT();
 	REQUIRE_UNTRACED_BUILD();
-	if (!getpwnam(fx.user3)) {
-		assert_int_equal(RUN(false, &out, "--enroll", fx.user3), 0);
-		free(out);
-	}
+	enroll_user3();
 	pw = getpwnam(fx.user3);
 	assert_non_null(pw);
 	snprintf(pam, sizeof(pam), "%s/pam-good", fx.tmp);
@@ -839,10 +839,7 @@ static void test_doctor_probe_failure_warns(void **state)
 	(void)state;
 	SBX_TEST_REQUIRE_ROOT();
 	REQUIRE_UNTRACED_BUILD();
-	if (!getpwnam(fx.user3)) {
-		assert_int_equal(RUN(false, &out, "--enroll", fx.user3), 0);
-		free(out);
-	}
+	enroll_user3();
 	pw = getpwnam(fx.user3);
 	assert_non_null(pw);
 	snprintf(pam, sizeof(pam), "%s/pam-good", fx.tmp);
