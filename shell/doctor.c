@@ -183,9 +183,10 @@ static void check_config(struct doctor *d)
 
 /* A root-side directory the PAM stage writes into: every component from
  * "/" root-owned and not group/world writable, or an agent could plant a
- * symlink or another account's home there. */
+ * symlink or another account's home there. Its child must have none of
+ * the mode bits in forbid, for the reason given. */
 static void check_root_dir(struct doctor *d, const char *what, const char *path,
-			   const char *child)
+			   const char *child, mode_t forbid, const char *reason)
 {
 	struct sbx_error err = { 0 };
 	char sub[SBX_PATH_MAX + 64];
@@ -206,14 +207,13 @@ static void check_root_dir(struct doctor *d, const char *what, const char *path,
 		ret = sbx_dir_open_walk(sub, true, 0, &fd, &err);
 		if (ret == -ENOENT)
 			ret = 0;
-		/* The session records name every agent's client address. */
-		if (ret == 0 && fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 077)) {
+		if (ret == 0 && fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & forbid)) {
 			char fix[sizeof(sub) + 64];
 
-			snprintf(fix, sizeof(fix), "chmod 0700 %s (the next login does it too)", sub);
-			row(d, DOC_WARN, "dirs", what, fix,
-			    "%s is mode %04o: the session records are readable by other users",
-			    sub, (unsigned)(st.st_mode & 07777));
+			snprintf(fix, sizeof(fix), "chmod %04o %s (the next login does it too)",
+				 (unsigned)(st.st_mode & 07777 & ~forbid), sub);
+			row(d, DOC_WARN, "dirs", what, fix, "%s is mode %04o: %s", sub,
+			    (unsigned)(st.st_mode & 07777), reason);
 		}
 	}
 	if (fd >= 0)
@@ -1236,9 +1236,13 @@ static void check_pam_stacks(struct doctor *d)
 /* The root-owned directories the PAM stage writes. */
 static void check_dirs(struct doctor *d)
 {
+	/* homes/ is 0711 on purpose: an agent reaches its own home by name
+	 * (a session without the PAM stage), nobody lists the others. */
 	check_root_dir(d, "state_dir", d->cfg ? d->cfg->state_dir : "/var/lib/agent-sandbox",
-		       "homes");
-	check_root_dir(d, "runtime_dir", SBX_RUNTIME_DIR, "sessions");
+		       "homes", 0066, "other users can list or change the agents' homes");
+	check_root_dir(d, "runtime_dir", SBX_RUNTIME_DIR, "sessions", 0077,
+		       "the session records, which name every agent's client address, "
+		       "are readable by other users");
 }
 
 /* Every agent account, each as the agent: its shell, groups, profile paths. */

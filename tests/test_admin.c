@@ -475,6 +475,17 @@ static void test_doctor_good_then_wrong_shell(void **state)
 	assert_null(strstr(out, "\"status\":\"FAIL\""));
 	assert_row(out, "config", fx.config, "OK");
 	assert_row(out, "accounts", fx.user3, "OK");
+	/* Enrolment made homes/ 0711 (agents reach their own home by name):
+	 * that is the expected mode, not a warning. */
+	{
+		char homes[PATH_MAX];
+		struct stat st;
+
+		snprintf(homes, sizeof(homes), "%s/state/homes", fx.base);
+		assert_int_equal(stat(homes, &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0711);
+		assert_null(strstr(out, "homes is mode"));
+	}
 	for (const char *const *s = (const char *const[]){ "sshd", "login", "su", "su-l", "runuser",
 							   "runuser-l", "cron", "atd",
 							   "systemd-user", NULL }; *s; s++)
