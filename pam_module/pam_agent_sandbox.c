@@ -5,6 +5,7 @@
 #define PAM_SM_SESSION
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -59,6 +60,7 @@ SBX_EXPORT int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, con
 
 struct args {
 	bool debug;
+	bool silent;		/* PAM_SILENT: the application wants no messages */
 	bool netns;
 	const char *conf;
 	const char *runtime_dir;
@@ -117,6 +119,27 @@ static void parse_args(pam_handle_t *pamh, int argc, const char **argv, struct a
 	}
 }
 
+/*
+ * A refusal, logged for the admin and told to whoever is logging in: sshd
+ * sends an account-phase message to the client as a banner before it
+ * closes the connection, login and su print it. Returns code.
+ */
+static int refuse(pam_handle_t *pamh, const struct args *a, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int refuse(pam_handle_t *pamh, const struct args *a, int code, const char *fmt, ...)
+{
+	char msg[2 * SBX_ERROR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "%s", msg);
+	if (!a->silent)
+		pam_error(pamh, "agent-sandbox: %s", msg);
+	return code;
+}
+
 /* The passwd entry and group names of the PAM user. 0, or a PAM code.
  * A lookup that fails (an NSS error, not "no such entry") refuses the
  * login: with a group missing, an agent could be taken for a non-agent. */
@@ -162,12 +185,9 @@ static int config_failure(pam_handle_t *pamh, const struct args *a,
 	const char *base = strrchr(acc->shell, '/');
 
 	base = base ? base + 1 : acc->shell;
-	if (sbx_account_in_group(acc, a->group) || !strcmp(base, "agent-shell")) {
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-			   "user %s: refused: config %s unusable: %s",
-			   acc->user, a->conf, err->msg);
-		return PAM_PERM_DENIED;
-	}
+	if (sbx_account_in_group(acc, a->group) || !strcmp(base, "agent-shell"))
+		return refuse(pamh, a, PAM_PERM_DENIED, "user %s: refused: config %s unusable: %s",
+			      acc->user, a->conf, err->msg);
 	pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
 		   "user %s: not treated as an agent (not in group %s, shell %s), but config %s is unusable: %s",
 		   acc->user, a->group, acc->shell, a->conf, err->msg);
@@ -199,10 +219,9 @@ static int agent_select(pam_handle_t *pamh, const struct args *a,
 		return PAM_IGNORE;
 	}
 	if (r) {
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: refused: profile: %s",
-			   acc->user, err.msg);
 		sbx_config_free(cfg);
-		return PAM_PERM_DENIED;
+		return refuse(pamh, a, PAM_PERM_DENIED, "user %s: refused: profile: %s",
+			      acc->user, err.msg);
 	}
 	*cfg_out = cfg;
 	return 0;
@@ -288,36 +307,28 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 	char missing[SBX_ERROR_MAX];
 	unsigned n = 0, stale = 0;
 
-	if (strcmp(acc->shell, cfg->agent_shell) != 0) {
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-			   "user %s: refused: login shell %s is not the agent shell %s",
-			   acc->user, acc->shell, cfg->agent_shell);
-		return PAM_PERM_DENIED;
-	}
-	if (!service || !sbx_profile_allows_service(p, service)) {
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-			   "user %s: refused: PAM service %s is not allowed for profile %s",
-			   acc->user, service ? service : "(none)", p->name);
-		return PAM_PERM_DENIED;
-	}
+	if (strcmp(acc->shell, cfg->agent_shell) != 0)
+		return refuse(pamh, a, PAM_PERM_DENIED,
+			      "user %s: refused: login shell %s is not the agent shell %s",
+			      acc->user, acc->shell, cfg->agent_shell);
+	if (!service || !sbx_profile_allows_service(p, service))
+		return refuse(pamh, a, PAM_PERM_DENIED,
+			      "user %s: refused: PAM service %s is not allowed for profile %s",
+			      acc->user, service ? service : "(none)", p->name);
 	if (p->limits.set_mask & (1u << SBX_LIMIT_MAX_SESSIONS)) {
-		if (sbx_record_count_user(a->runtime_dir, acc->uid, &n, &stale, &err) != 0) {
-			pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-				   "user %s: refused: cannot count sessions: %s",
-				   acc->user, err.msg);
-			return PAM_PERM_DENIED;
-		}
+		if (sbx_record_count_user(a->runtime_dir, acc->uid, &n, &stale, &err) != 0)
+			return refuse(pamh, a, PAM_PERM_DENIED,
+				      "user %s: refused: cannot count sessions: %s",
+				      acc->user, err.msg);
 		if (stale)
 			pam_syslog(pamh, LOG_AUTHPRIV | LOG_NOTICE,
 				   "removed %u stale session record(s): the process that opened "
 				   "each is gone (a session that ended without closing)", stale);
-		if (n >= p->limits.value[SBX_LIMIT_MAX_SESSIONS]) {
-			pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-				   "user %s: refused: %u sessions open, max_sessions is %llu",
-				   acc->user, n,
-				   (unsigned long long)p->limits.value[SBX_LIMIT_MAX_SESSIONS]);
-			return PAM_PERM_DENIED;
-		}
+		if (n >= p->limits.value[SBX_LIMIT_MAX_SESSIONS])
+			return refuse(pamh, a, PAM_PERM_DENIED,
+				      "user %s: refused: %u sessions open, max_sessions is %llu",
+				      acc->user, n,
+				      (unsigned long long)p->limits.value[SBX_LIMIT_MAX_SESSIONS]);
 	}
 	if (sbx_probe_get(&probe, &err) != 0) {
 		/* Not certain either way: the shell decides with its own probe. */
@@ -325,10 +336,9 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 			   "user %s: kernel probe failed (%s); the shell will decide the floor",
 			   acc->user, err.msg);
 	} else if (floor_unmeetable(p, probe, missing, sizeof(missing)) != 0) {
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-			   "user %s: refused: profile %s cannot meet its floor on this kernel: %s",
-			   acc->user, p->name, missing);
-		return PAM_PERM_DENIED;
+		return refuse(pamh, a, PAM_PERM_DENIED,
+			      "user %s: refused: profile %s cannot meet its floor on this kernel: %s",
+			      acc->user, p->name, missing);
 	}
 	return PAM_SUCCESS;
 }
@@ -340,7 +350,8 @@ typedef int (*agent_step)(pam_handle_t *pamh, const struct args *a,
 /* Both entry points: the account, its profile and the account rules, then
  * step for an agent that passed them. PAM_IGNORE for an account that is
  * not an agent's; otherwise the first PAM code that is not success. */
-static int for_agent(pam_handle_t *pamh, int argc, const char **argv, agent_step step)
+static int for_agent(pam_handle_t *pamh, int flags, int argc, const char **argv,
+		     agent_step step)
 {
 	struct sbx_config *cfg = NULL;
 	struct sbx_profile prof;
@@ -349,6 +360,7 @@ static int for_agent(pam_handle_t *pamh, int argc, const char **argv, agent_step
 	int r;
 
 	parse_args(pamh, argc, argv, &a);
+	a.silent = flags & PAM_SILENT;
 	r = account_load(pamh, &acc);
 	if (r)
 		return r;
@@ -375,7 +387,7 @@ static int account_allowed(pam_handle_t *pamh, const struct args *a,
 
 int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
-	return for_agent(pamh, argc, argv, account_allowed);
+	return for_agent(pamh, flags, argc, argv, account_allowed);
 }
 
 /* ---- open_session ------------------------------------------------------ */
@@ -805,9 +817,8 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 	if (c->changed)
 		undo_run(pamh, acc->user, &c->u);
 	undo_close(&c->u);
-	pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-		   "user %s: session refused: %s (pam stage had done: %s)", acc->user,
-		   c->err.msg, c->done[0] ? c->done : "nothing");
+	refuse(pamh, a, 0, "user %s: session refused: %s (pam stage had done: %s)", acc->user,
+	       c->err.msg, c->done[0] ? c->done : "nothing");
 	free(c->ss);
 	free(c);
 	return PAM_SESSION_ERR;
@@ -815,7 +826,7 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 
 int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
-	int r = for_agent(pamh, argc, argv, open_agent_session);
+	int r = for_agent(pamh, flags, argc, argv, open_agent_session);
 
 	/* A session stage fails as a session error, whatever stopped it. */
 	return r == PAM_SUCCESS || r == PAM_IGNORE ? r : PAM_SESSION_ERR;

@@ -925,14 +925,21 @@ t_forwarding_hole_without_dropin_and_netns() {
 	[ "$out" = blocked ]
 }
 
+# Refused in the account phase, and told why: sshd sends the module's
+# message to the client as a banner (shown at the client's LogLevel INFO,
+# which must come first: ssh keeps the first value it is given).
 t_wrong_login_shell_refused() {
-	if sshc a "$WRONG" 'echo ran' >"$T/wrong.out" 2>&1; then
+	if timeout 60 ssh -o LogLevel=INFO "${SSH_OPTS[@]}" -p "$PORT_a" "$WRONG@127.0.0.1" 'echo ran' \
+		>"$T/wrong.out" 2>&1; then
 		echo "  login succeeded"; return 1
 	fi
 	grep -q ran "$T/wrong.out" && return 1
 	wait_for syslog_has "user $WRONG: refused: login shell /bin/bash is not the agent shell" ||
 		{ echo "  no refusal line"; return 1; }
 	echo "  log: $(grep -m1 -o "user $WRONG: refused: .*" "$W/syslog.log")"
+	grep -q "^agent-sandbox: user $WRONG: refused: login shell /bin/bash is not the agent shell" \
+		"$T/wrong.out" || { echo "  the client was not told: $(head -3 "$T/wrong.out")"; return 1; }
+	echo "  client: $(grep -m1 '^agent-sandbox:' "$T/wrong.out")"
 }
 
 t_floor_unmet_refused() {
