@@ -252,6 +252,11 @@ DOCDIR      ?= $(PREFIX)/share/doc/agent-sandbox
 LIBDIR      ?= $(PREFIX)/lib/$(MULTIARCH)
 INCLUDEDIR  ?= $(PREFIX)/include
 SSHDCONFDIR ?= $(SYSCONFDIR)/ssh/sshd_config.d
+# systemd reads units from /usr/local/lib/systemd/system too.
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+UM_DROPIN_SRC := etc/systemd/user@.service.d/agent-sandbox.conf
+UM_DROPIN   := $(BUILD)/install/user-manager-dropin.conf
+UM_DROPIN_DST := $(UNITDIR)/user@.service.d/agent-sandbox.conf
 ETC_CONF    := $(BUILD)/install/agent-sandbox.conf
 ETC_PAIRS   := $(ETC_CONF):$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf \
                etc/skel/.bashrc:$(SYSCONFDIR)/agent-sandbox/skel/.bashrc \
@@ -269,6 +274,11 @@ install-conf-file:
 		etc/agent-sandbox.conf > $(ETC_CONF)
 	@grep -q '^agent_shell[ 	]*=[ 	]*$(BINDIR)/agent-shell' $(ETC_CONF) || \
 		{ echo "etc/agent-sandbox.conf: no agent_shell line to point at $(BINDIR)" >&2; exit 1; }
+	@mkdir -p $(dir $(UM_DROPIN))
+	@sed 's|^\(ExecCondition=+\)/usr/local/bin/agent-shell |\1$(BINDIR)/agent-shell |' \
+		$(UM_DROPIN_SRC) > $(UM_DROPIN)
+	@grep -q '^ExecCondition=+$(BINDIR)/agent-shell --user-manager %i$$' $(UM_DROPIN) || \
+		{ echo "$(UM_DROPIN_SRC): no ExecCondition line to point at $(BINDIR)" >&2; exit 1; }
 
 install: all install-conf-file
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PAMDIR) $(DESTDIR)$(DOCDIR) \
@@ -282,6 +292,9 @@ install: all install-conf-file
 	install -m 0644 lib/libsbx.h $(DESTDIR)$(INCLUDEDIR)/libsbx.h
 	install -m 0644 $(PAM_SO) $(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
 	install -m 0644 etc/pam.d/agent-sandbox-* $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(dir $(UM_DROPIN_DST))
+	install -m 0644 $(UM_DROPIN) $(DESTDIR)$(UM_DROPIN_DST)
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 	@set -e; for pair in $(ETC_PAIRS); do \
 		src=$${pair%%:*}; dst=$(DESTDIR)$${pair#*:}; \
 		if [ ! -e "$$dst" ]; then \
@@ -298,6 +311,9 @@ install: all install-conf-file
 
 uninstall: install-conf-file
 	rm -f $(DESTDIR)$(BINDIR)/agent-shell $(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
+	rm -f $(DESTDIR)$(UM_DROPIN_DST)
+	-@rmdir $(DESTDIR)$(dir $(UM_DROPIN_DST)) 2>/dev/null || true
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 	rm -f $(addprefix $(DESTDIR),$(LIB_FILES)) $(DESTDIR)$(MANDIR)/man3/libsbx.3
 	rm -f $(DESTDIR)$(DOCDIR)/agent-sandbox-sshd $(DESTDIR)$(DOCDIR)/agent-sandbox-login \
 		$(DESTDIR)$(DOCDIR)/agent-sandbox-su
@@ -332,7 +348,7 @@ deb: all
 	gzip -9n $(DEB_DIR)/root/usr/share/man/man*/*
 	install -m 0644 LICENSE $(DEB_DIR)/root/usr/share/doc/agent-sandbox/copyright
 	install -d $(DEB_DIR)/root/DEBIAN $(DEB_DIR)/shlibs/debian
-	install -m 0755 packaging/postinst $(DEB_DIR)/root/DEBIAN/postinst
+	install -m 0755 packaging/postinst packaging/postrm $(DEB_DIR)/root/DEBIAN/
 	cd $(DEB_DIR)/root && find etc -type f | sed 's|^|/|' | sort > DEBIAN/conffiles
 	cp packaging/shlibs-control $(DEB_DIR)/shlibs/debian/control
 	@deps=$$(cd $(DEB_DIR)/shlibs && dpkg-shlibdeps -O \

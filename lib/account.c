@@ -213,6 +213,14 @@ bool sbx_account_in_group(const struct sbx_account *a, const char *group)
 	return false;
 }
 
+bool sbx_account_looks_like_agent(const struct sbx_account *a, const char *group)
+{
+	const char *base = strrchr(a->shell, '/');
+
+	base = base ? base + 1 : a->shell;
+	return sbx_account_in_group(a, group) || strcmp(base, "agent-shell") == 0;
+}
+
 int sbx_account_profile(const struct sbx_config *cfg, const struct sbx_account *a,
 			struct sbx_profile *out, struct sbx_error *err)
 {

@@ -155,6 +155,9 @@ const char *const *sbx_default_services(size_t *n);
  * Match group). */
 #define SBX_DEFAULT_GROUP "agents"
 bool sbx_account_in_group(const struct sbx_account *a, const char *group);
+/* An agent by facts outside the config (for when the config is unusable):
+ * a member of group, or a login shell named agent-shell. */
+bool sbx_account_looks_like_agent(const struct sbx_account *a, const char *group);
 
 /* ---- session: what the caller knows about this session ----------------- */
 

@@ -122,11 +122,12 @@ static void parse_args(pam_handle_t *pamh, int argc, const char **argv, struct a
 /*
  * A refusal, logged for the admin and told to whoever is logging in: sshd
  * sends an account-phase message to the client as a banner before it
- * closes the connection, login and su print it. Returns code.
+ * closes the connection, login and su print it. REFUSE evaluates to code
+ * (a macro, so the static analyzer sees the value).
  */
-static int refuse(pam_handle_t *pamh, const struct args *a, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int refuse(pam_handle_t *pamh, const struct args *a, int code, const char *fmt, ...)
+static void refuse_msg(pam_handle_t *pamh, const struct args *a, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void refuse_msg(pam_handle_t *pamh, const struct args *a, const char *fmt, ...)
 {
 	char msg[2 * SBX_ERROR_MAX];
 	va_list ap;
@@ -137,8 +138,8 @@ static int refuse(pam_handle_t *pamh, const struct args *a, int code, const char
 	pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "%s", msg);
 	if (!a->silent)
 		pam_error(pamh, "agent-sandbox: %s", msg);
-	return code;
 }
+#define REFUSE(pamh, a, code, ...) (refuse_msg((pamh), (a), __VA_ARGS__), (code))
 
 /* The passwd entry and group names of the PAM user. 0, or a PAM code.
  * A lookup that fails (an NSS error, not "no such entry") refuses the
@@ -182,11 +183,8 @@ static int account_load(pam_handle_t *pamh, struct sbx_account *acc)
 static int config_failure(pam_handle_t *pamh, const struct args *a,
 			  const struct sbx_account *acc, const struct sbx_error *err)
 {
-	const char *base = strrchr(acc->shell, '/');
-
-	base = base ? base + 1 : acc->shell;
-	if (sbx_account_in_group(acc, a->group) || !strcmp(base, "agent-shell"))
-		return refuse(pamh, a, PAM_PERM_DENIED, "user %s: refused: config %s unusable: %s",
+	if (sbx_account_looks_like_agent(acc, a->group))
+		return REFUSE(pamh, a, PAM_PERM_DENIED, "user %s: refused: config %s unusable: %s",
 			      acc->user, a->conf, err->msg);
 	pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
 		   "user %s: not treated as an agent (not in group %s, shell %s), but config %s is unusable: %s",
@@ -220,7 +218,7 @@ static int agent_select(pam_handle_t *pamh, const struct args *a,
 	}
 	if (r) {
 		sbx_config_free(cfg);
-		return refuse(pamh, a, PAM_PERM_DENIED, "user %s: refused: profile: %s",
+		return REFUSE(pamh, a, PAM_PERM_DENIED, "user %s: refused: profile: %s",
 			      acc->user, err.msg);
 	}
 	*cfg_out = cfg;
@@ -308,16 +306,16 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 	unsigned n = 0, stale = 0;
 
 	if (strcmp(acc->shell, cfg->agent_shell) != 0)
-		return refuse(pamh, a, PAM_PERM_DENIED,
+		return REFUSE(pamh, a, PAM_PERM_DENIED,
 			      "user %s: refused: login shell %s is not the agent shell %s",
 			      acc->user, acc->shell, cfg->agent_shell);
 	if (!service || !sbx_profile_allows_service(p, service))
-		return refuse(pamh, a, PAM_PERM_DENIED,
+		return REFUSE(pamh, a, PAM_PERM_DENIED,
 			      "user %s: refused: PAM service %s is not allowed for profile %s",
 			      acc->user, service ? service : "(none)", p->name);
 	if (p->limits.set_mask & (1u << SBX_LIMIT_MAX_SESSIONS)) {
 		if (sbx_record_count_user(a->runtime_dir, acc->uid, &n, &stale, &err) != 0)
-			return refuse(pamh, a, PAM_PERM_DENIED,
+			return REFUSE(pamh, a, PAM_PERM_DENIED,
 				      "user %s: refused: cannot count sessions: %s",
 				      acc->user, err.msg);
 		if (stale)
@@ -325,7 +323,7 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 				   "removed %u stale session record(s): the process that opened "
 				   "each is gone (a session that ended without closing)", stale);
 		if (n >= p->limits.value[SBX_LIMIT_MAX_SESSIONS])
-			return refuse(pamh, a, PAM_PERM_DENIED,
+			return REFUSE(pamh, a, PAM_PERM_DENIED,
 				      "user %s: refused: %u sessions open, max_sessions is %llu",
 				      acc->user, n,
 				      (unsigned long long)p->limits.value[SBX_LIMIT_MAX_SESSIONS]);
@@ -336,7 +334,7 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 			   "user %s: kernel probe failed (%s); the shell will decide the floor",
 			   acc->user, err.msg);
 	} else if (floor_unmeetable(p, probe, missing, sizeof(missing)) != 0) {
-		return refuse(pamh, a, PAM_PERM_DENIED,
+		return REFUSE(pamh, a, PAM_PERM_DENIED,
 			      "user %s: refused: profile %s cannot meet its floor on this kernel: %s",
 			      acc->user, p->name, missing);
 	}
@@ -817,7 +815,7 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 	if (c->changed)
 		undo_run(pamh, acc->user, &c->u);
 	undo_close(&c->u);
-	refuse(pamh, a, 0, "user %s: session refused: %s (pam stage had done: %s)", acc->user,
+	refuse_msg(pamh, a, "user %s: session refused: %s (pam stage had done: %s)", acc->user,
 	       c->err.msg, c->done[0] ? c->done : "nothing");
 	free(c->ss);
 	free(c);

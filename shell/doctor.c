@@ -8,6 +8,7 @@
  * unconfined path (or privilege outside the sandbox); the exit code is 1
  * then, 0 otherwise, 2 on a usage error. Nothing on the host is changed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -68,6 +69,9 @@ struct doctor {
 	bool out_of_memory;
 	struct doc_agent *agents;
 	size_t n_agents;
+	const char *unit_dirs;		/* systemd's unit search path, ':'-separated */
+	int um_guard;			/* user@.service asks --user-manager: -1 not read */
+	char um_where[SBX_PATH_MAX];	/* the drop-in that says so */
 };
 
 static const char *status_name(enum doc_status s)
@@ -141,6 +145,116 @@ static bool file_exists(const char *path)
 	struct stat st;
 
 	return lstat(path, &st) == 0;
+}
+
+/* ---- systemd's user manager ------------------------------------------- */
+
+/* systemd's unit search path as Debian builds it, highest priority first. */
+#define UNIT_DIRS_DEFAULT "/etc/systemd/system:/run/systemd/system:" \
+	"/usr/local/lib/systemd/system:/usr/lib/systemd/system:/lib/systemd/system"
+
+struct dropin {
+	char name[SBX_NAME_MAX];
+	char path[SBX_PATH_MAX];
+};
+
+static int dropin_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct dropin *)a)->name, ((const struct dropin *)b)->name);
+}
+
+/* One drop-in's ExecCondition lines, in order: an empty one resets the
+ * list (systemd's rule), one naming agent-shell --user-manager sets it. */
+static void dropin_apply(const char *path, bool *guard)
+{
+	char line[1024];
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return;	/* a mask (/dev/null) reads as empty; a missing file counts nothing */
+	while (fgets(line, sizeof(line), f)) {
+		char *v = line + strspn(line, " \t");
+
+		if (strncmp(v, "ExecCondition", 13) != 0)
+			continue;
+		v += 13 + strspn(v + 13, " \t");
+		if (*v != '=')
+			continue;
+		v++;
+		v += strspn(v, " \t");
+		v[strcspn(v, "\r\n")] = '\0';
+		if (!*v)
+			*guard = false;
+		else if (strstr(v, "agent-shell") && strstr(v, "--user-manager"))
+			*guard = true;
+	}
+	(void)fclose(f);	/* read-only: nothing to lose */
+}
+
+/*
+ * Does systemd ask "agent-shell --user-manager %i" before it starts
+ * user@UID.service? The drop-ins of user@.service.d are merged the way
+ * systemd does: a name in a higher-priority directory hides the same name
+ * below, the survivors apply in name order. Cached in d.
+ */
+static bool user_manager_guarded(struct doctor *d)
+{
+	struct dropin *list = NULL;
+	size_t n = 0, cap = 0;
+	char dirs[1024], *save = NULL;
+	bool guard = false;
+
+	if (d->um_guard >= 0)
+		return d->um_guard;
+	d->um_where[0] = '\0';
+	snprintf(dirs, sizeof(dirs), "%s", d->unit_dirs);
+	for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		char path[SBX_PATH_MAX];
+		struct dirent *e;
+		DIR *dd;
+
+		if (sbx_snprintf(path, sizeof(path), "%s/user@.service.d", dir) != 0)
+			continue;
+		dd = opendir(path);
+		if (!dd)
+			continue;
+		while ((e = readdir(dd))) {
+			size_t len = strlen(e->d_name), i;
+
+			if (len < 6 || strcmp(e->d_name + len - 5, ".conf") != 0 ||
+			    len >= SBX_NAME_MAX)
+				continue;
+			for (i = 0; i < n && strcmp(list[i].name, e->d_name) != 0; i++)
+				;
+			if (i < n)
+				continue;	/* hidden by a higher-priority directory */
+			if (n == cap) {
+				struct dropin *grown = realloc(list, (cap ? cap * 2 : 8) * sizeof(*list));
+
+				if (!grown)
+					break;
+				list = grown;
+				cap = cap ? cap * 2 : 8;
+			}
+			snprintf(list[n].name, sizeof(list[n].name), "%s", e->d_name);
+			if (sbx_snprintf(list[n].path, sizeof(list[n].path), "%s/%s", path,
+					 e->d_name) == 0)
+				n++;
+		}
+		closedir(dd);
+	}
+	if (n)
+		qsort(list, n, sizeof(*list), dropin_cmp);
+	for (size_t i = 0; i < n; i++) {
+		bool before = guard;
+
+		dropin_apply(list[i].path, &guard);
+		if (guard && !before)
+			snprintf(d->um_where, sizeof(d->um_where), "%s", list[i].path);
+	}
+	free(list);
+	d->um_guard = guard;
+	return guard;
 }
 
 /* ---- config and directories ------------------------------------------- */
@@ -337,9 +451,15 @@ static void check_account(struct doctor *d, const struct doc_agent *a)
 	if (sbx_snprintf(path, sizeof(path), "%s/%s", LINGER_DIR, a->user) == 0 &&
 	    file_exists(path)) {
 		snprintf(fix, sizeof(fix), "loginctl disable-linger %s", a->user);
-		row(d, DOC_FAIL, "accounts", a->user, fix,
-		    "lingering (%s): systemd --user runs the account's units outside any session",
-		    path);
+		if (user_manager_guarded(d))
+			row(d, DOC_WARN, "accounts", a->user, fix,
+			    "lingering (%s): logind starts user@%u.service at boot, and %s "
+			    "skips it (no user manager for agents)", path, (unsigned)a->uid,
+			    d->um_where);
+		else
+			row(d, DOC_FAIL, "accounts", a->user, fix,
+			    "lingering (%s): systemd --user runs the account's units outside any "
+			    "session", path);
 	}
 	if (sbx_account_by_name(a->user, &id, NULL) == 0) {
 		for (size_t i = 0; i < id.n_groups; i++)
@@ -621,7 +741,7 @@ static void cron_evidence(const struct doctor *d, char *buf, size_t size)
 static void check_pam_job(struct doctor *d, const char *svc)
 {
 	struct pam_found f;
-	char fix[512], evidence[512] = "";
+	char fix[SBX_PATH_MAX + 512], evidence[512] = "";
 	bool crontab = false;
 	int ret;
 
@@ -641,6 +761,26 @@ static void check_pam_job(struct doctor *d, const char *svc)
 		row(d, DOC_WARN, "pam", svc, NULL, "%s stack: cannot read: %s", svc, strerror(-ret));
 		return;
 	}
+	/* systemd --user: the package's drop-in keeps it from starting for
+	 * agents, a clean skip; a PAM refusal alone leaves a failed unit. */
+	if (!strcmp(svc, "systemd-user") && user_manager_guarded(d)) {
+		row(d, DOC_OK, "pam", svc, NULL,
+		    "%s: %s; %s runs agent-shell --user-manager first: agents get no user "
+		    "manager, and no failed unit", f.source,
+		    f.account && !f.account_weak ? "module in the account phase"
+						 : "account phase without the module",
+		    d->um_where);
+		return;
+	}
+	if (!strcmp(svc, "systemd-user") && f.account && !f.account_weak) {
+		row(d, DOC_WARN, "pam", svc,
+		    "install the package's user@.service drop-in (make install or the .deb), "
+		    "then systemctl daemon-reload",
+		    "%s: module in the account phase: agents are refused, but every agent login "
+		    "leaves user@UID.service failed (no user@.service drop-in in %s)", f.source,
+		    d->unit_dirs);
+		return;
+	}
 	if (f.account && !f.account_weak) {
 		row(d, DOC_OK, "pam", svc, NULL,
 		    "%s: module in the account phase: agent accounts are refused%s%s", f.source,
@@ -649,10 +789,15 @@ static void check_pam_job(struct doctor *d, const char *svc)
 	}
 	/* The fix goes to the admin's directory: a copy there overrides the
 	 * vendor's file, which a package upgrade would overwrite. */
-	snprintf(fix, sizeof(fix), "%sadd \"%s\" before @include common-account in %s/%s%s",
-		 strncmp(f.source, d->pam_dir, strlen(d->pam_dir)) != 0 ? "copy the vendor stack "
-		 "there, then " : "", PAM_FIX_ACCOUNT, d->pam_dir, svc,
-		 !strcmp(svc, "cron") ? "; list agents in /etc/cron.deny" : "");
+	if (!strcmp(svc, "systemd-user"))
+		snprintf(fix, sizeof(fix), "install the package's user@.service drop-in "
+			 "(ExecCondition=+%s --user-manager %%i), then systemctl daemon-reload",
+			 d->cfg ? d->cfg->agent_shell : "/usr/bin/agent-shell");
+	else
+		snprintf(fix, sizeof(fix), "%sadd \"%s\" before @include common-account in %s/%s%s",
+			 strncmp(f.source, d->pam_dir, strlen(d->pam_dir)) != 0 ?
+			 "copy the vendor stack there, then " : "", PAM_FIX_ACCOUNT, d->pam_dir,
+			 svc, !strcmp(svc, "cron") ? "; list agents in /etc/cron.deny" : "");
 	/* A crontab that exists already is an unconfined path today, not a
 	 * possibility: cron runs it with /bin/sh, never through agent-shell. */
 	row(d, crontab ? DOC_FAIL : DOC_WARN, "pam", svc, fix,
@@ -1215,7 +1360,7 @@ static void print_json(const struct doctor *d, size_t n_ok, size_t n_warn, size_
 static void doctor_usage(FILE *out)
 {
 	fputs("usage: agent-shell --doctor [--json] [--pam-dir DIR] [--pam-vendor-dir DIR] [--sshd PATH]\n"
-	      "                           [--sshd-config FILE]\n"
+	      "                           [--sshd-config FILE] [--unit-dirs DIR:DIR...]\n"
 	      "Run as root. Exit 0: no FAIL; 1: an entry into an agent account is not confined;\n"
 	      "2: usage error.\n", out);
 }
@@ -1266,12 +1411,14 @@ static void (*const doctor_areas[])(struct doctor *) = {
 
 int shell_cmd_doctor(int argc, char **argv)
 {
-	enum { OPT_JSON = 0x100, OPT_PAM_DIR, OPT_PAM_VENDOR_DIR, OPT_SSHD, OPT_SSHD_CONFIG,
+	enum { OPT_JSON = 0x100, OPT_PAM_DIR, OPT_PAM_VENDOR_DIR, OPT_UNIT_DIRS, OPT_SSHD,
+	       OPT_SSHD_CONFIG,
 	       OPT_HELP };
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "pam-dir", required_argument, NULL, OPT_PAM_DIR },
 		{ "pam-vendor-dir", required_argument, NULL, OPT_PAM_VENDOR_DIR },
+		{ "unit-dirs", required_argument, NULL, OPT_UNIT_DIRS },
 		{ "sshd", required_argument, NULL, OPT_SSHD },
 		{ "sshd-config", required_argument, NULL, OPT_SSHD_CONFIG },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -1280,6 +1427,8 @@ int shell_cmd_doctor(int argc, char **argv)
 	struct doctor d = {
 		.pam_dir = "/etc/pam.d",
 		.pam_vendor_dir = "/usr/lib/pam.d",
+		.unit_dirs = UNIT_DIRS_DEFAULT,
+		.um_guard = -1,
 		.sshd = SSHD_DEFAULT,
 		.group_fallback = SBX_DEFAULT_GROUP,
 	};
@@ -1300,6 +1449,9 @@ int shell_cmd_doctor(int argc, char **argv)
 			break;
 		case OPT_PAM_VENDOR_DIR:
 			d.pam_vendor_dir = optarg;
+			break;
+		case OPT_UNIT_DIRS:
+			d.unit_dirs = optarg;
 			break;
 		case OPT_SSHD:
 			d.sshd = optarg;
@@ -1323,9 +1475,10 @@ int shell_cmd_doctor(int argc, char **argv)
 		return 2;
 	}
 	if (d.pam_dir[0] != '/' || d.pam_vendor_dir[0] != '/' || d.sshd[0] != '/' ||
+	    d.unit_dirs[0] != '/' ||
 	    (d.sshd_config && d.sshd_config[0] != '/')) {
-		fprintf(stderr, "agent-shell: --doctor: --pam-dir, --pam-vendor-dir, --sshd and "
-			"--sshd-config take absolute paths\n");
+		fprintf(stderr, "agent-shell: --doctor: --pam-dir, --pam-vendor-dir, --unit-dirs, "
+			"--sshd and --sshd-config take absolute paths\n");
 		return 2;
 	}
 	if (geteuid() != 0) {

@@ -554,6 +554,8 @@ int main(int argc, char **argv)
 		return shell_cmd_doctor(argc - 1, argv + 1);
 	if (argc > 1 && (strcmp(argv[1], "--enroll") == 0 || strcmp(argv[1], "--unenroll") == 0))
 		return shell_cmd_enroll(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "--user-manager") == 0)
+		return shell_cmd_user_manager(argc - 1, argv + 1);
 	o.argv0 = argc > 0 ? argv[0] : NULL;
 	if (getenv("SSH_CONNECTION"))
 		o.service = "sshd";

@@ -60,4 +60,8 @@ int shell_probe_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *out
  * Exit 0 (done), 1 (failed), 2 (usage). */
 int shell_cmd_enroll(int argc, char **argv);
 
+/* usermgr.c: --user-manager UID, user@.service's ExecCondition. Exit 0:
+ * start the user manager; 1: an agent account, skip it. */
+int shell_cmd_user_manager(int argc, char **argv);
+
 #endif

@@ -449,11 +449,66 @@ static void enroll_user3(void)
 	}
 }
 
+/* A unit directory holding the shipped user@.service drop-in, under dir. */
+static void write_unit_dir(const char *dir, bool with_dropin)
+{
+	char path[PATH_MAX];
+	char *dropin;
+
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/user@.service.d", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	if (!with_dropin)
+		return;
+	dropin = file_text("etc/systemd/user@.service.d/agent-sandbox.conf");
+	snprintf(path, sizeof(path), "%s/user@.service.d/agent-sandbox.conf", dir);
+	write_text(path, dropin);
+	free(dropin);
+}
+
+/* user@.service's ExecCondition: 1 (skip the user manager) for an agent
+ * account, 0 for anyone else; 2 for a bad argument, which also skips. */
+static void test_user_manager_condition(void **state)
+{
+	char *out = NULL, uid[32];
+	struct passwd *pw;
+	char *text;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	enroll_user3();
+	pw = getpwnam(fx.user3);
+	assert_non_null(pw);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)pw->pw_uid);
+	assert_int_equal(RUN(false, &out, "--user-manager", uid), 1);
+	assert_contains(out, "is an agent account (profile agent): no user manager");
+	free(out);
+	/* Controls: root and nobody are not agents; their managers start. */
+	assert_int_equal(RUN(false, &out, "--user-manager", "0"), 0);
+	free(out);
+	assert_int_equal(RUN(false, &out, "--user-manager", "65534"), 0);
+	free(out);
+	assert_int_equal(RUN(false, &out, "--user-manager", "x"), 2);
+	free(out);
+	assert_int_equal(RUN(false, &out, "--user-manager"), 2);
+	free(out);
+	/* An untrusted config: the answer falls back to facts outside it
+	 * (this test's agent is in neither group agents nor has a shell named
+	 * agent-shell), and says why. */
+	text = file_text(fx.config);
+	assert_int_equal(chmod(fx.config, 0666), 0);
+	assert_int_equal(RUN(false, &out, "--user-manager", "65534"), 0);
+	assert_contains(out, "unusable");
+	free(out);
+	assert_int_equal(chmod(fx.config, 0644), 0);
+	free(text);
+}
+
 /* A good host: no FAIL, exit 0. Then the agent's shell is changed behind
  * the sandbox's back: FAIL on that account, exit 1. */
 static void test_doctor_good_then_wrong_shell(void **state)
 {
-	char *out = NULL, pam[PATH_MAX], sshd_cfg[PATH_MAX];
+	char *out = NULL, pam[PATH_MAX], sshd_cfg[PATH_MAX], units[PATH_MAX];
 	int code;
 
 	(void)state;
@@ -463,12 +518,14 @@ static void test_doctor_good_then_wrong_shell(void **state)
 	write_pam_dir(pam, true);
 	snprintf(sshd_cfg, sizeof(sshd_cfg), "%s/sshd-good.conf", fx.tmp);
 	write_sshd_configs();
+	snprintf(units, sizeof(units), "%s/units-good", fx.tmp);
+	write_unit_dir(units, true);
 	if (fx.sshd[0])
 		code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", fx.sshd,
-			   "--sshd-config", sshd_cfg);
+			   "--sshd-config", sshd_cfg, "--unit-dirs", units);
 	else
 		code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd",
-			   "/nonexistent/sshd");
+			   "/nonexistent/sshd", "--unit-dirs", units);
 	if (getenv("SBX_TEST_VERBOSE") || code != 0 || strstr(out, "\"status\":\"FAIL\""))
 		fprintf(stderr, "%s\n", out);	/* print_message cuts at 1 KiB */
 	assert_int_equal(code, 0);
@@ -514,10 +571,13 @@ static void test_doctor_good_then_wrong_shell(void **state)
 
 /* libpam reads a stack from the vendor directory (/usr/lib/pam.d on
  * Debian, where systemd ships systemd-user) when the admin's has none: the
- * doctor must too, name the file it read, and say where a fix goes. */
+ * doctor must too, and name the file it read. What keeps systemd --user
+ * from agents is the package's user@.service drop-in, read the way systemd
+ * merges drop-ins; a PAM refusal alone leaves a failed unit per login. */
 static void test_doctor_vendor_stacks(void **state)
 {
-	char *out = NULL, pam[PATH_MAX], vendor[PATH_MAX], path[PATH_MAX + 32];
+	char *out = NULL, pam[PATH_MAX], vendor[PATH_MAX], path[PATH_MAX + 64];
+	char units[PATH_MAX], etc_units[PATH_MAX], dirs[2 * PATH_MAX + 2];
 	int code;
 
 	(void)state;
@@ -531,32 +591,71 @@ static void test_doctor_vendor_stacks(void **state)
 	assert_int_equal(mkdir(vendor, 0755), 0);
 	snprintf(path, sizeof(path), "%s/systemd-user", vendor);
 	write_text(path, "@include common-account\nsession required pam_limits.so\n");
+	snprintf(units, sizeof(units), "%s/units-lib", fx.tmp);
+	write_unit_dir(units, false);
+	snprintf(etc_units, sizeof(etc_units), "%s/units-etc", fx.tmp);
+	write_unit_dir(etc_units, false);
+	snprintf(dirs, sizeof(dirs), "%s:%s", etc_units, units);
 
-	/* Denial: the vendor's stack lacks the module, and is read. */
+	/* Denial: the vendor's stack lacks the module, and is read; no
+	 * drop-in: the fix is the drop-in. */
 	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
-		   "--sshd", "/nonexistent/sshd");
+		   "--sshd", "/nonexistent/sshd", "--unit-dirs", dirs);
 	assert_int_equal(code, 0);	/* no crontab: a WARN, not a FAIL */
 	assert_row(out, "pam", "systemd-user", "WARN");
 	assert_contains(out, path);
-	assert_contains(out, "copy the vendor stack there");
+	assert_contains(out, "user@.service drop-in");
 	free(out);
 	/* Read only the admin's directory, as the doctor did before, the same host
 	 * looks like one without the service. */
 	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", pam,
-		   "--sshd", "/nonexistent/sshd");
+		   "--sshd", "/nonexistent/sshd", "--unit-dirs", dirs);
 	assert_row(out, "pam", "systemd-user", "OK");
 	assert_contains(out, "service not installed");
 	free(out);
 
-	/* Control: an admin copy with the module overrides the vendor's. */
+	/* An admin copy with the module overrides the vendor's: agents are
+	 * refused, but that leaves a failed unit: still a WARN. */
 	snprintf(path, sizeof(path), "%s/systemd-user", pam);
 	write_text(path, "account [success=ok ignore=ignore default=die] pam_agent_sandbox.so\n"
 			 "@include common-account\n");
 	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
-		   "--sshd", "/nonexistent/sshd");
-	assert_row(out, "pam", "systemd-user", "OK");
-	assert_contains(out, "module in the account phase");
+		   "--sshd", "/nonexistent/sshd", "--unit-dirs", dirs);
+	assert_row(out, "pam", "systemd-user", "WARN");
+	assert_contains(out, "leaves user@UID.service failed");
 	assert_contains(out, path);
+	free(out);
+	assert_int_equal(unlink(path), 0);
+
+	/* The shipped drop-in: OK with the vendor's stack as it is. */
+	snprintf(path, sizeof(path), "%s/user@.service.d/agent-sandbox.conf", units);
+	{
+		char *dropin = file_text("etc/systemd/user@.service.d/agent-sandbox.conf");
+
+		write_text(path, dropin);
+		free(dropin);
+	}
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
+		   "--sshd", "/nonexistent/sshd", "--unit-dirs", dirs);
+	assert_row(out, "pam", "systemd-user", "OK");
+	assert_contains(out, "runs agent-shell --user-manager first");
+	assert_contains(out, path);
+	free(out);
+
+	/* Denials: a drop-in sorted later that empties ExecCondition, and a
+	 * mask of the same name in a higher-priority directory. */
+	snprintf(path, sizeof(path), "%s/user@.service.d/zz-local.conf", etc_units);
+	write_text(path, "[Service]\nExecCondition=\n");
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
+		   "--sshd", "/nonexistent/sshd", "--unit-dirs", dirs);
+	assert_row(out, "pam", "systemd-user", "WARN");
+	free(out);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/user@.service.d/agent-sandbox.conf", etc_units);
+	assert_int_equal(symlink("/dev/null", path), 0);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
+		   "--sshd", "/nonexistent/sshd", "--unit-dirs", dirs);
+	assert_row(out, "pam", "systemd-user", "WARN");
 	free(out);
 }
 
@@ -891,6 +990,7 @@ int main(void)
 		cmocka_unit_test(test_enroll_unenroll),
 		cmocka_unit_test(test_enroll_prints_match_line),
 		cmocka_unit_test(test_enroll_refusals),
+		cmocka_unit_test(test_user_manager_condition),
 		cmocka_unit_test(test_doctor_good_then_wrong_shell),
 		cmocka_unit_test(test_doctor_pam_and_sshd_failures),
 		cmocka_unit_test(test_doctor_vendor_stacks),
