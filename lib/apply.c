@@ -881,6 +881,9 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		report_missing_userns(r, &pl->d);
 	if (pl->userns && !pl->d.netns && pl->d.network_denied)
 		sbx_report_set(r, SBX_F_NETNS, false, false, "%s", pl->d.ns_why);
+	/* The session's cgroup, read here: the worker's cgroup namespace
+	 * would show it as the root. */
+	sbx_cgroup_report(p, r);
 
 	if (pipe2(pipefd, O_CLOEXEC) != 0) {
 		ret = sbx_error_set(err, errno, "pipe2: %s", strerror(errno));

@@ -235,10 +235,12 @@ static int key_lookup(const char *k)
 
 /* Inclusive bounds per limit: generous, but no value that wraps when the
  * apply code converts it (rlim_t, seconds to timers, tmpfs size=). */
-static const uint64_t limit_min[SBX_LIMIT_COUNT] = { 1, 1, 0, 1 << 20, 1, 0, 1, 1, 1 << 20 };
+static const uint64_t limit_min[SBX_LIMIT_COUNT] = {
+	1, 1, 0, 1 << 20, 1, 0, 1, 1, 1 << 20, 1 << 20, 1, 1,
+};
 static const uint64_t limit_max[SBX_LIMIT_COUNT] = {
 	1u << 22, 1u << 20, 1ull << 50, 1ull << 50, 1ull << 31, 1ull << 50,
-	1ull << 31, 1u << 16, 1ull << 50,
+	1ull << 31, 1u << 16, 1ull << 50, 1ull << 50, 1u << 22, 100000,
 };
 
 #define BAD(fmt, ...) sbx_error_set(ps->err, EINVAL, "%s:%u: key '%s': " fmt, \

@@ -46,6 +46,7 @@ int sbx_decide(const struct sbx_profile *p, const struct sbx_probe *probe,
 	d->ipcns = d->ns && probe->ipcns;
 	d->utsns = d->ns && probe->utsns;
 	d->cgroupns = d->ns && probe->cgroupns;
+	d->cgroup2 = probe->cgroup2 && probe->cgroup2_limits;
 	d->caps_bounding = d->ns;
 	d->host_pids = !d->ns;
 
@@ -145,6 +146,11 @@ void sbx_decision_expect(const struct sbx_decision *d, struct sbx_report *r)
 	expect(r, SBX_F_CAPS, true, NULL);
 	expect(r, SBX_F_NO_NEW_PRIVS, true, NULL);
 	expect(r, SBX_F_RLIMITS, true, NULL);
+	/* Set at login on the logind scope, read back by the session: the
+	 * prediction can only say whether there is a cgroup v2 to hold them. */
+	expect(r, SBX_F_CGROUP_LIMITS, d->cgroup2,
+	       "no cgroup v2 with the memory, pids and cpu controllers: only rlimits bound "
+	       "this session");
 	expect(r, SBX_F_SECCOMP, true, NULL);
 	expect(r, SBX_F_UNIX_SOCKETS, d->unix_mediated, NULL);
 	expect(r, SBX_F_DENY_READ, d->deny_read != SBX_DENY_READ_NONE,

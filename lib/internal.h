@@ -592,6 +592,19 @@ void sbx_probe_set_for_tests(const struct sbx_probe *p);
 enum { SBX_LSM_FROM_SECURITYFS, SBX_LSM_FROM_CMDLINE, SBX_LSM_UNKNOWN };
 int sbx_lsm_list(char *out, size_t size);
 
+/* ---- cgroup.c: limits on the whole session ------------------------------ */
+
+/* The profile sets memory_max, pids_max or cpu_max. */
+bool sbx_cgroup_requested(const struct sbx_profile *p);
+/* The outer process: read back the limits in force on its cgroup (the
+ * lowest up to the root) and record the cgroup_limits entry. */
+void sbx_cgroup_report(const struct sbx_profile *p, struct sbx_report *r);
+/* The PAM stage: put them on the login's logind scope through systemd.
+ * -ENOTSUP without systemd, -ENOENT outside a session scope, -EIO when
+ * systemctl refuses; unit receives the scope's name. */
+int sbx_cgroup_session_apply(const struct sbx_profile *p, char *unit, size_t unit_size,
+			     struct sbx_error *err);
+
 /* ---- report.c ---------------------------------------------------------- */
 
 /* Change whether a feature is requested after sbx_report_init (e.g. the

@@ -429,6 +429,18 @@ static void probe_cgroup(struct sbx_probe *p)
 	if (!mnt)
 		return;
 	p->cgroup2 = true;
+	/* The session limits (cgroup.c) need these three in the v2 tree; a
+	 * hybrid host keeps them in v1. */
+	if (sbx_snprintf(dir, sizeof(dir), "%s/cgroup.controllers", mnt) == 0 &&
+	    read_small(dir, buf, sizeof(buf)) == 0) {
+		char *w, *wsave = NULL;
+		unsigned have = 0;
+
+		for (w = strtok_r(buf, " \n", &wsave); w; w = strtok_r(NULL, " \n", &wsave))
+			have |= !strcmp(w, "memory") ? 1u : !strcmp(w, "pids") ? 2u :
+				!strcmp(w, "cpu") ? 4u : 0u;
+		p->cgroup2_limits = have == 7;
+	}
 	if (read_small("/proc/self/cgroup", buf, sizeof(buf)) != 0)
 		return;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -503,7 +515,7 @@ struct probe_row {
 	char detail[320];	/* when ok: extra facts; when not: layer and fix */
 };
 
-enum { ROW_COUNT = 13 };
+enum { ROW_COUNT = 14 };
 
 static void probe_rows(const struct sbx_probe *p, struct probe_row rows[ROW_COUNT])
 {
@@ -580,6 +592,13 @@ static void probe_rows(const struct sbx_probe *p, struct probe_row rows[ROW_COUN
 			 "(user@.service Delegate=yes) or a root-made subtree chowned "
 			 "to the agent");
 	i++;
+	ROW("cgroup2_limits", p->cgroup2_limits);
+	if (!p->cgroup2_limits)
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
+			 "memory, pids or cpu controller not in cgroup v2 (a hybrid host keeps "
+			 "them in v1); memory_max, pids_max and cpu_max cannot hold; fix: boot "
+			 "with systemd.unified_cgroup_hierarchy=1");
+	i++;
 	ROW("mount_setattr", p->mount_setattr);
 	if (!p->mount_setattr)
 		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
@@ -647,7 +666,7 @@ static bool *probe_row_flag(struct sbx_probe *p, size_t i)
 	bool *flags[ROW_COUNT] = {
 		NULL, &p->seccomp, &p->seccomp_kill_process, &p->userns, &p->mountns,
 		&p->pidns, &p->netns, &p->ipcns, &p->utsns, &p->cgroupns, &p->cgroup2,
-		&p->cgroup2_delegated, &p->mount_setattr,
+		&p->cgroup2_delegated, &p->cgroup2_limits, &p->mount_setattr,
 	};
 
 	return flags[i];

@@ -17,7 +17,7 @@ static const char *const guarantee_names[SBX_G_COUNT] = {
 };
 static const char *const limit_names[SBX_LIMIT_COUNT] = {
 	"nproc", "nofile", "fsize", "as", "cpu", "core", "session_time",
-	"max_sessions", "tmp_size",
+	"max_sessions", "tmp_size", "memory_max", "pids_max", "cpu_max",
 };
 
 /* Secrets hidden even when host_read is allow: shadow files, sshd host
@@ -177,7 +177,7 @@ DEFINE_NAME_PARSE(sbx_limit_parse, enum sbx_limit, limit_names)
 bool sbx_limit_is_bytes(enum sbx_limit l)
 {
 	return l == SBX_LIMIT_FSIZE || l == SBX_LIMIT_AS ||
-	       l == SBX_LIMIT_CORE || l == SBX_LIMIT_TMP_SIZE;
+	       l == SBX_LIMIT_CORE || l == SBX_LIMIT_TMP_SIZE || l == SBX_LIMIT_MEMORY_MAX;
 }
 
 /* ---- expansion ----------------------------------------------------------- */

@@ -31,6 +31,7 @@ static const char *const feature_names[SBX_F_COUNT] = {
 	[SBX_F_LANDLOCK_SCOPE] = "landlock_scope",
 	[SBX_F_UNIX_SOCKETS] = "unix_sockets",
 	[SBX_F_RLIMITS] = "rlimits",
+	[SBX_F_CGROUP_LIMITS] = "cgroup_limits",
 	[SBX_F_SECCOMP] = "seccomp",
 	[SBX_F_COMMAND_GATE] = "command_gate",
 };
@@ -77,6 +78,9 @@ void sbx_report_init(struct sbx_report *r, const struct sbx_profile *p)
 	r->entry[SBX_F_DENY_READ].requested = p->n_deny_read > 0;
 	r->entry[SBX_F_COMMAND_GATE].requested = p->command != SBX_ACCESS_ALLOW;
 	r->entry[SBX_F_HOME].requested = p->home != SBX_HOME_REAL;
+	r->entry[SBX_F_CGROUP_LIMITS].requested =
+		(p->limits.set_mask & ((1u << SBX_LIMIT_MEMORY_MAX) | (1u << SBX_LIMIT_PIDS_MAX) |
+				       (1u << SBX_LIMIT_CPU_MAX))) != 0;
 }
 
 void sbx_report_set_requested(struct sbx_report *r, enum sbx_feature f,
@@ -162,7 +166,10 @@ static uint32_t compute_guarantees(const struct sbx_report *r)
 		g |= SBX_G_NO_PRIVILEGE_GAIN;
 	if (sbx_report_holds(r, SBX_F_SECCOMP))
 		g |= SBX_G_SYSCALL_FILTER;
-	if (sbx_report_holds(r, SBX_F_RLIMITS))
+	/* The profile's limits: every process's, and when it asks for them,
+	 * the whole session's. */
+	if (sbx_report_holds(r, SBX_F_RLIMITS) &&
+	    (!r->entry[SBX_F_CGROUP_LIMITS].requested || sbx_report_holds(r, SBX_F_CGROUP_LIMITS)))
 		g |= SBX_G_RESOURCE_LIMITS;
 	return g;
 }
@@ -181,7 +188,7 @@ static const enum sbx_feature *guarantee_inputs(uint32_t g, size_t *n)
 	static const enum sbx_feature exec[] = { SBX_F_COMMAND_GATE };
 	static const enum sbx_feature nopriv[] = { SBX_F_NO_NEW_PRIVS, SBX_F_CAPS };
 	static const enum sbx_feature sys[] = { SBX_F_SECCOMP };
-	static const enum sbx_feature res[] = { SBX_F_RLIMITS };
+	static const enum sbx_feature res[] = { SBX_F_RLIMITS, SBX_F_CGROUP_LIMITS };
 
 #define RET(a) do { *n = ARRAY_SIZE(a); return a; } while (0)
 	switch (g) {

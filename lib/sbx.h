@@ -82,6 +82,9 @@ enum sbx_limit {
 	SBX_LIMIT_SESSION_TIME,	/* wall-clock seconds per session */
 	SBX_LIMIT_MAX_SESSIONS,	/* concurrent sessions per account */
 	SBX_LIMIT_TMP_SIZE,	/* size of the private /tmp and /dev/shm, bytes */
+	SBX_LIMIT_MEMORY_MAX,	/* the session's cgroup memory.max, bytes */
+	SBX_LIMIT_PIDS_MAX,	/* the session's cgroup pids.max */
+	SBX_LIMIT_CPU_MAX,	/* the session's cgroup cpu.max, percent of one CPU */
 	SBX_LIMIT_COUNT,
 };
 
@@ -282,6 +285,7 @@ struct sbx_probe {
 	char userns_why[256];		/* which layer blocks it and the fix */
 	bool cgroup2;			/* cgroup v2 mounted */
 	bool cgroup2_delegated;		/* a writable, delegated subtree for this uid */
+	bool cgroup2_limits;		/* memory, pids and cpu controllers in cgroup v2 */
 	bool mount_setattr;		/* mount_setattr(2) available */
 };
 
@@ -343,6 +347,7 @@ struct sbx_decision {
 	bool unix_mediated;		/* connect() (and bind()) decided outside */
 	bool unix_bind_mediated;	/* bind() too: abstract names are the host's */
 	bool host_pids;			/* no pid namespace: other pids reachable */
+	bool cgroup2;			/* a cgroup v2 that could hold the session's limits */
 	enum sbx_gate_mech gate;
 };
 
@@ -389,6 +394,7 @@ enum sbx_feature {
 	SBX_F_LANDLOCK_SCOPE,
 	SBX_F_UNIX_SOCKETS,	/* connect() to host pathname unix sockets mediated */
 	SBX_F_RLIMITS,
+	SBX_F_CGROUP_LIMITS,	/* memory_max, pids_max, cpu_max on the session's cgroup */
 	SBX_F_SECCOMP,
 	SBX_F_COMMAND_GATE,
 	SBX_F_COUNT,

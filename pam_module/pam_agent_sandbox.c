@@ -551,6 +551,25 @@ static void did(struct open_ctx *c, const char *what)
 	strncat(c->done, what, sizeof(c->done) - strlen(c->done) - 1);
 }
 
+/* memory_max, pids_max, cpu_max on the login's logind scope, first, while
+ * systemctl still sees the host's namespaces. Not fatal: the session's
+ * report reads back what is in force, and its floor decides. */
+static int step_cgroup(struct open_ctx *c)
+{
+	struct sbx_error err = { 0 };
+	char unit[SBX_NAME_MAX];
+
+	if (!sbx_cgroup_requested(c->p))
+		return 0;
+	if (sbx_cgroup_session_apply(c->p, unit, sizeof(unit), &err) != 0) {
+		pam_syslog(c->pamh, LOG_AUTHPRIV | LOG_WARNING,
+			   "user %s: session limits not set: %s", c->acc->user, err.msg);
+		return 0;
+	}
+	did(c, "cgroup");
+	return 0;
+}
+
 /* The persistent home lives on the host: prepared before unshare. */
 static int step_prepare_home(struct open_ctx *c)
 {
@@ -769,7 +788,8 @@ static int step_handoff(struct open_ctx *c)
 }
 
 static int (*const open_steps[])(struct open_ctx *) = {
-	step_prepare_home, step_mount_ns, step_home, step_tmp, step_secrets, step_net_ns,
+	step_cgroup, step_prepare_home, step_mount_ns, step_home, step_tmp, step_secrets,
+	step_net_ns,
 	step_record, step_record_view, step_handoff,
 };
 

@@ -1245,6 +1245,48 @@ static bool any_gated(const struct doctor *d)
 	return false;
 }
 
+static bool any_session_limits(const struct doctor *d)
+{
+	if (!d->cfg)
+		return false;
+	for (size_t i = 0; i < d->cfg->n_profiles; i++) {
+		if (sbx_cgroup_requested(&d->cfg->profiles[i]))
+			return true;
+	}
+	return false;
+}
+
+/* cgroup v2, and whether memory_max, pids_max and cpu_max can hold: the
+ * controllers in v2 and systemd to set them on the logind scope. */
+static void check_cgroup(struct doctor *d, const struct sbx_probe *p)
+{
+	struct stat st;
+	bool systemd = lstat("/run/systemd/system", &st) == 0 && S_ISDIR(st.st_mode);
+	bool limits = p->cgroup2 && p->cgroup2_limits && systemd;
+
+	if (!p->cgroup2) {
+		row(d, any_session_limits(d) ? DOC_WARN : DOC_OK, "kernel", "cgroup2",
+		    "boot with systemd.unified_cgroup_hierarchy=1",
+		    "cgroup v2 not mounted: rlimits only%s", any_session_limits(d) ?
+		    "; the profiles' memory_max, pids_max, cpu_max cannot hold (those "
+		    "sessions are degraded)" : "");
+		return;
+	}
+	if (!limits && any_session_limits(d)) {
+		row(d, DOC_WARN, "kernel", "cgroup2",
+		    !p->cgroup2_limits ? "boot with systemd.unified_cgroup_hierarchy=1" :
+		    "run the host under systemd, or remove memory_max, pids_max, cpu_max",
+		    "a profile sets memory_max, pids_max or cpu_max, but %s: those sessions are "
+		    "degraded", !p->cgroup2_limits ? "the memory, pids or cpu controller is not "
+		    "in cgroup v2 (kept in v1)" : "systemd does not manage this host");
+		return;
+	}
+	row(d, DOC_OK, "kernel", "cgroup2", NULL, "mounted; %s",
+	    limits ? "memory, pids and cpu controllers and systemd: session limits can hold" :
+	    "session limits (memory_max, pids_max, cpu_max) could not hold here, and no "
+	    "profile sets them");
+}
+
 static void check_kernel(struct doctor *d)
 {
 	struct sbx_probe p;
@@ -1290,12 +1332,7 @@ static void check_kernel(struct doctor *d)
 		row(d, DOC_OK, "kernel", "userns", NULL,
 		    "as %s: user, mount, pid%s%s%s%s namespaces", who, p.netns ? ", net" : "",
 		    p.ipcns ? ", ipc" : "", p.utsns ? ", uts" : "", p.cgroupns ? ", cgroup" : "");
-	if (!p.cgroup2)
-		row(d, DOC_WARN, "kernel", "cgroup2", "boot with systemd.unified_cgroup_hierarchy=1",
-		    "cgroup v2 not mounted: limits are rlimits only");
-	else
-		row(d, DOC_OK, "kernel", "cgroup2", NULL, "mounted%s",
-		    p.cgroup2_delegated ? ", delegated to the agent" : " (not delegated: rlimits only)");
+	check_cgroup(d, &p);
 	/* docs/design.md section 6: under the gate seccomp already refuses exec-able memfds;
 	 * the sysctl adds a host-wide layer on dedicated agent hosts. */
 	if (any_gated(d) && sbx_read_file("/proc/sys/vm/memfd_noexec", 64, &mfd, &len, NULL) == 0) {

@@ -551,6 +551,8 @@ static void test_doctor_good_then_wrong_shell(void **state)
 		assert_row(out, "sshd", fx.user3, "OK");
 	else
 		print_message("[  NOTE    ] no sshd installed: the sshd rows are WARN (skipped)\n");
+	/* No profile sets session limits: nothing to warn about. */
+	assert_row(out, "kernel", "cgroup2", "OK");
 	free(out);
 
 	assert_int_equal(run_quiet((char *const[]){ (char *)"/usr/sbin/usermod", (char *)"-s",
@@ -567,6 +569,51 @@ static void test_doctor_good_then_wrong_shell(void **state)
 	free(out);
 	assert_int_equal(run_quiet((char *const[]){ (char *)"/usr/sbin/usermod", (char *)"-s",
 						    fx.shell, fx.user3, NULL }), 0);
+}
+
+/* A profile with memory_max: the doctor says whether this host can hold
+ * it, judged here independently (systemd, and the three controllers in the
+ * cgroup v2 root). On the development machines (no systemd, memory and
+ * pids on cgroup v1) that is a WARN naming the reason. */
+static void test_doctor_session_limits(void **state)
+{
+	char *out = NULL, *text, *edited, *at, pam[PATH_MAX];
+	const char *key = "[profile other]\ninherit = agent\n";
+	bool can = false;
+	struct stat st;
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	enroll_user3();
+	if (stat("/run/systemd/system", &st) == 0) {
+		char *ctl = NULL;
+		size_t len;
+
+		if (sbx_read_file("/sys/fs/cgroup/cgroup.controllers", 4096, &ctl, &len, NULL) == 0) {
+			can = strstr(ctl, "memory") && strstr(ctl, "pids") && strstr(ctl, "cpu");
+			free(ctl);
+		}
+	}
+	snprintf(pam, sizeof(pam), "%s/pam-limits", fx.tmp);
+	write_pam_dir(pam, true);
+	text = file_text(fx.config);
+	at = strstr(text, key);
+	assert_non_null(at);
+	edited = malloc(strlen(text) + 32);
+	assert_non_null(edited);
+	snprintf(edited, strlen(text) + 32, "%.*smemory_max = 1G\n%s", (int)(at - text + strlen(key)),
+		 text, at + strlen(key));
+	write_text(fx.config, edited);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	write_text(fx.config, text);
+	assert_int_equal(code, 0);
+	assert_row(out, "kernel", "cgroup2", can ? "OK" : "WARN");
+	if (!can)
+		assert_contains(out, "a profile sets memory_max, pids_max or cpu_max");
+	free(out);
+	free(edited);
+	free(text);
 }
 
 /* libpam reads a stack from the vendor directory (/usr/lib/pam.d on
@@ -994,6 +1041,7 @@ int main(void)
 		cmocka_unit_test(test_doctor_good_then_wrong_shell),
 		cmocka_unit_test(test_doctor_pam_and_sshd_failures),
 		cmocka_unit_test(test_doctor_vendor_stacks),
+		cmocka_unit_test(test_doctor_session_limits),
 		cmocka_unit_test(test_doctor_probe_child_is_fresh),
 		cmocka_unit_test(test_doctor_probe_failure_warns),
 	};

@@ -792,6 +792,48 @@ static void test_report_timing_and_exit(void **state)
 	assert_int_equal(o.on_report_calls, 1);
 }
 
+/* Session limits the kernel does not enforce are not reported: 1 MiB of
+ * memory and 1 pid for the whole session are in force on no test host's
+ * cgroup (nobody set them; the PAM stage is what would), so the entry is
+ * not achieved, says which file disagrees, and resource_limits drops out
+ * of the guarantees while the rlimits still hold. The positive control
+ * runs on Debian 12 with systemd (tests/vm: achieved, and enforced). */
+static void test_session_limits_not_claimed(void **state)
+{
+	const struct fixture *fx = *state;
+	const struct sbx_report_entry *e;
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	scenario_init(&sc, fx);
+	sc.profile.limits.set_mask |= (1u << SBX_LIMIT_MEMORY_MAX) | (1u << SBX_LIMIT_PIDS_MAX);
+	sc.profile.limits.value[SBX_LIMIT_MEMORY_MAX] = 1u << 20;
+	sc.profile.limits.value[SBX_LIMIT_PIDS_MAX] = 1;
+	sc.script = "exit 0";
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	assert_int_equal(o.exit_code, 0);
+	e = &o.report.entry[SBX_F_CGROUP_LIMITS];
+	assert_true(e->requested);
+	assert_false(e->achieved);
+	assert_false(e->verified);
+	if (!strstr(e->detail, "memory.max") || !strstr(e->detail, "pids.max"))
+		fail_msg("cgroup_limits detail names neither file: %s", e->detail);
+	assert_true(sbx_report_holds(&o.report, SBX_F_RLIMITS));
+	assert_false(o.report.guarantees & SBX_G_RESOURCE_LIMITS);
+	assert_int_equal(o.report.level, SBX_LEVEL_DEGRADED);
+	/* Control: without them, the same run holds resource_limits. */
+	scenario_init(&sc, fx);
+	sc.script = "exit 0";
+	run_scenario(&sc, &o);
+	assert_int_equal(o.ret, 0);
+	assert_false(o.report.entry[SBX_F_CGROUP_LIMITS].requested);
+	assert_true(o.report.guarantees & SBX_G_RESOURCE_LIMITS);
+}
+
 /* session_time: the init ends the whole session when it runs out (the
  * command sees SIGHUP, as on a disconnect), with a control that a command
  * finishing in time is untouched. */
@@ -1524,6 +1566,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusals_without_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gated_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_limits_not_claimed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_time_not_outlived, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_low_fds_free, setup, teardown),

@@ -55,6 +55,9 @@ static const char full_example[] =
 	"session_time = 28800      # seconds\n"
 	"max_sessions = 4\n"
 	"tmp_size = 512M\n"
+	"memory_max = 2G\n"
+	"pids_max = 512\n"
+	"cpu_max = 150\n"
 	"min_level = degraded\n"
 	"require = write_boundary network_boundary\n"
 	"\n"
@@ -123,6 +126,9 @@ static void test_full_example(void **state)
 	assert_int_equal(p->limits.value[SBX_LIMIT_SESSION_TIME], 28800);
 	assert_int_equal(p->limits.value[SBX_LIMIT_MAX_SESSIONS], 4);
 	assert_int_equal(p->limits.value[SBX_LIMIT_TMP_SIZE], 512ull << 20);
+	assert_int_equal(p->limits.value[SBX_LIMIT_MEMORY_MAX], 2ull << 30);
+	assert_int_equal(p->limits.value[SBX_LIMIT_PIDS_MAX], 512);
+	assert_int_equal(p->limits.value[SBX_LIMIT_CPU_MAX], 150);
 	assert_int_equal(p->limits.set_mask, (1u << SBX_LIMIT_COUNT) - 1);
 	assert_int_equal(p->min_level, SBX_LEVEL_DEGRADED);
 	assert_int_equal(p->require, SBX_G_WRITE_BOUNDARY | SBX_G_NETWORK_BOUNDARY);
@@ -139,7 +145,7 @@ static void test_full_example(void **state)
 	assert_int_equal(cfg->n_matches, 2);
 	assert_int_equal(cfg->matches[0].kind, SBX_MATCH_USER);
 	assert_string_equal(cfg->matches[0].name, "alice");
-	assert_int_equal(cfg->matches[0].line, 48);
+	assert_int_equal(cfg->matches[0].line, 51);
 	assert_int_equal(cfg->matches[1].kind, SBX_MATCH_GROUP);
 	sbx_config_free(cfg);
 	free(d);

@@ -183,7 +183,7 @@ static void test_json_round_trip(void **state)
 		offsetof(struct sbx_probe, pidns), offsetof(struct sbx_probe, netns),
 		offsetof(struct sbx_probe, ipcns), offsetof(struct sbx_probe, utsns),
 		offsetof(struct sbx_probe, cgroupns), offsetof(struct sbx_probe, cgroup2),
-		offsetof(struct sbx_probe, cgroup2_delegated),
+		offsetof(struct sbx_probe, cgroup2_delegated), offsetof(struct sbx_probe, cgroup2_limits),
 		offsetof(struct sbx_probe, mount_setattr),
 	};
 	struct sbx_probe a, b;
@@ -202,7 +202,7 @@ static void test_json_round_trip(void **state)
 			snprintf(a.kernel, sizeof(a.kernel), "6.1.0-\"quoted\"\\x");
 			snprintf(a.landlock_why, sizeof(a.landlock_why), "off at boot");
 			snprintf(a.userns_why, sizeof(a.userns_why), "max_user_namespaces=0");
-			a.seccomp = a.netns = a.cgroup2_delegated = true;
+			a.seccomp = a.netns = a.cgroup2_delegated = a.cgroup2_limits = true;
 		}
 		json = render(&a, true);
 		memset(&b, 0, sizeof(b));

@@ -33,9 +33,10 @@ static void test_init_requested(void **state)
 	assert_int_equal(r.min_level, p.min_level);
 	assert_int_equal(r.required, p.require);
 	assert_int_equal(r.isolation, SBX_ISOLATION_SANDBOXED);
-	/* Default: network deny, deny_read set, command allow, ephemeral home. */
+	/* Default: network deny, deny_read set, command allow, ephemeral home,
+	 * no session limits. */
 	for (unsigned f = 0; f < SBX_F_COUNT; f++) {
-		bool want = f != SBX_F_COMMAND_GATE;
+		bool want = f != SBX_F_COMMAND_GATE && f != SBX_F_CGROUP_LIMITS;
 
 		assert_int_equal(r.entry[f].requested, want);
 		assert_false(r.entry[f].achieved);
@@ -170,6 +171,24 @@ static void test_guarantee_table(void **state)
 	r.entry[SBX_F_DENY_READ].verified = true;
 	sbx_report_finish(&r);
 	assert_false(r.guarantees & SBX_G_READ_BOUNDARY);
+
+	/* Session limits requested: resource_limits needs them held too, and
+	 * names them when they are not; without them, rlimits suffice. */
+	p.limits.set_mask |= 1u << SBX_LIMIT_MEMORY_MAX;
+	p.limits.value[SBX_LIMIT_MEMORY_MAX] = 1ull << 30;
+	p.require = SBX_G_RESOURCE_LIMITS;
+	sbx_report_init(&r, &p);
+	assert_true(r.entry[SBX_F_CGROUP_LIMITS].requested);
+	mark_all(&r, true, true);
+	sbx_report_set(&r, SBX_F_CGROUP_LIMITS, false, false, "memory.max max at /");
+	sbx_report_finish(&r);
+	assert_false(r.guarantees & SBX_G_RESOURCE_LIMITS);
+	assert_false(r.floor_met);
+	assert_non_null(strstr(r.refusal, "cgroup_limits (memory.max max at /)"));
+	sbx_report_set(&r, SBX_F_CGROUP_LIMITS, true, true, "memory.max 1073741824 at /s");
+	sbx_report_finish(&r);
+	assert_true(r.guarantees & SBX_G_RESOURCE_LIMITS);
+	assert_true(r.floor_met);
 }
 
 static void test_levels(void **state)

@@ -47,7 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	     a.userns == b.userns && a.mountns == b.mountns && a.pidns == b.pidns &&
 	     a.netns == b.netns && a.ipcns == b.ipcns && a.utsns == b.utsns &&
 	     a.cgroupns == b.cgroupns && a.cgroup2 == b.cgroup2 &&
-	     a.cgroup2_delegated == b.cgroup2_delegated && a.mount_setattr == b.mount_setattr,
+	     a.cgroup2_delegated == b.cgroup2_delegated && a.cgroup2_limits == b.cgroup2_limits &&
+	     a.mount_setattr == b.mount_setattr,
 	     "flags");
 	free(buf);
 	return 0;
