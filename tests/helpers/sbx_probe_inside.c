@@ -17,6 +17,9 @@
  *   -t PORT   a host TCP listener on 127.0.0.1
  *   -u PORT   a host UDP socket on 127.0.0.1
  *   -k PID    a process outside the sandbox (same uid)
+ *   -a NAME   an abstract unix socket listening outside (same uid); on a
+ *             kernel without Landlock scopes only the network namespace
+ *             keeps it out of reach
  *   -e PROG   a program not on the gate's allow-list (exec_unlisted, and
  *             loader_unlisted: the ELF loader asked to load it)
  *   -g        the profile is gated: also try execveat(AT_EMPTY_PATH)
@@ -25,6 +28,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -38,6 +42,7 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <sched.h>
 #include <termios.h>
@@ -155,6 +160,28 @@ static struct sockaddr_in loopback(unsigned port)
 
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	return sa;
+}
+
+static void check_abstract(const char *name)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n = strlen(name);
+	int s;
+
+	if (n + 1 > sizeof(sa.sun_path)) {
+		put("abstract_host", "ENAMETOOLONG");
+		return;
+	}
+	memcpy(sa.sun_path + 1, name, n);	/* sun_path[0] = 0: abstract */
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		put("abstract_host", "%s", err_name(errno));
+		return;
+	}
+	put_ret("abstract_host", connect(s, (struct sockaddr *)&sa,
+					 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)),
+		false);
+	close(s);
 }
 
 static void check_host_network(unsigned tcp_port, unsigned udp_port)
@@ -426,7 +453,7 @@ static void check_env(void)
 int main(int argc, char **argv, char **envp)
 {
 	const char *out_path = NULL, *ws = NULL, *host_dir = NULL, *secret = NULL;
-	const char *public = NULL, *unlisted = NULL;
+	const char *public = NULL, *unlisted = NULL, *abstract = NULL;
 	unsigned tcp_port = 0, udp_port = 0;
 	pid_t outside = 0;
 	bool gated = false;
@@ -437,7 +464,7 @@ int main(int argc, char **argv, char **envp)
 	list_fds(fds, sizeof(fds));
 	self_path = argv[0];
 	self_env = envp;
-	while ((opt = getopt(argc, argv, "o:w:x:s:p:t:u:k:e:gn")) != -1) {
+	while ((opt = getopt(argc, argv, "o:w:x:s:p:t:u:k:a:e:gn")) != -1) {
 		switch (opt) {
 		case 'o': out_path = optarg; break;
 		case 'w': ws = optarg; break;
@@ -447,6 +474,7 @@ int main(int argc, char **argv, char **envp)
 		case 't': tcp_port = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'u': udp_port = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'k': outside = (pid_t)strtol(optarg, NULL, 10); break;
+		case 'a': abstract = optarg; break;
 		case 'e': unlisted = optarg; break;
 		case 'g': gated = true; break;
 		case 'n': return 0;
@@ -471,6 +499,8 @@ int main(int argc, char **argv, char **envp)
 	if (public)
 		check_read("read_public", public);
 	check_host_network(tcp_port, udp_port);
+	if (abstract)
+		check_abstract(abstract);
 	check_inner_loopback();
 	check_processes(outside);
 	check_arches();

@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Runs as root inside the Debian 12 guest (tests/vm/run.sh): the package
+# installed the way README "Deploying on a host" says, the PAM lines of its
+# walkthrough (extracted from README.md by run.sh, in readme-pam.sh), the
+# example profiles' agents enrolled, and the fixtures the suite's denials
+# need. Every step that fails stops the setup with its name.
+set -euo pipefail
+cd /root/sbx-vm
+step() { echo "setup: $*"; }
+
+step "apt install the package"
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -q ./agent-sandbox_*.deb >apt.log 2>&1 || { tail -n 20 apt.log; exit 1; }
+
+step "PAM lines from README's walkthrough"
+bash -e ./readme-pam.sh
+sshd -t
+systemctl reload ssh
+
+# The shipped [match] rules: group agents = coder, group reviewers =
+# reviewer, user ci-runner = ci. One agent per shipped profile.
+step "enrol coder1 (coder), rev1 (reviewer), ci-runner (ci)"
+getent group reviewers >/dev/null || groupadd reviewers
+agent-shell --enroll coder1 >enroll.log
+agent-shell --enroll rev1 --group reviewers >>enroll.log
+agent-shell --enroll ci-runner >>enroll.log
+install -d /opt/toolchains
+for u in coder1 rev1; do
+	install -d -m 0750 -o "$u" -g "$u" "/srv/agents/$u/cache"
+done
+install -d -m 0750 -o rev1 -g rev1 /srv/agents/rev1/notes
+for u in coder1 rev1 ci-runner; do
+	install -d -m 0700 -o "$u" -g "$u" "/home/$u/.ssh"
+	install -m 0600 -o "$u" -g "$u" agent.pub "/home/$u/.ssh/authorized_keys"
+done
+
+# Session limits (cgroup v2 through systemd), as an admin adds them: a
+# profile of its own and a user rule, which beats the group rule.
+step "profile limited (memory_max, pids_max, cpu_max) for lim1"
+sed -i '/^\[match\]/i [profile limited]\ninherit = coder\nmemory_max = 256M\npids_max = 64\ncpu_max = 50\n' \
+	/etc/agent-sandbox/agent-sandbox.conf
+sed -i '/^\[match\]/a user lim1 = limited' /etc/agent-sandbox/agent-sandbox.conf
+agent-shell --check-config >/dev/null
+agent-shell --enroll lim1 --profile limited >>enroll.log
+install -d -m 0750 -o lim1 -g lim1 /srv/agents/lim1/cache
+install -d -m 0700 -o lim1 -g lim1 /home/lim1/.ssh
+install -m 0600 -o lim1 -g lim1 agent.pub /home/lim1/.ssh/authorized_keys
+
+step "fixtures"
+install -d -m 0755 /usr/local/lib/sbx-vm
+install -m 0755 sbx_probe_inside tcp_listen /usr/local/lib/sbx-vm/
+# The coder profile's deny_read = /srv/secrets; a neighbour the agent may read.
+install -d -m 0755 /srv/secrets
+echo TOPSECRET >/srv/secrets/key
+chmod 0644 /srv/secrets/key
+echo PUBLIC >/srv/public
+# A host directory coder1 may write by DAC; the profile does not grant it.
+install -d -m 0700 -o coder1 -g coder1 /var/tmp/sbxvm-out
+echo host >/var/tmp/sbxvm-out/file
+chown coder1:coder1 /var/tmp/sbxvm-out/file
+echo "setup: done"

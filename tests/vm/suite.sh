@@ -1,0 +1,365 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# The VM tier's tests, sourced by tests/vm/run.sh once the guest is set up.
+# Uses vm_root, as_agent, SSH_OPTS, SCP_OPTS, VM, KERNEL from run.sh and ok/bad from
+# tests/tier.sh. Every denial sits next to a positive control: the same
+# probe run as the same uid outside the sandbox, or an allowed neighbour.
+
+W=/srv/agents/coder1/workspace
+PROBE=/usr/local/lib/sbx-vm/sbx_probe_inside
+LISTEN=/usr/local/lib/sbx-vm/tcp_listen
+# What Debian 12's stock kernel (6.1) gives: Landlock ABI 2.
+case "$KERNEL" in
+6.1.*) WANT_ABI=2 ;;
+*) WANT_ABI= ;;
+esac
+
+# value FILE KEY: the probe's result for KEY.
+value() { sed -n "s/^$2 //p" "$1" | head -n 1; }
+
+# expect FILE NAME KEY WANTED...: one of the wanted results, or a failure line.
+expect() {
+	local file=$1 name=$2 key=$3 got
+	shift 3
+	got=$(value "$file" "$key")
+	for w in "$@"; do
+		[ "$got" = "$w" ] && return 0
+	done
+	echo "  $name: $key is '${got:-(missing)}', wanted $*"
+	return 1
+}
+
+# Host-side services the sandbox must not reach, owned by coder1 like the
+# agent's own processes would be, started by root outside any session.
+start_outside() {
+	vm_root "pkill -u coder1 -x sleep; pkill -x tcp_listen; \
+		setsid setpriv --reuid=coder1 --regid=coder1 --init-groups sleep 600 </dev/null >/dev/null 2>&1 & \
+		setsid setpriv --reuid=coder1 --regid=coder1 --init-groups $LISTEN 600 </dev/null >/run/sbxvm-port 2>&1 & \
+		setsid setpriv --reuid=coder1 --regid=coder1 --init-groups $LISTEN --abstract sbxvm-host 600 </dev/null >/dev/null 2>&1 & \
+		sleep 1; cat /run/sbxvm-port; pgrep -u coder1 -x sleep"
+}
+
+probe_args() {
+	echo "-w $W -x /var/tmp/sbxvm-out -s /srv/secrets/key -p /srv/public -t $1 -k $2 -a sbxvm-host"
+}
+
+# ---- the report on this kernel -------------------------------------------
+t_report_names_what_the_kernel_lacks() {
+	local ok=0
+	as_agent coder1 'agent-shell --report --json' >"$VM/report.json" 2>"$VM/report.err" || {
+		echo "  agent-shell --report --json failed: $(head -c 300 "$VM/report.err")"
+		return 1
+	}
+	python3 - "$VM/report.json" "$WANT_ABI" <<'EOF' || ok=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+want_abi = sys.argv[2]
+e = {x["feature"]: x for x in r["entries"]}
+errs = []
+def need(cond, what):
+    if not cond:
+        errs.append(what)
+if want_abi:
+    need(r["landlock_abi"] == int(want_abi), "landlock_abi %s, wanted %s" % (r["landlock_abi"], want_abi))
+need(r["level"] == "degraded", "level %s, wanted degraded (rights are missing)" % r["level"])
+need(r["floor_met"] is True and r["refusal"] == "", "coder's floor (degraded) not met")
+# Every right ABI 2 lacks is named where Landlock's entry says what it did.
+for dropped in ("TRUNCATE (ABI 3)", "IOCTL_DEV (ABI 5)", "scope signal (ABI 6)",
+                "scope abstract unix socket (ABI 6)"):
+    need(dropped in e["landlock_fs"]["detail"], "landlock_fs detail does not name %s" % dropped)
+# What needs a newer ABI is requested and not achieved, with the reason.
+for f, why in (("landlock_ioctl", "ABI 2 < 5"), ("landlock_scope", "ABI 2 < 6")):
+    need(e[f]["requested"] and not e[f]["achieved"] and not e[f]["verified"],
+         "%s should be requested, not achieved" % f)
+    need(why in e[f]["detail"], "%s detail %r lacks %r" % (f, e[f]["detail"], why))
+# Nothing claimed unverified.
+for f, x in e.items():
+    need(not x["achieved"] or x["verified"], "%s achieved but not verified" % f)
+for m in errs:
+    print("  " + m)
+sys.exit(1 if errs else 0)
+EOF
+	return $ok
+}
+
+# ---- every guarantee the report lists, by a denial and its control --------
+t_guarantees_hold_on_this_kernel() {
+	local out port pid in=$VM/probe.in outside=$VM/probe.out ok=0 g
+	out=$(start_outside)
+	port=$(echo "$out" | sed -n 1p)
+	pid=$(echo "$out" | sed -n 2p)
+	[ -n "$port" ] && [ -n "$pid" ] || { echo "  outside services did not start: $out"; return 1; }
+	# Outside first: the same probe as the same uid, not through PAM. (The
+	# end of the agent's last session ends every process of its uid, these
+	# services included.)
+	vm_root "setpriv --reuid=coder1 --regid=coder1 --init-groups $PROBE -o /tmp/sbxvm-outside.out \
+		$(probe_args "$port" "$pid") </dev/null; cat /tmp/sbxvm-outside.out; \
+		rm -f /tmp/sbxvm-outside.out $W/write_inside.probe /var/tmp/sbxvm-out/write_outside.probe" \
+		>"$outside"
+	# Inside: a real login with a PTY (the tty checks need one).
+	as_agent coder1 -tt "$PROBE -o /tmp/probe.out $(probe_args "$port" "$pid"); cat /tmp/probe.out" |
+		tr -d '\r' >"$in"
+	vm_root 'for i in $(seq 50); do pgrep -u coder1 -x tcp_listen >/dev/null || exit 0; sleep 0.1; done; exit 1' ||
+		{ echo "  the agent's processes outside outlived its last session"; ok=1; }
+	grep -qx 'done OK' "$in" || { echo "  the probe did not finish inside:"; tail -n 5 "$in"; return 1; }
+	grep -qx 'done OK' "$outside" || { echo "  the probe did not finish outside"; return 1; }
+
+	# The controls: outside the sandbox each target is reachable.
+	expect "$outside" control tcp_host OK || ok=1
+	expect "$outside" control kill_outside OK || ok=1
+	expect "$outside" control abstract_host OK || ok=1
+	expect "$outside" control write_outside OK || ok=1
+	expect "$outside" control read_secret LEAKED || ok=1
+	expect "$outside" control NoNewPrivs 0 || ok=1
+
+	# process_boundary: without Landlock scopes (ABI 6), the pid and
+	# network namespaces keep signals and abstract sockets in.
+	expect "$in" process_boundary kill_outside ESRCH || ok=1
+	expect "$in" process_boundary ptrace_outside EPERM || ok=1
+	expect "$in" process_boundary abstract_host ECONNREFUSED || ok=1
+	expect "$in" process_boundary kill_inside OK || ok=1
+	# write_boundary: the host is a read-only bind before Landlock is asked.
+	expect "$in" write_boundary write_outside EROFS || ok=1
+	expect "$in" write_boundary write_inside OK || ok=1
+	vm_root test ! -e /var/tmp/sbxvm-out/write_outside.probe ||
+		{ echo "  write_boundary: the probe's file is on the host"; ok=1; }
+	expect "$in" write_boundary proc_self_mem_write EACCES || ok=1
+	# read_boundary: the secret's directory is masked, its neighbour reads.
+	expect "$in" read_boundary read_secret ENOENT EMPTY EACCES || ok=1
+	expect "$in" read_boundary read_public OK || ok=1
+	# network_boundary: the host's loopback listener is not there.
+	expect "$in" network_boundary tcp_host ECONNREFUSED || ok=1
+	expect "$in" network_boundary loopback_tcp OK || ok=1
+	expect "$in" network_boundary af_packet EAFNOSUPPORT || ok=1
+	# env_scrub, home_isolation
+	expect "$in" env_scrub env_ld_preload ABSENT || ok=1
+	expect "$in" home_isolation env_home /home/coder1 || ok=1
+	# no_privilege_gain
+	expect "$in" no_privilege_gain NoNewPrivs 1 || ok=1
+	expect "$in" no_privilege_gain CapEff 0000000000000000 || ok=1
+	expect "$in" no_privilege_gain CapBnd 0000000000000000 || ok=1
+	expect "$in" no_privilege_gain unshare_user EPERM || ok=1
+	# syscall_filter
+	expect "$in" syscall_filter x32_syscall SIGSYS || ok=1
+	expect "$in" syscall_filter io_uring_setup EPERM || ok=1
+	expect "$in" syscall_filter tiocsti EPERM || ok=1
+	expect "$in" syscall_filter native_syscall OK || ok=1
+	# What the report says is missing is missing: no IOCTL_DEV, so
+	# /dev/null answers TIOCGWINSZ itself (ENOTTY), not Landlock (EACCES).
+	expect "$in" landlock_ioctl null_tiocgwinsz ENOTTY || ok=1
+
+	# write_boundary without TRUNCATE (ABI 3): truncate(2) on a host file
+	# the agent owns is refused by the read-only bind, and the file stays.
+	as_agent coder1 'truncate -s 0 /var/tmp/sbxvm-out/file' >/dev/null 2>"$VM/trunc.err" &&
+		{ echo "  write_boundary: truncate of a host file succeeded"; ok=1; }
+	grep -q 'Read-only file system\|Permission denied' "$VM/trunc.err" ||
+		{ echo "  write_boundary: truncate said: $(cat "$VM/trunc.err")"; ok=1; }
+	[ "$(vm_root cat /var/tmp/sbxvm-out/file)" = host ] ||
+		{ echo "  write_boundary: the host file changed"; ok=1; }
+	# home_isolation: what the agent writes in ~ lands in the isolated home.
+	as_agent coder1 'echo vm > ~/sbxvm-mark' || ok=1
+	[ "$(vm_root cat /var/lib/agent-sandbox/homes/coder1/sbxvm-mark 2>&1)" = vm ] ||
+		{ echo "  home_isolation: ~/sbxvm-mark is not in the isolated home"; ok=1; }
+	vm_root test ! -e /home/coder1/sbxvm-mark ||
+		{ echo "  home_isolation: ~/sbxvm-mark reached the passwd home"; ok=1; }
+	# resource_limits: the coder profile's core 0 and nproc 512.
+	[ "$(as_agent coder1 'ulimit -c; ulimit -u' | tr '\n' ' ')" = "0 512 " ] ||
+		{ echo "  resource_limits: ulimit -c/-u inside: $(as_agent coder1 'ulimit -c; ulimit -u' | tr '\n' ' ')"; ok=1; }
+
+	# Each guarantee the report lists is one this test has just shown.
+	for g in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["guarantees"]))' \
+		"$VM/report.json"); do
+		case " process_boundary write_boundary read_boundary network_boundary env_scrub home_isolation no_privilege_gain syscall_filter resource_limits " in
+		*" $g "*) ;;
+		*) echo "  the report claims $g, which this suite does not show"; ok=1 ;;
+		esac
+	done
+	return $ok
+}
+
+# ---- the entry paths -----------------------------------------------------
+t_ssh_command_pty_scp_sftp() {
+	local ok=0 f=$VM/payload
+	[ "$(as_agent coder1 'echo $((6*7))')" = 42 ] || { echo "  ssh cmd"; ok=1; }
+	as_agent coder1 -tt 'tty' | tr -d '\r' | grep -q '^/dev/pts/' || { echo "  ssh -tt: no pty"; ok=1; }
+	head -c 4096 /dev/urandom >"$f"
+	scp -q "${SCP_OPTS[@]}" "$f" "coder1@127.0.0.1:$W/payload" ||
+		{ echo "  scp into the workspace"; ok=1; }
+	scp -q "${SCP_OPTS[@]}" "coder1@127.0.0.1:$W/payload" "$f.back" &&
+		cmp -s "$f" "$f.back" || { echo "  scp back"; ok=1; }
+	scp -q "${SCP_OPTS[@]}" "$f" \
+		"coder1@127.0.0.1:/var/tmp/sbxvm-out/scp" 2>/dev/null && { echo "  scp wrote outside the workspace"; ok=1; }
+	printf 'put %s %s/sftp\nls %s\n' "$f" "$W" "$W" |
+		sftp -b - "${SCP_OPTS[@]}" coder1@127.0.0.1 >"$VM/sftp.out" 2>&1 ||
+		{ echo "  sftp put into the workspace: $(tail -n 2 "$VM/sftp.out")"; ok=1; }
+	printf 'put %s /var/tmp/sbxvm-out/sftp\n' "$f" |
+		sftp -b - "${SCP_OPTS[@]}" coder1@127.0.0.1 >/dev/null 2>&1 &&
+		{ echo "  sftp wrote outside the workspace"; ok=1; }
+	vm_root test ! -e /var/tmp/sbxvm-out/scp -a ! -e /var/tmp/sbxvm-out/sftp || { echo "  a file landed outside"; ok=1; }
+	# Forwarding: the shipped drop-in turns it off for agents.
+	ssh "${SSH_OPTS[@]}" -i "$VM/id_agent" -W 127.0.0.1:22 coder1@127.0.0.1 </dev/null >/dev/null 2>"$VM/fwd.err" &&
+		{ echo "  ssh -W was allowed"; ok=1; }
+	grep -q 'administratively prohibited\|forwarding disabled' "$VM/fwd.err" ||
+		{ echo "  ssh -W: $(tail -n 1 "$VM/fwd.err")"; ok=1; }
+	return $ok
+}
+
+# The reviewer profile as shipped: the workspace read-only, notes writable.
+t_reviewer_profile() {
+	local ok=0
+	as_agent rev1 'touch /srv/agents/rev1/workspace/x' 2>"$VM/rev.err" && { echo "  reviewer wrote the workspace"; ok=1; }
+	grep -q 'Read-only file system' "$VM/rev.err" || { echo "  reviewer: $(cat "$VM/rev.err")"; ok=1; }
+	as_agent rev1 'touch /srv/agents/rev1/notes/x' || { echo "  reviewer cannot write notes"; ok=1; }
+	return $ok
+}
+
+# The ci profile (min_level full) cannot be met at ABI 2: refused, and
+# the reason reaches the client on the other end of the ssh connection.
+t_ci_profile_refused_with_reason() {
+	local ok=0
+	ssh "${SSH_OPTS[@]}" -i "$VM/id_agent" ci-runner@127.0.0.1 'echo ran' >"$VM/ci.out" 2>"$VM/ci.err" &&
+		{ echo "  ci-runner logged in"; ok=1; }
+	grep -q ran "$VM/ci.out" && { echo "  ci-runner ran a command"; ok=1; }
+	grep -q 'profile ci cannot meet its floor on this kernel' "$VM/ci.err" ||
+		{ echo "  the client was not told why: $(tr '\n' ' ' <"$VM/ci.err")"; ok=1; }
+	vm_root "journalctl -b -o cat | grep -q 'user ci-runner: refused: profile ci cannot meet its floor'" ||
+		{ echo "  no refusal in the journal"; ok=1; }
+	return $ok
+}
+
+# ---- systemd, logind, journald -------------------------------------------
+t_report_line_in_journal() {
+	local sid
+	sid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["session_id"])' "$VM/report.json")
+	vm_root "journalctl -t agent-sandbox -o cat | grep 'session=$sid ' | grep -q 'level=degraded floor=met'" || {
+		echo "  no report line for session $sid in journalctl -t agent-sandbox"
+		return 1
+	}
+}
+
+t_logind_session_and_no_user_manager() {
+	local ok=0 uid listed=0
+	uid=$(vm_root id -u coder1)
+	vm_root systemctl reset-failed
+	as_agent coder1 'sleep 12' &
+	local bg=$!
+	for _ in $(seq 1 20); do
+		vm_root "loginctl list-sessions --no-legend | grep -q ' coder1 '" && { listed=1; break; }
+		sleep 0.5
+	done
+	[ "$listed" = 1 ] || { echo "  loginctl does not list the agent's session"; ok=1; }
+	vm_root "ps -u coder1 -o comm= | grep -qx systemd" && { echo "  systemd --user runs as the agent"; ok=1; }
+	wait "$bg"
+	sleep 2
+	vm_root "ps -u coder1 -o pid=,comm= | grep -v -e sleep -e tcp_listen" && { echo "  agent processes outlived the session"; ok=1; }
+	[ -z "$(vm_root systemctl --failed --no-legend)" ] ||
+		{ echo "  failed units: $(vm_root systemctl --failed --no-legend | tr '\n' ' ')"; ok=1; }
+	[ "$(vm_root systemctl is-system-running)" = running ] ||
+		{ echo "  system state: $(vm_root systemctl is-system-running)"; ok=1; }
+	vm_root "journalctl -b -u user@$uid.service -o cat | grep -q \"Skipped due to 'exec-condition'\"" ||
+		{ echo "  user@$uid.service was not skipped by its condition"; ok=1; }
+	return $ok
+}
+
+t_doctor_on_debian() {
+	local ok=0
+	vm_root agent-shell --doctor >"$VM/doctor.out" 2>&1 || { echo "  doctor exit $?"; ok=1; }
+	grep -q ', 0 FAIL$' "$VM/doctor.out" || ok=1
+	grep -E '^(WARN|FAIL) ' "$VM/doctor.out" | grep -v -e 'memfd_noexec' && ok=1
+	grep -q '^OK .*systemd-user .*/usr/lib/pam.d/systemd-user' "$VM/doctor.out" ||
+		{ echo "  systemd-user row:"; grep systemd-user "$VM/doctor.out"; ok=1; }
+	[ "$ok" = 0 ] || cat "$VM/doctor.out"
+	return $ok
+}
+
+# ---- session limits: cgroup v2 through systemd ----------------------------
+# lim1's profile: memory_max 256M, pids_max 64, cpu_max 50 (half a CPU).
+
+t_session_limits_reported() {
+	local ok=0
+	as_agent lim1 'agent-shell --report --json' >"$VM/lim.json" 2>"$VM/lim.err" ||
+		{ echo "  report: $(head -c 300 "$VM/lim.err")"; return 1; }
+	python3 - "$VM/lim.json" <<'EOF' || ok=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = {x["feature"]: x for x in r["entries"]}["cgroup_limits"]
+errs = []
+if not (e["requested"] and e["achieved"] and e["verified"]):
+    errs.append("cgroup_limits not held: %s" % e["detail"])
+for want in ("memory.max 268435456", "pids.max 64", "cpu.max 50%", "session-", ".scope"):
+    if want not in e["detail"]:
+        errs.append("detail %r lacks %r" % (e["detail"], want))
+if "resource_limits" not in r["guarantees"]:
+    errs.append("resource_limits not among the guarantees")
+for m in errs:
+    print("  " + m)
+sys.exit(1 if errs else 0)
+EOF
+	return $ok
+}
+
+# A memory hog is killed inside its session; the host and another agent's
+# session live on.
+t_memory_hog_oom_killed() {
+	local ok=0 bg
+	as_agent coder1 'sleep 30' &
+	bg=$!
+	sleep 2
+	# tail keeps a line until its newline: 400 MiB without one, in one process.
+	as_agent lim1 'head -c 400M /dev/zero | tail -n 1 >/dev/null; echo "rc=${PIPESTATUS[1]}"' \
+		>"$VM/oom.out" 2>&1
+	echo "  lim1 (memory_max 256M): $(tr '\n' ' ' <"$VM/oom.out")"
+	grep -q '^rc=137$' "$VM/oom.out" || { echo "  tail was not SIGKILLed: $(tr '\n' ' ' <"$VM/oom.out")"; ok=1; }
+	vm_root "journalctl -k -b -o cat | grep -q 'Memory cgroup out of memory'" ||
+		{ echo "  no memory-cgroup OOM in the kernel log"; ok=1; }
+	kill -0 "$bg" 2>/dev/null || { echo "  coder1's session did not live on"; ok=1; }
+	[ "$(vm_root echo alive)" = alive ] || { echo "  the host did not live on"; ok=1; }
+	# Control: the same command without memory_max (coder1) completes.
+	[ "$(as_agent coder1 'head -c 300M /dev/zero | tail -n 1 | wc -c')" = 314572800 ] ||
+		{ echo "  control: coder1 could not hold 300 MiB"; ok=1; }
+	kill "$bg" 2>/dev/null
+	wait "$bg" 2>/dev/null
+	return $ok
+}
+
+# A fork bomb stops at pids_max (dash: no fork retries), bounded in time.
+t_fork_bomb_stops_at_pids_max() {
+	local ok=0 n
+	as_agent lim1 'timeout 20 dash -c "i=0; while [ \$i -lt 200 ]; do sleep 15 & i=\$((i+1)); done; wait" 2>/tmp/fb.err &
+		sleep 3; echo "n=$(pgrep -c -x sleep)"; echo "forkerr=$(grep -c -i fork /tmp/fb.err)"; pkill -x sleep; wait' \
+		>"$VM/fork.out" 2>&1
+	n=$(sed -n 's/^n=//p' "$VM/fork.out")
+	echo "  lim1 (pids_max 64): $n sleeps running, $(sed -n 's/^forkerr=//p' "$VM/fork.out") fork failure(s)"
+	[ -n "$n" ] && [ "$n" -ge 20 ] && [ "$n" -lt 64 ] || { echo "  sleeps running: ${n:-?} (wanted 20..63)"; ok=1; }
+	grep -q '^forkerr=[1-9]' "$VM/fork.out" || { echo "  no fork failure: $(tr '\n' ' ' <"$VM/fork.out")"; ok=1; }
+	# Control: coder1 (no pids_max) starts all 100.
+	[ "$(as_agent coder1 'for i in $(seq 100); do sleep 5 & done; pgrep -c -x sleep; pkill -x sleep')" -ge 100 ] ||
+		{ echo "  control: coder1 could not start 100 processes"; ok=1; }
+	return $ok
+}
+
+# A spinner is held to cpu_max: its CPU time over 4 s, against the same
+# spinner in coder1's session (no cpu_max), in the same run.
+spin_ticks() {
+	as_agent "$1" 'timeout 4 dash -c "while :; do :; done"; cut -d" " -f16 /proc/$$/stat'
+}
+t_cpu_held_to_quota() {
+	local lim free
+	lim=$(spin_ticks lim1)
+	free=$(spin_ticks coder1)
+	echo "  cpu ticks in 4 s: lim1 (cpu_max 50) $lim, coder1 $free"
+	[ -n "$lim" ] && [ -n "$free" ] && [ "$free" -gt 200 ] || { echo "  control spun too little"; return 1; }
+	# 50% of one CPU, with room for the emulator's jitter.
+	[ $((lim * 100 / free)) -le 65 ] || { echo "  ratio $((lim * 100 / free))% > 65%"; return 1; }
+}
+
+for t in t_session_limits_reported t_memory_hog_oom_killed t_fork_bomb_stops_at_pids_max \
+	t_cpu_held_to_quota t_doctor_on_debian t_report_names_what_the_kernel_lacks t_guarantees_hold_on_this_kernel \
+	t_ssh_command_pty_scp_sftp t_reviewer_profile t_ci_profile_refused_with_reason \
+	t_report_line_in_journal t_logind_session_and_no_user_manager; do
+	if out=$($t 2>&1); then
+		ok "$t"
+	else
+		bad "$t" "see below"
+	fi
+	[ -z "$out" ] || echo "$out"
+done
