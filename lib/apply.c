@@ -777,6 +777,10 @@ static void report_identity(struct sbx_report *r, const struct sbx_session *s)
 	r->uid = s->uid;
 	sbx_strlcpy(r->client, sizeof(r->client), s->client);
 	sbx_strlcpy(r->service, sizeof(r->service), s->service);
+	/* SSH_CONNECTION is whatever the caller's environment says. */
+	sbx_text_scrub(r->user);
+	sbx_text_scrub(r->client);
+	sbx_text_scrub(r->service);
 }
 
 /*

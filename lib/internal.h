@@ -37,6 +37,10 @@ int sbx_strlcpy(char *dst, size_t size, const char *src);
 int sbx_snprintf(char *dst, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Replace control characters (below 0x20, 0x7f, and UTF-8 C1 U+0080-U+009F)
+ * with '?', in place: text that ends up on a terminal. */
+void sbx_text_scrub(char *s);
+
 /* snprintf into a diagnostic buffer where cutting the text is acceptable
  * (report details, probe reasons). */
 void sbx_text_set(char *dst, size_t size, const char *fmt, ...)

@@ -148,6 +148,15 @@ int sbx_jr_string(struct sbx_jr *j, char *out, size_t size)
 				return sbx_jr_fail(j, "unknown escape");
 			}
 		}
+		/* What these readers return reaches terminals (a root reading
+		 * a report an agent could write): no control character, in any
+		 * spelling, and no C1 control as UTF-8 (U+0080-U+009F, which
+		 * terminals may act on like ESC [). */
+		if (c < 0x20 || c == 0x7f)
+			return sbx_jr_fail(j, "control character in string");
+		if (c == 0xc2 && j->p < j->end && (unsigned char)*j->p >= 0x80 &&
+		    (unsigned char)*j->p <= 0x9f)
+			return sbx_jr_fail(j, "C1 control character in string");
 		if (n + 1 >= size)
 			return sbx_jr_fail(j, "string too long");
 		out[n++] = (char)c;

@@ -108,6 +108,9 @@ void sbx_report_set(struct sbx_report *r, enum sbx_feature f, bool achieved,
 		va_start(ap, fmt);
 		vsnprintf(detail, sizeof(detail), fmt, ap);
 		va_end(ap);
+		/* Paths and kernel text may carry anything; the report is
+		 * read on terminals, and its reader refuses control bytes. */
+		sbx_text_scrub(detail);
 	}
 	if (verified && !achieved) {
 		/* A proof of something not in force is a bug in the caller:
