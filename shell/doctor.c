@@ -149,8 +149,10 @@ static bool file_exists(const char *path)
 
 /* ---- systemd's user manager ------------------------------------------- */
 
-/* systemd's unit search path as Debian builds it, highest priority first. */
-#define UNIT_DIRS_DEFAULT "/etc/systemd/system:/run/systemd/system:" \
+/* systemd's unit search path as Debian builds it, highest priority first
+ * (the control and transient directories too: set-property writes there). */
+#define UNIT_DIRS_DEFAULT "/etc/systemd/system.control:/run/systemd/system.control:" \
+	"/run/systemd/transient:/etc/systemd/system:/run/systemd/system:" \
 	"/usr/local/lib/systemd/system:/usr/lib/systemd/system:/lib/systemd/system"
 
 struct dropin {
@@ -163,96 +165,208 @@ static int dropin_cmp(const void *a, const void *b)
 	return strcmp(((const struct dropin *)a)->name, ((const struct dropin *)b)->name);
 }
 
-/* One drop-in's ExecCondition lines, in order: an empty one resets the
- * list (systemd's rule), one naming agent-shell --user-manager sets it. */
+/* An ExecCondition= value that runs agent-shell --user-manager %i as root,
+ * whose failure counts: prefix "+" without "-" (ignore-failure), the
+ * binary named agent-shell, then exactly those two arguments. */
+static bool condition_is_ours(const char *v)
+{
+	bool full = false, ignore = false;
+	char prog[SBX_PATH_MAX], arg1[32], arg2[8], extra[2];
+	const char *base;
+
+	for (; *v && strchr("@-:+!", *v); v++) {
+		full |= *v == '+';
+		ignore |= *v == '-';
+	}
+	if (!full || ignore)
+		return false;
+	if (sscanf(v, "%1023s %31s %7s %1s", prog, arg1, arg2, extra) != 3)
+		return false;
+	base = strrchr(prog, '/');
+	return base && !strcmp(base + 1, "agent-shell") && !strcmp(arg1, "--user-manager") &&
+	       !strcmp(arg2, "%i");
+}
+
+/* One drop-in's ExecCondition lines in its [Service] section, in order:
+ * an empty one resets the list (systemd's rule), ours sets it, any other
+ * leaves it. What this parser cannot follow (a continued line) counts as
+ * a reset: the doctor says OK only for what it understood. */
 static void dropin_apply(const char *path, bool *guard)
 {
 	char line[1024];
+	bool service = false;
 	FILE *f = fopen(path, "re");
 
 	if (!f)
 		return;	/* a mask (/dev/null) reads as empty; a missing file counts nothing */
 	while (fgets(line, sizeof(line), f)) {
 		char *v = line + strspn(line, " \t");
+		size_t len;
 
-		if (strncmp(v, "ExecCondition", 13) != 0)
+		v[strcspn(v, "\r\n")] = '\0';
+		len = strlen(v);
+		if (*v == '[') {
+			service = !strncmp(v, "[Service]", 9);
+			continue;
+		}
+		if (len && v[len - 1] == '\\') {
+			*guard = false;
+			continue;
+		}
+		if (!service || strncmp(v, "ExecCondition", 13) != 0)
 			continue;
 		v += 13 + strspn(v + 13, " \t");
 		if (*v != '=')
 			continue;
 		v++;
 		v += strspn(v, " \t");
-		v[strcspn(v, "\r\n")] = '\0';
 		if (!*v)
 			*guard = false;
-		else if (strstr(v, "agent-shell") && strstr(v, "--user-manager"))
+		else if (condition_is_ours(v))
 			*guard = true;
 	}
 	(void)fclose(f);	/* read-only: nothing to lose */
 }
 
-/*
- * Does systemd ask "agent-shell --user-manager %i" before it starts
- * user@UID.service? The drop-ins of user@.service.d are merged the way
- * systemd does: a name in a higher-priority directory hides the same name
- * below, the survivors apply in name order. Cached in d.
- */
-static bool user_manager_guarded(struct doctor *d)
+/* Collect the *.conf names of DIR/sub (a higher-priority directory's name
+ * hides the same name below: the first seen wins). */
+static void dropins_collect(const char *dir, const char *sub, struct dropin **list, size_t *n,
+			    size_t *cap)
+{
+	char path[SBX_PATH_MAX];
+	struct dirent *e;
+	DIR *dd;
+
+	if (sbx_snprintf(path, sizeof(path), "%s/%s", dir, sub) != 0)
+		return;
+	dd = opendir(path);
+	if (!dd)
+		return;
+	while ((e = readdir(dd))) {
+		size_t len = strlen(e->d_name), i;
+
+		if (len < 6 || strcmp(e->d_name + len - 5, ".conf") != 0 || len >= SBX_NAME_MAX)
+			continue;
+		for (i = 0; i < *n && strcmp((*list)[i].name, e->d_name) != 0; i++)
+			;
+		if (i < *n)
+			continue;
+		if (*n == *cap) {
+			struct dropin *grown = realloc(*list, (*cap ? *cap * 2 : 8) * sizeof(**list));
+
+			if (!grown)
+				break;
+			*list = grown;
+			*cap = *cap ? *cap * 2 : 8;
+		}
+		snprintf((*list)[*n].name, sizeof((*list)[*n].name), "%s", e->d_name);
+		if (sbx_snprintf((*list)[*n].path, sizeof((*list)[*n].path), "%s/%s", path,
+				 e->d_name) == 0)
+			(*n)++;
+	}
+	closedir(dd);
+}
+
+/* The drop-ins systemd merges for user@UID.service, read from the unit
+ * directories: service.d, user@.service.d and user@UID.service.d, by name. */
+static bool files_guard(const struct doctor *d, uid_t uid, char *where, size_t size)
 {
 	struct dropin *list = NULL;
 	size_t n = 0, cap = 0;
-	char dirs[1024], *save = NULL;
+	char dirs[2048], inst[64], *save = NULL;
 	bool guard = false;
 
-	if (d->um_guard >= 0)
-		return d->um_guard;
-	d->um_where[0] = '\0';
+	snprintf(inst, sizeof(inst), "user@%u.service.d", (unsigned)uid);
 	snprintf(dirs, sizeof(dirs), "%s", d->unit_dirs);
 	for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		char path[SBX_PATH_MAX];
-		struct dirent *e;
-		DIR *dd;
-
-		if (sbx_snprintf(path, sizeof(path), "%s/user@.service.d", dir) != 0)
-			continue;
-		dd = opendir(path);
-		if (!dd)
-			continue;
-		while ((e = readdir(dd))) {
-			size_t len = strlen(e->d_name), i;
-
-			if (len < 6 || strcmp(e->d_name + len - 5, ".conf") != 0 ||
-			    len >= SBX_NAME_MAX)
-				continue;
-			for (i = 0; i < n && strcmp(list[i].name, e->d_name) != 0; i++)
-				;
-			if (i < n)
-				continue;	/* hidden by a higher-priority directory */
-			if (n == cap) {
-				struct dropin *grown = realloc(list, (cap ? cap * 2 : 8) * sizeof(*list));
-
-				if (!grown)
-					break;
-				list = grown;
-				cap = cap ? cap * 2 : 8;
-			}
-			snprintf(list[n].name, sizeof(list[n].name), "%s", e->d_name);
-			if (sbx_snprintf(list[n].path, sizeof(list[n].path), "%s/%s", path,
-					 e->d_name) == 0)
-				n++;
-		}
-		closedir(dd);
+		dropins_collect(dir, "service.d", &list, &n, &cap);
+		dropins_collect(dir, "user@.service.d", &list, &n, &cap);
+		dropins_collect(dir, inst, &list, &n, &cap);
 	}
 	if (n)
 		qsort(list, n, sizeof(*list), dropin_cmp);
+	where[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
 		bool before = guard;
 
 		dropin_apply(list[i].path, &guard);
 		if (guard && !before)
-			snprintf(d->um_where, sizeof(d->um_where), "%s", list[i].path);
+			snprintf(where, size, "%s", list[i].path);
 	}
 	free(list);
+	return guard;
+}
+
+static int run_capture(char *const argv[], char **out, int *status, bool sshd_run);
+
+/*
+ * systemd's own answer, where it manages the host: the merged ExecCondition
+ * of user@UID.service, from systemctl show. 1: ours is there, runs as
+ * root and its failure counts; 0: not; -1: systemd could not be asked.
+ */
+static int systemd_guard(uid_t uid, char *where, size_t size)
+{
+	char unit[64], *out = NULL, *e;
+	char *argv[] = { (char *)"/bin/systemctl", (char *)"show", (char *)"-p",
+			 (char *)"ExecConditionEx", (char *)"--value", unit, NULL };
+	struct stat st;
+	int status = 0, ok = 0;
+
+	if (lstat("/run/systemd/system", &st) != 0 || !S_ISDIR(st.st_mode))
+		return -1;
+	if (access("/usr/bin/systemctl", X_OK) == 0)
+		argv[0] = (char *)"/usr/bin/systemctl";
+	snprintf(unit, sizeof(unit), "user@%u.service", (unsigned)uid);
+	if (run_capture(argv, &out, &status, false) != 0 || !out || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0) {
+		free(out);
+		return -1;
+	}
+	/* systemd 252: "{ path=P ; argv[]=P --user-manager UID ; flags=privileged ;
+	 * ... }", with "ignore-failure" among the flags for a "-" prefix. */
+	for (e = strstr(out, "{ "); e; e = strstr(e + 2, "{ ")) {
+		char *end = strstr(e, " }"), want[64];
+
+		if (end)
+			*end = '\0';
+		snprintf(want, sizeof(want), " --user-manager %u ;", (unsigned)uid);
+		if (strstr(e, "/agent-shell ;") && strstr(e, want) &&
+		    strstr(e, "privileged") && !strstr(e, "ignore-failure"))
+			ok = 1;
+		if (!end)
+			break;
+		e = end;
+	}
+	free(out);
+	snprintf(where, size, "systemd (systemctl show %s)", unit);
+	return ok;
+}
+
+/*
+ * Does systemd run "agent-shell --user-manager %i" before it starts each
+ * agent's user@UID.service, as root and with its failure counted? Where
+ * systemd manages the host and the unit directories are its own, it is
+ * asked; else the drop-ins are read and merged as systemd would. Cached.
+ */
+static bool user_manager_guarded(struct doctor *d)
+{
+	bool guard = true, asked = strcmp(d->unit_dirs, UNIT_DIRS_DEFAULT) == 0;
+
+	if (d->um_guard >= 0)
+		return d->um_guard;
+	d->um_where[0] = '\0';
+	/* Without agents, the shared drop-ins (uid 0 stands for "any"). */
+	for (size_t i = 0; i < (d->n_agents ? d->n_agents : 1); i++) {
+		uid_t uid = d->n_agents ? d->agents[i].uid : 0;
+		int r = asked ? systemd_guard(uid, d->um_where, sizeof(d->um_where)) : -1;
+
+		if (r < 0)
+			r = files_guard(d, uid, d->um_where, sizeof(d->um_where));
+		if (r != 1) {
+			guard = false;
+			break;
+		}
+	}
 	d->um_guard = guard;
 	return guard;
 }
@@ -810,10 +924,10 @@ static void check_pam_job(struct doctor *d, const char *svc)
 /* ---- sshd's effective configuration ------------------------------------ */
 
 /* Run argv with stdout+stderr into *out (NUL-terminated, bounded). In the
- * child, when /run/sshd (sshd's privilege separation directory, present
+ * child of sshd_run, when /run/sshd (sshd's privilege separation directory, present
  * only while sshd runs) is missing, give sshd -T a private mount namespace
  * with an empty /run so it can start; nothing outside that child changes. */
-static int run_capture(char *const argv[], char **out, int *status)
+static int run_capture(char *const argv[], char **out, int *status, bool sshd_run)
 {
 	static char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	char *buf = NULL;
@@ -835,7 +949,7 @@ static int run_capture(char *const argv[], char **out, int *status)
 
 		dup2(fds[1], 1);
 		dup2(fds[1], 2);
-		if (stat("/run/sshd", &st) != 0 && geteuid() == 0 &&
+		if (sshd_run && stat("/run/sshd", &st) != 0 && geteuid() == 0 &&
 		    (unshare(CLONE_NEWNS) != 0 ||
 		     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
 		     mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0 ||
@@ -953,7 +1067,7 @@ static void check_sshd_agent(struct doctor *d, const struct doc_agent *a)
 	argv[k++] = (char *)"-C";
 	argv[k++] = conn;
 	argv[k] = NULL;
-	ret = run_capture(argv, &text, &status);
+	ret = run_capture(argv, &text, &status, true);
 	if (ret != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		char *last = text ? strrchr(text, '\n') : NULL;
 

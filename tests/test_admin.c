@@ -616,6 +616,13 @@ static void test_doctor_session_limits(void **state)
 	free(text);
 }
 
+/* --doctor --json with these PAM and unit directories and no sshd. */
+static int doctor_json(char **out, const char *pam, const char *vendor, const char *units)
+{
+	return RUN(false, out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
+		   "--sshd", "/nonexistent/sshd", "--unit-dirs", units);
+}
+
 /* libpam reads a stack from the vendor directory (/usr/lib/pam.d on
  * Debian, where systemd ships systemd-user) when the admin's has none: the
  * doctor must too, and name the file it read. What keeps systemd --user
@@ -646,8 +653,7 @@ static void test_doctor_vendor_stacks(void **state)
 
 	/* Denial: the vendor's stack lacks the module, and is read; no
 	 * drop-in: the fix is the drop-in. */
-	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
-		   "--sshd", "/nonexistent/sshd", "--unit-dirs", dirs);
+	code = doctor_json(&out, pam, vendor, dirs);
 	assert_int_equal(code, 0);	/* no crontab: a WARN, not a FAIL */
 	assert_row(out, "pam", "systemd-user", "WARN");
 	assert_contains(out, path);
@@ -666,8 +672,7 @@ static void test_doctor_vendor_stacks(void **state)
 	snprintf(path, sizeof(path), "%s/systemd-user", pam);
 	write_text(path, "account [success=ok ignore=ignore default=die] pam_agent_sandbox.so\n"
 			 "@include common-account\n");
-	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
-		   "--sshd", "/nonexistent/sshd", "--unit-dirs", dirs);
+	code = doctor_json(&out, pam, vendor, dirs);
 	assert_row(out, "pam", "systemd-user", "WARN");
 	assert_contains(out, "leaves user@UID.service failed");
 	assert_contains(out, path);
@@ -682,8 +687,7 @@ static void test_doctor_vendor_stacks(void **state)
 		write_text(path, dropin);
 		free(dropin);
 	}
-	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
-		   "--sshd", "/nonexistent/sshd", "--unit-dirs", dirs);
+	code = doctor_json(&out, pam, vendor, dirs);
 	assert_row(out, "pam", "systemd-user", "OK");
 	assert_contains(out, "runs agent-shell --user-manager first");
 	assert_contains(out, path);
@@ -693,17 +697,53 @@ static void test_doctor_vendor_stacks(void **state)
 	 * mask of the same name in a higher-priority directory. */
 	snprintf(path, sizeof(path), "%s/user@.service.d/zz-local.conf", etc_units);
 	write_text(path, "[Service]\nExecCondition=\n");
-	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
-		   "--sshd", "/nonexistent/sshd", "--unit-dirs", dirs);
+	code = doctor_json(&out, pam, vendor, dirs);
 	assert_row(out, "pam", "systemd-user", "WARN");
 	free(out);
 	assert_int_equal(unlink(path), 0);
 	snprintf(path, sizeof(path), "%s/user@.service.d/agent-sandbox.conf", etc_units);
 	assert_int_equal(symlink("/dev/null", path), 0);
-	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--pam-vendor-dir", vendor,
-		   "--sshd", "/nonexistent/sshd", "--unit-dirs", dirs);
+	code = doctor_json(&out, pam, vendor, dirs);
 	assert_row(out, "pam", "systemd-user", "WARN");
 	free(out);
+	assert_int_equal(unlink(path), 0);
+	/* Copies of the same name that systemd would not run as a condition
+	 * whose failure counts: no [Service] header, "-" (ignore failure),
+	 * another program, a continued line; and a reset in the agent's own
+	 * instance directory. Each hides or undoes the shipped one. */
+	{
+		static const char *const hiding[] = {
+			"ExecCondition=+/usr/bin/agent-shell --user-manager %i\n",
+			"[Service]\nExecCondition=+-/usr/bin/agent-shell --user-manager %i\n",
+			"[Service]\nExecCondition=+/bin/true agent-shell --user-manager %i\n",
+			"[Service]\nExecCondition=+/usr/bin/agent-shell \\\n --user-manager %i\n",
+			"[Unit]\nExecCondition=+/usr/bin/agent-shell --user-manager %i\n",
+		};
+		struct passwd *pw = getpwnam(fx.user3);
+		char inst[PATH_MAX + 64];
+
+		for (size_t i = 0; i < ARRAY_SIZE(hiding); i++) {
+			write_text(path, hiding[i]);
+			code = doctor_json(&out, pam, vendor, dirs);
+			if (!has_row(out, "pam", "systemd-user", "WARN"))
+				fail_msg("drop-in %zu taken as the guard:\n%s", i, hiding[i]);
+			free(out);
+		}
+		assert_int_equal(unlink(path), 0);
+		assert_non_null(pw);
+		snprintf(inst, sizeof(inst), "%s/user@%u.service.d", etc_units, (unsigned)pw->pw_uid);
+		assert_int_equal(mkdir(inst, 0755), 0);
+		snprintf(inst + strlen(inst), sizeof(inst) - strlen(inst), "/zz.conf");
+		write_text(inst, "[Service]\nExecCondition=\n");
+		code = doctor_json(&out, pam, vendor, dirs);
+		assert_row(out, "pam", "systemd-user", "WARN");
+		free(out);
+		/* Control: without the reset the shipped drop-in is in effect. */
+		assert_int_equal(unlink(inst), 0);
+		code = doctor_json(&out, pam, vendor, dirs);
+		assert_row(out, "pam", "systemd-user", "OK");
+		free(out);
+	}
 }
 
 /* Stacks without the module, and sshd without the drop-in: FAIL rows
