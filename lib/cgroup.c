@@ -146,7 +146,7 @@ static bool cpu_percent(const char *s, uint64_t *pct)
 	return true;
 }
 
-static void read_level(const char *dir, struct effective e[3])
+static void read_level(const char *dir, struct effective e[4])
 {
 	char v[128];
 	uint64_t n;
@@ -157,6 +157,8 @@ static void read_level(const char *dir, struct effective e[3])
 		take(&e[1], strcmp(v, "max") == 0 ? UINT64_MAX : strtoull(v, NULL, 10));
 	if (read_line(dir, "cpu.max", v, sizeof(v)) == 0 && cpu_percent(v, &n))
 		take(&e[2], n);
+	if (read_line(dir, "memory.swap.max", v, sizeof(v)) == 0)
+		take(&e[3], strcmp(v, "max") == 0 ? UINT64_MAX : strtoull(v, NULL, 10));
 }
 
 static const struct {
@@ -185,7 +187,7 @@ static void put_value(struct sbx_sbuf *b, unsigned i, uint64_t v)
  */
 void sbx_cgroup_report(const struct sbx_profile *p, struct sbx_report *r)
 {
-	struct effective e[3] = { { 0 } };
+	struct effective e[4] = { { 0 } };	/* memory, pids, cpu, swap */
 	char mnt[SBX_PATH_MAX], rel[SBX_PATH_MAX], dir[2 * SBX_PATH_MAX], detail[256];
 	struct sbx_sbuf b;
 	bool held = true;
@@ -241,6 +243,18 @@ void sbx_cgroup_report(const struct sbx_profile *p, struct sbx_report *r)
 			sbx_sbuf_str(&b, " > ");
 			put_value(&b, i, p->limits.value[l]);
 		}
+	}
+	/* memory_max bounds the session's swap too (none): else RAM up to
+	 * memory.max plus all of the host's swap. */
+	if (wants(p, SBX_LIMIT_MEMORY_MAX)) {
+		if (!e[3].found || e[3].value != 0)
+			held = false;
+		if (!e[3].found)
+			sbx_sbuf_str(&b, "; memory.swap.max: no such file (swap not accounted)");
+		else if (e[3].value != 0)
+			sbx_sbuf_str(&b, ", memory.swap.max not 0");
+		else
+			sbx_sbuf_str(&b, ", memory.swap.max 0");
 	}
 	sbx_sbuf_fmt(&b, " at %s", rel);
 	if (!held)
@@ -324,8 +338,8 @@ static int run_systemctl(char *const argv[], char *msg, size_t size)
 int sbx_cgroup_session_apply(const struct sbx_profile *p, char *unit, size_t unit_size,
 			     struct sbx_error *err)
 {
-	char rel[SBX_PATH_MAX], props[3][64], msg[256], systemctl[32];
-	char *argv[8];
+	char rel[SBX_PATH_MAX], props[4][64], msg[256], systemctl[32];
+	char *argv[10];
 	const char *base;
 	struct stat st;
 	size_t n = 0;
@@ -360,6 +374,9 @@ int sbx_cgroup_session_apply(const struct sbx_profile *p, char *unit, size_t uni
 		snprintf(props[0], sizeof(props[0]), "MemoryMax=%" PRIu64,
 			 p->limits.value[SBX_LIMIT_MEMORY_MAX]);
 		argv[n++] = props[0];
+		/* No swap: memory_max is the session's memory, not its RAM. */
+		snprintf(props[3], sizeof(props[3]), "MemorySwapMax=0");
+		argv[n++] = props[3];
 	}
 	if (wants(p, SBX_LIMIT_PIDS_MAX)) {
 		snprintf(props[1], sizeof(props[1]), "TasksMax=%" PRIu64,

@@ -551,6 +551,26 @@ static void did(struct open_ctx *c, const char *what)
 	strncat(c->done, what, sizeof(c->done) - strlen(c->done) - 1);
 }
 
+/* The process holding the session (sshd's monitor) must outlive anything
+ * the agent does: an OOM kill of it, which a session at its memory_max
+ * can provoke with memory no process is charged for (socket buffers),
+ * leaves the session running without its close. Its children inherit the
+ * score; agent-shell puts the agent's processes back to 0. */
+static int step_oom(struct open_ctx *c)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || write(fd, "-1000", 5) != 5)
+		pam_syslog(c->pamh, LOG_AUTHPRIV | LOG_WARNING,
+			   "user %s: oom_score_adj of the session's process not set: %m",
+			   c->acc->user);
+	else
+		did(c, "oom");
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
 /* memory_max, pids_max, cpu_max on the login's logind scope, first, while
  * systemctl still sees the host's namespaces. Not fatal: the session's
  * report reads back what is in force, and its floor decides. */
@@ -788,7 +808,7 @@ static int step_handoff(struct open_ctx *c)
 }
 
 static int (*const open_steps[])(struct open_ctx *) = {
-	step_cgroup, step_prepare_home, step_mount_ns, step_home, step_tmp, step_secrets,
+	step_oom, step_cgroup, step_prepare_home, step_mount_ns, step_home, step_tmp, step_secrets,
 	step_net_ns,
 	step_record, step_record_view, step_handoff,
 };

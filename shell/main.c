@@ -54,6 +54,26 @@ static void usage(FILE *out)
  * environment is rebuilt from an allow-list by the engine before any
  * program in the sandbox starts; here we only make sure nothing we call
  * reads the dangerous variables. */
+/* The PAM stage makes the root process that holds the session immune to
+ * the OOM killer (else a session at its memory_max, or the host at its
+ * end, could lose that process and with it the session's close), and its
+ * children inherit that. The agent's own processes go back to the normal
+ * score: raising it needs no privilege. */
+static void oom_score_reset(void)
+{
+	char buf[16] = "";
+	int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n > 0 && strtol(buf, NULL, 10) < 0 && lseek(fd, 0, SEEK_SET) == 0 &&
+	    write(fd, "0", 1) != 1)
+		dprintf(STDERR_FILENO, "agent-shell: warning: oom_score_adj stays %s", buf);
+	close(fd);
+}
+
 static void sanitise_process(void)
 {
 	static const char *const drop[] = {
@@ -79,6 +99,7 @@ static void sanitise_process(void)
 	sbx_fd_close_above(2, NULL);
 	sbx_signals_reset();
 	umask(077);
+	oom_score_reset();
 	for (size_t i = 0; i < ARRAY_SIZE(drop); i++)
 		unsetenv(drop[i]);
 	/* Every other LD_* too: the confined worker inherits this environ

@@ -1039,6 +1039,22 @@ t_max_sessions_and_crashed_sshd() {
 	opener=$(NS sed -n 's/^opener_pid=//p' "$rec")
 	echo "  record opener: pid $opener ($(tr '\0' ' ' </proc/$opener/cmdline 2>/dev/null | cut -c1-60))"
 	[ -n "$opener" ] && [ -d "/proc/$opener" ] || { echo "  no live opener"; ok=1; }
+	# The OOM killer must not take it (the session would lose its close),
+	# while the agent's own processes keep the normal score (the control).
+	# Lowering the score needs CAP_SYS_RESOURCE, which some container
+	# hosts take from root: there, the refusal is logged instead.
+	local inside eff
+	inside=$(sshc a "$AGENT" 'cat /proc/self/oom_score_adj' 2>/dev/null)
+	eff=$(awk '/^CapEff:/ { print $2 }' /proc/$opener/status 2>/dev/null)
+	echo "  oom_score_adj: opener $(cat /proc/$opener/oom_score_adj 2>/dev/null) (CapEff ${eff:-?}), the agent's process $inside"
+	if [ -n "$eff" ] && (( (16#$eff >> 24) & 1 )); then
+		[ "$(cat /proc/$opener/oom_score_adj 2>/dev/null)" = -1000 ] ||
+			{ echo "  opener's oom_score_adj is not -1000"; ok=1; }
+	else
+		syslog_has "user $LIMIT: oom_score_adj of the session's process not set: Permission denied" ||
+			{ echo "  no CAP_SYS_RESOURCE, and no warning logged"; ok=1; }
+	fi
+	[ "$inside" = 0 ] || { echo "  the agent's process does not have oom_score_adj 0"; ok=1; }
 	# It must be one of our sshd's own session processes before we kill it.
 	if [ -n "$opener" ] && [ "$(awk '{print $4}' /proc/$opener/stat)" = "$(cat "$W/sshd/a.pid")" ]; then
 		kill -KILL "$opener"
