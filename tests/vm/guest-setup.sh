@@ -17,6 +17,8 @@ step "PAM lines from README's walkthrough"
 bash -e ./readme-pam.sh
 sshd -t
 systemctl reload ssh
+# The doctor before any agent exists (the suite reads it).
+agent-shell --doctor >doctor-before.out 2>&1 || true
 
 # The shipped [match] rules: group agents = coder, group reviewers =
 # reviewer, user ci-runner = ci. One agent per shipped profile.

@@ -3,7 +3,8 @@
 # Builds the Debian 12 guest of the VM tier (tests/vm/run.sh): a bookworm
 # root from Debian's registry with its stock kernel, systemd as PID 1,
 # journald, logind, openssh-server and Debian's own PAM stacks, made into a
-# raw ext4 image without mounting anything on the host (mkfs.ext4 -d).
+# raw ext4 image without mounting anything on the host (mkfs.ext4 -d; the
+# chroot steps mount nothing, and debootstrap runs in its own mount namespace).
 #
 # Usage: tests/vm/image.sh VMDIR SSH_PUBKEY FILE...
 #   VMDIR       where the root, kernel, initrd and image go (created)
@@ -35,7 +36,11 @@ pkgs=$pkgs,util-linux,login,passwd,adduser,e2fsprogs
 
 root=$vm/root
 mkdir -p "$vm"
-debootstrap --variant=minbase --include="$pkgs" bookworm "$root" "$mirror" >"$vm/debootstrap.log" 2>&1 || {
+# debootstrap mounts /proc and /sys inside the new root while it installs:
+# in a mount namespace of its own, so the host's mount table never changes
+# (and nothing stays mounted if it dies).
+unshare --mount --propagation private \
+	debootstrap --variant=minbase --include="$pkgs" bookworm "$root" "$mirror" >"$vm/debootstrap.log" 2>&1 || {
 	tail -n 20 "$vm/debootstrap.log" >&2
 	exit 1
 }

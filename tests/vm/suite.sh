@@ -49,6 +49,8 @@ t_report_names_what_the_kernel_lacks() {
 		echo "  agent-shell --report --json failed: $(head -c 300 "$VM/report.err")"
 		return 1
 	}
+	# For the record (CI log): the report as the agent sees it.
+	as_agent coder1 'agent-shell --report' 2>&1 | sed 's/^/  | /'
 	python3 - "$VM/report.json" "$WANT_ABI" <<'EOF' || ok=1
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -239,8 +241,8 @@ t_report_line_in_journal() {
 t_logind_session_and_no_user_manager() {
 	local ok=0 uid listed=0
 	uid=$(vm_root id -u coder1)
-	vm_root systemctl reset-failed
-	as_agent coder1 'sleep 12' &
+	ssh "${SSH_OPTS[@]}" -o LogLevel=ERROR -i "$VM/id_agent" coder1@127.0.0.1 'sleep 12' \
+		</dev/null >/dev/null 2>&1 &
 	local bg=$!
 	for _ in $(seq 1 20); do
 		vm_root "loginctl list-sessions --no-legend | grep -q ' coder1 '" && { listed=1; break; }
@@ -248,6 +250,13 @@ t_logind_session_and_no_user_manager() {
 	done
 	[ "$listed" = 1 ] || { echo "  loginctl does not list the agent's session"; ok=1; }
 	vm_root "ps -u coder1 -o comm= | grep -qx systemd" && { echo "  systemd --user runs as the agent"; ok=1; }
+	# The process holding the session is out of the OOM killer's reach;
+	# the agent's own processes are not (the control).
+	local opener scores
+	opener=$(vm_root "sed -n 's/^opener_pid=//p' /run/agent-sandbox/sessions/* | head -n 1")
+	scores="$(vm_root cat /proc/$opener/oom_score_adj) $(vm_root 'cat /proc/$(pgrep -u coder1 -x sleep | head -n 1)/oom_score_adj')"
+	echo "  oom_score_adj: session opener (pid $opener) and the agent's sleep: $scores"
+	[ "$scores" = "-1000 0" ] || { echo "  wanted -1000 0"; ok=1; }
 	wait "$bg"
 	sleep 2
 	vm_root "ps -u coder1 -o pid=,comm= | grep -v -e sleep -e tcp_listen" && { echo "  agent processes outlived the session"; ok=1; }
@@ -265,8 +274,12 @@ t_doctor_on_debian() {
 	vm_root agent-shell --doctor >"$VM/doctor.out" 2>&1 || { echo "  doctor exit $?"; ok=1; }
 	grep -q ', 0 FAIL$' "$VM/doctor.out" || ok=1
 	grep -E '^(WARN|FAIL) ' "$VM/doctor.out" | grep -v -e 'memfd_noexec' && ok=1
-	grep -q '^OK .*systemd-user .*/usr/lib/pam.d/systemd-user' "$VM/doctor.out" ||
+	grep -q '^OK .*systemd-user .*/usr/lib/pam.d/systemd-user.*--user-manager first' "$VM/doctor.out" ||
 		{ echo "  systemd-user row:"; grep systemd-user "$VM/doctor.out"; ok=1; }
+	# Before enrolment too: Debian's vendor stack, read, and the drop-in.
+	vm_root cat /root/sbx-vm/doctor-before.out >"$VM/doctor-before.out"
+	grep -q '^OK .*systemd-user .*/usr/lib/pam.d/systemd-user.*--user-manager first' \
+		"$VM/doctor-before.out" || { echo "  before enrolment:"; grep systemd-user "$VM/doctor-before.out"; ok=1; }
 	[ "$ok" = 0 ] || cat "$VM/doctor.out"
 	return $ok
 }
@@ -285,7 +298,8 @@ e = {x["feature"]: x for x in r["entries"]}["cgroup_limits"]
 errs = []
 if not (e["requested"] and e["achieved"] and e["verified"]):
     errs.append("cgroup_limits not held: %s" % e["detail"])
-for want in ("memory.max 268435456", "pids.max 64", "cpu.max 50%", "session-", ".scope"):
+for want in ("memory.max 268435456", "pids.max 64", "cpu.max 50%", "memory.swap.max 0",
+             "session-", ".scope"):
     if want not in e["detail"]:
         errs.append("detail %r lacks %r" % (e["detail"], want))
 if "resource_limits" not in r["guarantees"]:
@@ -298,12 +312,20 @@ EOF
 }
 
 # A memory hog is killed inside its session; the host and another agent's
-# session live on.
+# session live on. With swap on: memory_max bounds swap too (none).
 t_memory_hog_oom_killed() {
 	local ok=0 bg
-	as_agent coder1 'sleep 30' &
+	vm_root "dd if=/dev/zero of=/sbxvm-swap bs=1M count=512 status=none && chmod 600 /sbxvm-swap &&
+		mkswap -q /sbxvm-swap && swapon /sbxvm-swap" || { echo "  swap set-up failed"; return 1; }
+	# ssh itself in the background (not a subshell), its output closed: the
+	# test's own output is read until every writer is gone.
+	ssh "${SSH_OPTS[@]}" -o LogLevel=ERROR -i "$VM/id_agent" coder1@127.0.0.1 'sleep 300' \
+		</dev/null >/dev/null 2>&1 &
 	bg=$!
-	sleep 2
+	for _ in $(seq 1 20); do
+		vm_root "pgrep -u coder1 -x sleep >/dev/null" && break
+		sleep 0.5
+	done
 	# tail keeps a line until its newline: 400 MiB without one, in one process.
 	as_agent lim1 'head -c 400M /dev/zero | tail -n 1 >/dev/null; echo "rc=${PIPESTATUS[1]}"' \
 		>"$VM/oom.out" 2>&1
@@ -311,13 +333,14 @@ t_memory_hog_oom_killed() {
 	grep -q '^rc=137$' "$VM/oom.out" || { echo "  tail was not SIGKILLed: $(tr '\n' ' ' <"$VM/oom.out")"; ok=1; }
 	vm_root "journalctl -k -b -o cat | grep -q 'Memory cgroup out of memory'" ||
 		{ echo "  no memory-cgroup OOM in the kernel log"; ok=1; }
-	kill -0 "$bg" 2>/dev/null || { echo "  coder1's session did not live on"; ok=1; }
+	vm_root "pgrep -u coder1 -x sleep >/dev/null" || { echo "  coder1's session did not live on"; ok=1; }
 	[ "$(vm_root echo alive)" = alive ] || { echo "  the host did not live on"; ok=1; }
 	# Control: the same command without memory_max (coder1) completes.
 	[ "$(as_agent coder1 'head -c 300M /dev/zero | tail -n 1 | wc -c')" = 314572800 ] ||
 		{ echo "  control: coder1 could not hold 300 MiB"; ok=1; }
 	kill "$bg" 2>/dev/null
 	wait "$bg" 2>/dev/null
+	vm_root "swapoff /sbxvm-swap; rm -f /sbxvm-swap"
 	return $ok
 }
 
@@ -352,10 +375,28 @@ t_cpu_held_to_quota() {
 	[ $((lim * 100 / free)) -le 65 ] || { echo "  ratio $((lim * 100 / free))% > 65%"; return 1; }
 }
 
+# Linger: logind starts user@UID.service at once and at every boot; for an
+# agent the condition skips it the same way, and the doctor says so.
+t_linger_gets_no_user_manager() {
+	local ok=0 uid
+	uid=$(vm_root id -u coder1)
+	vm_root "loginctl enable-linger coder1" || { echo "  enable-linger failed"; return 1; }
+	sleep 3
+	vm_root "ps -u coder1 -o comm= | grep -qx systemd" && { echo "  systemd --user runs for a lingering agent"; ok=1; }
+	[ "$(vm_root systemctl is-active "user@$uid.service")" != active ] ||
+		{ echo "  user@$uid.service is active"; ok=1; }
+	[ -z "$(vm_root systemctl --failed --no-legend)" ] ||
+		{ echo "  failed units: $(vm_root systemctl --failed --no-legend | tr '\n' ' ')"; ok=1; }
+	vm_root agent-shell --doctor 2>&1 | grep -q "^WARN .*coder1 .*lingering.*skips it" ||
+		{ echo "  the doctor does not report the lingering agent"; ok=1; }
+	vm_root loginctl disable-linger coder1
+	return $ok
+}
+
 for t in t_session_limits_reported t_memory_hog_oom_killed t_fork_bomb_stops_at_pids_max \
 	t_cpu_held_to_quota t_doctor_on_debian t_report_names_what_the_kernel_lacks t_guarantees_hold_on_this_kernel \
 	t_ssh_command_pty_scp_sftp t_reviewer_profile t_ci_profile_refused_with_reason \
-	t_report_line_in_journal t_logind_session_and_no_user_manager; do
+	t_report_line_in_journal t_logind_session_and_no_user_manager t_linger_gets_no_user_manager; do
 	if out=$($t 2>&1); then
 		ok "$t"
 	else
