@@ -1018,8 +1018,13 @@ t_fifty_concurrent_sessions() {
 # sshd process that opened one of them is killed (a crashed sshd: PAM's
 # close never runs) and the next login gets its slot back.
 limit_records() { NS grep -l "^user=$LIMIT\$" -r /run/agent-sandbox/sessions 2>/dev/null; }
+no_agent_record() { [ -z "$(NS grep -l "^user=$AGENT\$" -r /run/agent-sandbox/sessions 2>/dev/null)" ]; }
 t_max_sessions_and_crashed_sshd() {
-	local pids=() i rc opener rec ok=0
+	local pids=() i rc opener rec inside ok=0
+	# First, and finished before anything else: any session's close
+	# prunes every stale record, and would take the one this test leaves.
+	inside=$(sshc a "$AGENT" 'cat /proc/self/oom_score_adj' 2>/dev/null)
+	wait_for no_agent_record || echo "  note: $AGENT's record outlived its session"
 	# Each session reads its stdin until the test closes the fifo's write end.
 	for i in 1 2; do
 		mkfifo "$T/limit$i.in"
@@ -1043,8 +1048,7 @@ t_max_sessions_and_crashed_sshd() {
 	# while the agent's own processes keep the normal score (the control).
 	# Lowering the score needs CAP_SYS_RESOURCE, which some container
 	# hosts take from root: there, the refusal is logged instead.
-	local inside eff
-	inside=$(sshc a "$AGENT" 'cat /proc/self/oom_score_adj' 2>/dev/null)
+	local eff
 	eff=$(awk '/^CapEff:/ { print $2 }' /proc/$opener/status 2>/dev/null)
 	echo "  oom_score_adj: opener $(cat /proc/$opener/oom_score_adj 2>/dev/null) (CapEff ${eff:-?}), the agent's process $inside"
 	if [ -n "$eff" ] && (( (16#$eff >> 24) & 1 )); then
@@ -1058,6 +1062,10 @@ t_max_sessions_and_crashed_sshd() {
 	# It must be one of our sshd's own session processes before we kill it.
 	if [ -n "$opener" ] && [ "$(awk '{print $4}' /proc/$opener/stat)" = "$(cat "$W/sshd/a.pid")" ]; then
 		kill -KILL "$opener"
+		# Gone, not a zombie yet to be reaped: a zombie still has its
+		# start time in /proc and counts as the live opener.
+		wait_for bash -c "! grep -q . /proc/$opener/stat 2>/dev/null" ||
+			echo "  note: opener $opener still in /proc after 10 s"
 	else
 		echo "  opener $opener is not a child of our sshd A: not killed"; ok=1
 	fi
@@ -1066,6 +1074,7 @@ t_max_sessions_and_crashed_sshd() {
 	echo "  after the crash: exit $rc, $(head -1 "$T/limit4.out")"
 	grep -qx ran "$T/limit4.out" || ok=1
 	wait_for syslog_has "removed 1 stale session record(s)" || { echo "  no stale removal logged"; ok=1; }
+	NS test ! -e "$rec" || { echo "  the dead session's record is still there"; ok=1; }
 	exec 7>&- 8>&-
 	for i in "${pids[@]}"; do wait "$i" 2>/dev/null; done
 	wait_for no_procs || { echo "  processes left:"; agent_procs | head; ok=1; }
