@@ -259,7 +259,7 @@ static void dropins_collect(const char *dir, const char *sub, struct dropin **li
 			*list = grown;
 			*cap = *cap ? *cap * 2 : 8;
 		}
-		snprintf((*list)[*n].name, sizeof((*list)[*n].name), "%s", e->d_name);
+		memcpy((*list)[*n].name, e->d_name, len + 1);	/* len < SBX_NAME_MAX */
 		if (sbx_snprintf((*list)[*n].path, sizeof((*list)[*n].path), "%s/%s", path,
 				 e->d_name) == 0)
 			(*n)++;
