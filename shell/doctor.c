@@ -373,6 +373,71 @@ static bool user_manager_guarded(struct doctor *d)
 
 /* ---- config and directories ------------------------------------------- */
 
+/* agent_shell names this program (the same file), or a file called
+ * agent-shell (another installed copy). */
+static bool is_agent_shell(const char *path, const struct stat *st)
+{
+	const char *base = strrchr(path, '/');
+	struct stat self;
+
+	if (stat("/proc/self/exe", &self) == 0 && self.st_dev == st->st_dev &&
+	    self.st_ino == st->st_ino)
+		return true;
+	return !strcmp(base ? base + 1 : path, "agent-shell");
+}
+
+/*
+ * agent-shell reads the config as the agent: a file only root can read
+ * refuses every agent session ("Permission denied", exit 126). Readable
+ * by everyone (it holds no secret), or by a group every agent is in; every
+ * directory above searchable by everyone.
+ */
+static void check_config_readable(struct doctor *d, const char *path)
+{
+	char dir[SBX_PATH_MAX], fix[SBX_PATH_MAX + 64], *slash;
+	struct group *gr;
+	struct stat st;
+	bool ok;
+
+	if (stat(path, &st) != 0)
+		return;
+	ok = st.st_mode & 0004;
+	gr = getgrgid(st.st_gid);
+	if (!ok && (st.st_mode & 0040) && gr && d->n_agents) {
+		ok = true;
+		for (size_t i = 0; ok && i < d->n_agents; i++) {
+			struct sbx_account acc;
+
+			if (sbx_account_by_name(d->agents[i].user, &acc, NULL) != 0) {
+				ok = false;
+				break;
+			}
+			ok = acc.gid == st.st_gid || sbx_account_in_group(&acc, gr->gr_name);
+			sbx_account_free(&acc);
+		}
+	}
+	snprintf(fix, sizeof(fix), "chmod o+r %s (it holds no secret)", path);
+	if (!ok) {
+		row(d, DOC_WARN, "config", path, fix,
+		    "mode %04o, group %s: agents cannot read it, so every agent session fails "
+		    "(Permission denied, exit 126)", (unsigned)(st.st_mode & 07777),
+		    gr ? gr->gr_name : "?");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	while ((slash = strrchr(dir, '/')) && slash != dir) {
+		*slash = '\0';
+		if (stat(dir, &st) == 0 && !(st.st_mode & 0001)) {
+			snprintf(fix, sizeof(fix), "chmod o+x %s", dir);
+			row(d, DOC_WARN, "config", path, fix,
+			    "%s is mode %04o: agents cannot reach the config, so every agent "
+			    "session fails (Permission denied, exit 126)", dir,
+			    (unsigned)(st.st_mode & 07777));
+			return;
+		}
+	}
+}
+
 static void check_config(struct doctor *d)
 {
 	struct sbx_error err = { 0 };
@@ -405,6 +470,12 @@ static void check_config(struct doctor *d)
 		    "chown root:root and chmod 0755 the binary",
 		    "%s is not root-owned or is group/world writable: whoever can write it "
 		    "decides what agent sessions run", d->cfg->agent_shell);
+	else if (!is_agent_shell(d->cfg->agent_shell, &st))
+		row(d, DOC_FAIL, "config", "agent_shell",
+		    "set agent_shell to the path of agent-shell",
+		    "%s is not agent-shell: the PAM module checks that agents have this login "
+		    "shell, so their logins would run it, outside any sandbox",
+		    d->cfg->agent_shell);
 	else
 		row(d, DOC_OK, "config", "agent_shell", NULL, "%s", d->cfg->agent_shell);
 }
@@ -1545,6 +1616,8 @@ static void check_dirs(struct doctor *d)
 static void check_accounts(struct doctor *d)
 {
 	collect_agents(d);
+	if (d->cfg)
+		check_config_readable(d, shell_config_path());
 	if (!d->n_agents)
 		row(d, DOC_WARN, "accounts", "-", "agent-shell --enroll USER",
 		    "no agent accounts: nothing is matched by the config's [match] rules");

@@ -616,6 +616,49 @@ static void test_doctor_session_limits(void **state)
 	free(text);
 }
 
+/* What breaks every session, caught before: a config only root can read
+ * (agent-shell reads it as the agent), and an agent_shell that is not
+ * agent-shell (the PAM module would let agents log in with it). */
+static void test_doctor_config_breakers(void **state)
+{
+	char *out = NULL, *text, *edited, *at, pam[PATH_MAX];
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	enroll_user3();
+	snprintf(pam, sizeof(pam), "%s/pam-breakers", fx.tmp);
+	write_pam_dir(pam, true);
+	/* Control: 0644, no such row. */
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	assert_null(strstr(out, "agents cannot read it"));
+	assert_row(out, "config", "agent_shell", "OK");
+	free(out);
+	assert_int_equal(chmod(fx.config, 0640), 0);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	assert_int_equal(chmod(fx.config, 0644), 0);
+	assert_row(out, "config", fx.config, "WARN");
+	assert_contains(out, "agents cannot read it, so every agent session fails");
+	free(out);
+	/* agent_shell = /bin/bash: a FAIL, as the accounts' shell then is. */
+	text = file_text(fx.config);
+	at = strstr(text, "agent_shell = ");
+	assert_non_null(at);
+	edited = malloc(strlen(text) + 32);
+	assert_non_null(edited);
+	snprintf(edited, strlen(text) + 32, "%.*sagent_shell = /bin/bash%s", (int)(at - text), text,
+		 strchr(at, '\n'));
+	write_text(fx.config, edited);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	write_text(fx.config, text);
+	assert_int_equal(code, 1);
+	assert_row(out, "config", "agent_shell", "FAIL");
+	assert_contains(out, "/bin/bash is not agent-shell");
+	free(out);
+	free(edited);
+	free(text);
+}
+
 /* --doctor --json with these PAM and unit directories and no sshd. */
 static int doctor_json(char **out, const char *pam, const char *vendor, const char *units)
 {
@@ -1082,6 +1125,7 @@ int main(void)
 		cmocka_unit_test(test_doctor_pam_and_sshd_failures),
 		cmocka_unit_test(test_doctor_vendor_stacks),
 		cmocka_unit_test(test_doctor_session_limits),
+		cmocka_unit_test(test_doctor_config_breakers),
 		cmocka_unit_test(test_doctor_probe_child_is_fresh),
 		cmocka_unit_test(test_doctor_probe_failure_warns),
 	};
