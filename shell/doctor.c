@@ -394,15 +394,19 @@ static bool is_agent_shell(const char *path, const struct stat *st)
  */
 static void check_config_readable(struct doctor *d, const char *path)
 {
-	char dir[SBX_PATH_MAX], fix[SBX_PATH_MAX + 64], *slash;
-	struct group *gr;
+	char dir[SBX_PATH_MAX], fix[SBX_PATH_MAX + 64], *slash, *grbuf;
+	struct group grent, *gr = NULL;
 	struct stat st;
 	bool ok;
 
 	if (stat(path, &st) != 0)
 		return;
 	ok = st.st_mode & 0004;
-	gr = getgrgid(st.st_gid);
+	/* A group too large for the buffer reads as unknown: then only
+	 * world-readable counts, which errs towards the warning. */
+	grbuf = malloc(1 << 16);
+	if (grbuf && getgrgid_r(st.st_gid, &grent, grbuf, 1 << 16, &gr) != 0)
+		gr = NULL;
 	if (!ok && (st.st_mode & 0040) && gr && d->n_agents) {
 		ok = true;
 		for (size_t i = 0; ok && i < d->n_agents; i++) {
@@ -422,8 +426,10 @@ static void check_config_readable(struct doctor *d, const char *path)
 		    "mode %04o, group %s: agents cannot read it, so every agent session fails "
 		    "(Permission denied, exit 126)", (unsigned)(st.st_mode & 07777),
 		    gr ? gr->gr_name : "?");
+		free(grbuf);
 		return;
 	}
+	free(grbuf);
 	snprintf(dir, sizeof(dir), "%s", path);
 	while ((slash = strrchr(dir, '/')) && slash != dir) {
 		*slash = '\0';
