@@ -17,14 +17,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -269,62 +266,18 @@ static int run_systemctl(char *const argv[], char *msg, size_t size)
 {
 	static char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
 				      (char *)"LANG=C", NULL };
-	struct timespec start, now;
-	size_t len = 0;
-	int fds[2], status = 0, r;
-	pid_t pid;
+	char *out = NULL;
+	int status = 0, r;
 
 	msg[0] = '\0';
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		r = -errno;
-		close(fds[0]);
-		close(fds[1]);
+	r = sbx_run_capture(argv, envp, NULL, SYSTEMCTL_TIMEOUT_MS, 64 * 1024, &out, &status);
+	if (r == -ETIMEDOUT)
+		snprintf(msg, size, "systemctl did not answer within %d s",
+			 SYSTEMCTL_TIMEOUT_MS / 1000);
+	if (r)
 		return r;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-		if (null >= 0)
-			dup2(null, 0);
-		dup2(fds[1], 1);
-		dup2(fds[1], 2);
-		execve(argv[0], argv, envp);
-		dprintf(2, "exec %s: %s", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(fds[1]);
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
-		long left;
-		ssize_t n;
-
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		left = SYSTEMCTL_TIMEOUT_MS - ((now.tv_sec - start.tv_sec) * 1000 +
-					       (now.tv_nsec - start.tv_nsec) / 1000000);
-		if (left <= 0) {
-			kill(pid, SIGKILL);
-			snprintf(msg, size, "systemctl did not answer within %d s",
-				 SYSTEMCTL_TIMEOUT_MS / 1000);
-			break;
-		}
-		if (poll(&pfd, 1, (int)left) <= 0)
-			continue;
-		n = read(fds[0], msg + len, len + 1 < size ? size - len - 1 : 0);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		msg[len] = '\0';
-	}
-	close(fds[0]);
-	while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
-		;
-	msg[strcspn(msg, "\n")] = '\0';
-	if (r < 0)
-		return -errno;
+	snprintf(msg, size, "%.*s", (int)strcspn(out, "\n"), out);
+	free(out);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 

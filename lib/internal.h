@@ -824,6 +824,14 @@ int sbx_remove_tree(const char *path);
 /* util.c: close fd unless it is negative (cleanup paths). */
 void sbx_close_if(int fd);
 
+/* Run argv[0] (an absolute path) with envp, stdin from /dev/null, stdout and
+ * stderr into *out (NUL-terminated, at most about max bytes); in_child, when
+ * not NULL, runs in the child just before the exec. Past timeout_ms the
+ * child is killed (-ETIMEDOUT); more output than max, -EFBIG. 0 with
+ * *status from waitpid, or -errno. */
+int sbx_run_capture(char *const argv[], char *const envp[], void (*in_child)(void),
+		    int timeout_ms, size_t max, char **out, int *status);
+
 /* ---- util.c: a bounded appender that marks truncation with "..." -------- */
 
 struct sbx_sbuf {

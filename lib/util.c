@@ -4,11 +4,15 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -427,4 +431,94 @@ int sbx_remove_tree(const char *path)
 			break;
 	}
 	return -remove_first_errno;
+}
+
+int sbx_run_capture(char *const argv[], char *const envp[], void (*in_child)(void),
+		    int timeout_ms, size_t max, char **out, int *status)
+{
+	struct timespec start, now;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fds[2], ret = 0, waited;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return ret;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (null >= 0)
+			dup2(null, 0);
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		if (in_child)
+			in_child();
+		execve(argv[0], argv, envp);
+		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		long left;
+		ssize_t n;
+		int pr;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = timeout_ms - ((now.tv_sec - start.tv_sec) * 1000 +
+				     (now.tv_nsec - start.tv_nsec) / 1000000);
+		pr = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+		if (pr == 0) {
+			kill(pid, SIGKILL);
+			ret = -ETIMEDOUT;
+			break;
+		}
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (len + 4096 + 1 > cap) {
+			char *nb;
+
+			if (cap >= max) {
+				kill(pid, SIGKILL);
+				ret = -EFBIG;
+				break;
+			}
+			nb = realloc(buf, cap + 8192);
+			if (!nb) {
+				kill(pid, SIGKILL);
+				ret = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap += 8192;
+		}
+		n = read(fds[0], buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fds[0]);
+	while ((waited = waitpid(pid, status, 0)) < 0 && errno == EINTR)
+		;
+	if (ret == 0 && waited < 0)
+		ret = -errno;
+	if (ret != 0) {
+		free(buf);
+		return ret;
+	}
+	if (!buf && !(buf = calloc(1, 1)))
+		return -ENOMEM;
+	buf[len] = '\0';
+	*out = buf;
+	return 0;
 }

@@ -1000,93 +1000,30 @@ static void check_pam_job(struct doctor *d, const char *svc)
 
 /* ---- sshd's effective configuration ------------------------------------ */
 
-/* Run argv with stdout+stderr into *out (NUL-terminated, bounded). In the
- * child of sshd_run, when /run/sshd (sshd's privilege separation directory, present
- * only while sshd runs) is missing, give sshd -T a private mount namespace
- * with an empty /run so it can start; nothing outside that child changes. */
+/* In the child of sshd -T: when /run/sshd (sshd's privilege separation
+ * directory, present only while sshd runs) is missing, a private mount
+ * namespace with an empty /run so it can start; nothing outside that child
+ * changes. */
+static void sshd_private_run(void)
+{
+	struct stat st;
+
+	if (stat("/run/sshd", &st) != 0 && geteuid() == 0 &&
+	    (unshare(CLONE_NEWNS) != 0 ||
+	     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+	     mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0 ||
+	     mkdir("/run/sshd", 0755) != 0))
+		dprintf(2, "doctor: private /run/sshd for sshd -T: %s\n", strerror(errno));
+}
+
+/* Run argv with stdout+stderr into *out (NUL-terminated, bounded); sshd_run
+ * gives sshd -T the /run it needs. */
 static int run_capture(char *const argv[], char **out, int *status, bool sshd_run)
 {
 	static char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int fds[2], ret = 0, waited = 0;
-	pid_t pid;
 
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		ret = -errno;
-		close(fds[0]);
-		close(fds[1]);
-		return ret;
-	}
-	if (pid == 0) {
-		struct stat st;
-
-		dup2(fds[1], 1);
-		dup2(fds[1], 2);
-		if (sshd_run && stat("/run/sshd", &st) != 0 && geteuid() == 0 &&
-		    (unshare(CLONE_NEWNS) != 0 ||
-		     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-		     mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0 ||
-		     mkdir("/run/sshd", 0755) != 0))
-			dprintf(2, "doctor: private /run/sshd for sshd -T: %s\n", strerror(errno));
-		execve(argv[0], argv, envp);
-		dprintf(2, "doctor: exec %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(fds[1]);
-	for (;;) {
-		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
-		ssize_t n;
-		int pr = poll(&pfd, 1, CHILD_TIMEOUT_MS);
-
-		if (pr == 0) {
-			kill(pid, SIGKILL);
-			ret = -ETIMEDOUT;
-			break;
-		}
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (len + 4096 + 1 > cap) {
-			char *nb;
-
-			if (cap >= SSHD_OUTPUT_MAX) {
-				kill(pid, SIGKILL);
-				ret = -EFBIG;
-				break;
-			}
-			nb = realloc(buf, cap + 8192);
-			if (!nb) {
-				kill(pid, SIGKILL);
-				ret = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap += 8192;
-		}
-		n = read(fds[0], buf + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fds[0]);
-	while ((waited = waitpid(pid, status, 0)) < 0 && errno == EINTR)
-		;
-	if (ret == 0 && waited < 0)
-		ret = -errno;
-	if (ret != 0) {
-		free(buf);
-		return ret;
-	}
-	if (!buf && !(buf = calloc(1, 1)))
-		return -ENOMEM;
-	buf[len] = '\0';
-	*out = buf;
-	return 0;
+	return sbx_run_capture(argv, envp, sshd_run ? sshd_private_run : NULL, CHILD_TIMEOUT_MS,
+			       SSHD_OUTPUT_MAX, out, status);
 }
 
 /* The value sshd -T printed for a lowercase keyword, or NULL. */
