@@ -864,7 +864,24 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 
 int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
-	int r = for_agent(pamh, flags, argc, argv, open_agent_session);
+	const void *data = NULL;
+	int r;
+
+	/*
+	 * A stack may name the module twice: pam-auth-update puts it in
+	 * common-session, and a stack from before that keeps its own line.
+	 * The first line opened the session; a second one must not open
+	 * another (a second mount namespace and record, and a max_sessions
+	 * count that includes this very session and refuses it).
+	 */
+	if (pam_get_data(pamh, DATA_NAME, &data) == PAM_SUCCESS && data &&
+	    !(((const struct session_state *)data)->did & DID_CLOSED)) {
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_INFO,
+			   "session=%s: already opened by an earlier line of this stack",
+			   ((const struct session_state *)data)->id);
+		return PAM_SUCCESS;
+	}
+	r = for_agent(pamh, flags, argc, argv, open_agent_session);
 
 	/* A session stage fails as a session error, whatever stopped it. */
 	return r == PAM_SUCCESS || r == PAM_IGNORE ? r : PAM_SESSION_ERR;

@@ -124,7 +124,7 @@ static const char *scratch_text =
 	"workspace_root = %h/work\n"
 	"home = ephemeral\n"
 	"network = deny\n"
-	"services = sbxtest-eph\n"
+	"services = sbxtest-eph sbxtest-twice\n"
 	"max_sessions = 4\n";
 
 static int write_config(const char *path, const char *agent_shell, mode_t mode)
@@ -160,6 +160,22 @@ static int write_service(const char *service, const char *conf, bool with_permit
 		 W.so, args, with_permit ? "account required pam_permit.so\n" : "",
 		 W.so, args, with_permit ? "session required pam_permit.so\n" : "");
 	snprintf(path, sizeof(path), "%s/%s", W.confdir, service);
+	return write_text(path, text, 0644);
+}
+
+/* A stack that names the module twice per phase, as sshd's does when
+ * pam-auth-update's common-session line joins a hand-written one. */
+static int write_twice_service(void)
+{
+	char path[256], text[8 * PATH_MAX + 4096], args[PATH_MAX + 512];
+
+	snprintf(args, sizeof(args), "conf=%s/conf/eph.conf runtime_dir=%s skel=%s/skel",
+		 W.base, W.rt, W.base);
+	snprintf(text, sizeof(text),
+		 "account required %s %s\naccount required %s %s\n"
+		 "session required %s %s\nsession required %s %s netns\n",
+		 W.so, args, W.so, args, W.so, args, W.so, args);
+	snprintf(path, sizeof(path), "%s/sbxtest-twice", W.confdir);
 	return write_text(path, text, 0644);
 }
 
@@ -244,7 +260,7 @@ static int group_setup_inner(void)
 	    write_service("cron", "conf/good.conf", true) ||
 	    write_service("sbxtest-wrongshell", "conf/wrongshell.conf", true) ||
 	    write_service("sbxtest-untrusted", "conf/untrusted.conf", true) ||
-	    write_service("sbxtest-only", "conf/good.conf", false))
+	    write_service("sbxtest-only", "conf/good.conf", false) || write_twice_service())
 		return -1;
 	/* "other" denies: a service file that failed to load cannot pass. */
 	snprintf(path, sizeof(path), "%s/other", W.confdir);
@@ -921,6 +937,62 @@ static void test_concurrent_sessions(void **state)
 	assert_int_equal(n_homes, 1);
 }
 
+static unsigned count_records(void)
+{
+	char path[256];
+	struct dirent *de;
+	unsigned n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/sessions", W.rt);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static int child_twice(void *arg)
+{
+	pam_handle_t *h = NULL;
+	unsigned long mnt_before = ns_ino("mnt"), net_before = ns_ino("net");
+	char line[1024];
+	int s;
+
+	(void)arg;
+	s = sbx_test_log_capture();
+	CHECK(s >= 0, 90);
+	CHECK(pam_start_confdir("sbxtest-twice", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS,
+	      91);
+	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 92);
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, 93);
+	/* One session: one record, one new mount namespace (the positive
+	 * control: the first line did open it); the second line's "netns"
+	 * did nothing, though the profile denies the network and would
+	 * have had one had that line opened a session of its own. */
+	CHECK(count_records() == 1, 94);
+	CHECK(ns_ino("mnt") != mnt_before, 95);
+	CHECK(ns_ino("net") == net_before, 96);
+	CHECK(sbx_test_log_has(s, "already opened by an earlier line", NULL, line, sizeof(line)),
+	      97);
+	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 98);
+	CHECK(count_records() == 0, 99);
+	CHECK(pam_end(h, PAM_SUCCESS) == PAM_SUCCESS, 100);
+	close(s);
+	return 0;
+}
+
+/* The module named twice in one stack opens one session, and closes it. */
+static void test_stack_names_module_twice(void **state)
+{
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_twice, NULL)), 0);
+	assert_no_records();
+}
+
 /*
  * max_sessions (4 for the scratch profile), end to end: eight logins race
  * for the four slots and exactly four get a session; a fifth account
@@ -1284,6 +1356,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_sessions),
 		cmocka_unit_test(test_ephemeral_netns),
 		cmocka_unit_test(test_max_sessions),
+		cmocka_unit_test(test_stack_names_module_twice),
 		cmocka_unit_test(test_fork_chain_ended),
 		cmocka_unit_test(test_open_failure_undone),
 	};
