@@ -866,6 +866,16 @@ static const char *const job_services[] = { "cron", "atd", "systemd-user" };
 #define PAM_FIX_ACCOUNT "account [success=ok ignore=ignore default=die] " PAM_MODULE
 #define PAM_FIX_SESSION "session [success=ok ignore=ignore default=die] " PAM_MODULE
 
+/* The package's pam-auth-update profile: for a stack that includes the
+ * common-* file of a phase, enabling it is the fix (pam-auth-update
+ * leaves common-* files edited by hand alone, and says so). */
+#define PAM_CONFIGS_PROFILE "/usr/share/pam-configs/agent-sandbox"
+
+static bool pam_auth_update_fixes(const struct pam_found *f, const char *common)
+{
+	return strstr(f->where, common) && file_exists(PAM_CONFIGS_PROFILE);
+}
+
 static void check_pam_interactive(struct doctor *d, const char *svc)
 {
 	struct pam_found f, other;
@@ -895,8 +905,14 @@ static void check_pam_interactive(struct doctor *d, const char *svc)
 		return;
 	}
 	if (!f.session || f.session_weak) {
-		snprintf(fix, sizeof(fix), "add \"%s\" at the end of the session lines of %s/%s "
-			 "(see the agent-sandbox-* snippets)", PAM_FIX_SESSION, d->pam_dir, svc);
+		if (pam_auth_update_fixes(&f, "common-session"))
+			snprintf(fix, sizeof(fix), "pam-auth-update --enable agent-sandbox (if it "
+				 "reports local changes to common-session, add \"%s\" there by hand)",
+				 PAM_FIX_SESSION);
+		else
+			snprintf(fix, sizeof(fix), "add \"%s\" at the end of the session lines "
+				 "of %s/%s (see the agent-sandbox-* snippets)", PAM_FIX_SESSION,
+				 d->pam_dir, svc);
 		row(d, DOC_FAIL, "pam", svc, fix,
 		    "%s: %s in the session phase%s: agent sessions through %s get no PAM stage "
 		    "(no mount namespace, no record, no checks)", f.source,
@@ -904,8 +920,13 @@ static void check_pam_interactive(struct doctor *d, const char *svc)
 		return;
 	}
 	if (!f.account || f.account_weak) {
-		snprintf(fix, sizeof(fix), "add \"%s\" before @include common-account in %s/%s",
-			 PAM_FIX_ACCOUNT, d->pam_dir, svc);
+		if (pam_auth_update_fixes(&f, "common-account"))
+			snprintf(fix, sizeof(fix), "pam-auth-update --enable agent-sandbox (if it "
+				 "reports local changes to common-account, add \"%s\" there by hand)",
+				 PAM_FIX_ACCOUNT);
+		else
+			snprintf(fix, sizeof(fix), "add \"%s\" before @include common-account in %s/%s",
+				 PAM_FIX_ACCOUNT, d->pam_dir, svc);
 		row(d, DOC_WARN, "pam", svc, fix,
 		    "%s: account phase %s%s: the session phase repeats the checks, but refusals "
 		    "come only after authentication", f.source,
@@ -984,6 +1005,11 @@ static void check_pam_job(struct doctor *d, const char *svc)
 		snprintf(fix, sizeof(fix), "install the package's user@.service drop-in "
 			 "(ExecCondition=+%s --user-manager %%i), then systemctl daemon-reload",
 			 d->cfg ? d->cfg->agent_shell : "/usr/bin/agent-shell");
+	else if (pam_auth_update_fixes(&f, "common-account"))
+		snprintf(fix, sizeof(fix), "pam-auth-update --enable agent-sandbox (if it reports "
+			 "local changes to common-account, add \"%s\" there by hand)%s",
+			 PAM_FIX_ACCOUNT,
+			 !strcmp(svc, "cron") ? "; list agents in /etc/cron.deny" : "");
 	else
 		snprintf(fix, sizeof(fix), "%sadd \"%s\" before @include common-account in %s/%s%s",
 			 strncmp(f.source, d->pam_dir, strlen(d->pam_dir)) != 0 ?

@@ -13,6 +13,14 @@ step "apt install the package"
 export DEBIAN_FRONTEND=noninteractive
 apt-get install -y -q ./agent-sandbox_*.deb >apt.log 2>&1 || { tail -n 20 apt.log; exit 1; }
 
+# The postinst ran pam-auth-update: the module is in every common-*
+# stack that sshd, login, su, cron and atd include, once.
+step "pam-auth-update wired the module"
+for f in common-account common-session common-session-noninteractive; do
+	n=$(grep -c '^[^#]*pam_agent_sandbox\.so' "/etc/pam.d/$f" || true)
+	[ "$n" = 1 ] || { echo "setup: /etc/pam.d/$f names the module $n times"; exit 1; }
+done
+
 step "PAM lines from README's walkthrough"
 bash -e ./readme-pam.sh
 sshd -t
@@ -48,6 +56,12 @@ agent-shell --enroll lim1 --profile limited >>enroll.log
 install -d -m 0750 -o lim1 -g lim1 /srv/agents/lim1/cache
 install -d -m 0700 -o lim1 -g lim1 /home/lim1/.ssh
 install -m 0600 -o lim1 -g lim1 agent.pub /home/lim1/.ssh/authorized_keys
+
+# A normal account, to log in again after the package is removed.
+step "a normal user, plain1"
+useradd --create-home --shell /bin/bash plain1
+install -d -m 0700 -o plain1 -g plain1 /home/plain1/.ssh
+install -m 0600 -o plain1 -g plain1 agent.pub /home/plain1/.ssh/authorized_keys
 
 step "fixtures"
 install -d -m 0755 /usr/local/lib/sbx-vm

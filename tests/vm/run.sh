@@ -61,9 +61,9 @@ for f in "$deb" "$BUILD/tests/sbx_probe_inside" "$BUILD/tests/tcp_listen"; do
 done
 
 # The PAM lines a sysadmin copies from README's walkthrough, as written:
-# from "# A='account" to the runuser-l line, "# "/"> " prompts removed.
+# from "# A='-account" to the runuser-l line, "# "/"> " prompts removed.
 readme_pam() {
-	sed -n "/^# A='account/,/runuser-l\$/p" "$SRC/README.md" | sed -e 's/^# //' -e 's/^> //'
+	sed -n "/^# A='-account/,/runuser-l\$/p" "$SRC/README.md" | sed -e 's/^# //' -e 's/^> //'
 }
 
 rm -rf "$VM"
@@ -72,10 +72,19 @@ ssh-keygen -q -t ed25519 -N '' -C sbx-vm-root -f "$VM/id_root"
 ssh-keygen -q -t ed25519 -N '' -C sbx-vm-agent -f "$VM/id_agent"
 cp "$deb" "$BUILD/tests/sbx_probe_inside" "$BUILD/tests/tcp_listen" "$HERE/guest-setup.sh" "$VM/files/"
 cp "$VM/id_agent.pub" "$VM/files/agent.pub"
+# The same package under a higher version, for the upgrade test.
+if ! { dpkg-deb -R "$deb" "$VM/repack" &&
+	sed -i 's/^Version: .*/&+vmupgrade1/' "$VM/repack/DEBIAN/control" &&
+	dpkg-deb --root-owner-group -b "$VM/repack" "$VM/files/sbx-upgrade.deb" >/dev/null; }; then
+	bad setup "repacking $deb as a higher version failed"
+	summary
+	exit 1
+fi
+rm -rf "$VM/repack"
 readme_pam >"$VM/files/readme-pam.sh"
 if ! grep -q pam_agent_sandbox.so "$VM/files/readme-pam.sh" ||
 	! grep -q runuser-l "$VM/files/readme-pam.sh"; then
-	bad setup "README.md: no PAM walkthrough lines found (from \"# A='account\" to runuser-l)"
+	bad setup "README.md: no PAM walkthrough lines found (from \"# A='-account\" to runuser-l)"
 	summary
 	exit 1
 fi

@@ -393,10 +393,93 @@ t_linger_gets_no_user_manager() {
 	return $ok
 }
 
+# ---- the package's life: upgrade, remove, purge ---------------------------
+# Last, since they take the package away. pam-auth-update wired the module
+# at install (guest-setup.sh checked it); it must stay wired once through
+# an upgrade, and leave every stack before the module goes.
+
+# module_lines: how many lines of the common-* stacks name the module.
+module_lines() {
+	vm_root "cat /etc/pam.d/common-account /etc/pam.d/common-session \
+		/etc/pam.d/common-session-noninteractive | grep -c '^[^#]*pam_agent_sandbox\.so'"
+}
+
+# The doctor's fix for a stack without the module is pam-auth-update's,
+# and it works: disabled, sshd FAILs naming it; enabled again, OK.
+t_doctor_fix_is_pam_auth_update() {
+	local ok=0
+	vm_root "DEBIAN_FRONTEND=noninteractive pam-auth-update --disable agent-sandbox" ||
+		{ echo "  pam-auth-update --disable failed"; return 1; }
+	vm_root agent-shell --doctor >"$VM/doctor-off.out" 2>&1 && { echo "  doctor exit 0 with the module off"; ok=1; }
+	grep -A1 '^FAIL .*pam .*sshd ' "$VM/doctor-off.out" | grep -q 'fix: pam-auth-update --enable agent-sandbox' ||
+		{ echo "  sshd row:"; grep -A1 ' sshd ' "$VM/doctor-off.out"; ok=1; }
+	vm_root "DEBIAN_FRONTEND=noninteractive pam-auth-update --enable agent-sandbox" ||
+		{ echo "  pam-auth-update --enable failed"; return 1; }
+	[ "$(module_lines)" = 3 ] || { echo "  --enable did not restore the three lines"; ok=1; }
+	vm_root agent-shell --doctor 2>&1 | grep -q '^OK .*pam .*sshd .*account and session' ||
+		{ echo "  sshd not OK again after --enable"; ok=1; }
+	return $ok
+}
+
+t_upgrade_keeps_pam_wiring() {
+	local ok=0 n
+	vm_root "DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/sbx-vm/sbx-upgrade.deb" \
+		>"$VM/upgrade.log" 2>&1 || { echo "  upgrade failed:"; tail -n 15 "$VM/upgrade.log"; return 1; }
+	vm_root "dpkg-query -W -f '\${Version}' agent-sandbox" | grep -q '+vmupgrade1$' ||
+		{ echo "  the upgrade did not install"; ok=1; }
+	n=$(module_lines)
+	[ "$n" = 3 ] || { echo "  after the upgrade the common-* stacks name the module $n times (want 3)"; ok=1; }
+	as_agent coder1 'agent-shell --report --json' >"$VM/upgrade.json" 2>"$VM/upgrade.err" ||
+		{ echo "  coder1 after the upgrade: $(head -c 300 "$VM/upgrade.err")"; return 1; }
+	python3 - "$VM/upgrade.json" <<'EOF' || ok=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+if r["level"] != "degraded" or not r["session_id"]:
+    print("  after the upgrade: level %s, session %r" % (r["level"], r["session_id"]))
+    sys.exit(1)
+EOF
+	return $ok
+}
+
+# After apt remove: no stack names the module, root and a normal user log
+# in (ssh, su, runuser), and the agent account gets no session at all.
+t_remove_then_root_and_user_log_in() {
+	local ok=0 n
+	[ "$(as_agent plain1 'id -un')" = plain1 ] || { echo "  control: plain1 cannot log in before removal"; ok=1; }
+	vm_root "DEBIAN_FRONTEND=noninteractive apt-get remove -y -q agent-sandbox" \
+		>"$VM/remove.log" 2>&1 || { echo "  apt-get remove failed:"; tail -n 15 "$VM/remove.log"; return 1; }
+	n=$(module_lines)
+	[ "$n" = 0 ] || { echo "  after removal the common-* stacks name the module $n times"; ok=1; }
+	vm_root "ls /usr/lib/*/security/pam_agent_sandbox.so /lib/*/security/pam_agent_sandbox.so \
+		/usr/bin/agent-shell" 2>/dev/null && { echo "  files left after removal"; ok=1; }
+	[ "$(vm_root 'id -u')" = 0 ] || { echo "  root cannot log in over ssh"; ok=1; }
+	[ "$(as_agent plain1 'id -un')" = plain1 ] || { echo "  plain1 cannot log in over ssh"; ok=1; }
+	[ "$(vm_root "su -s /bin/sh plain1 -c 'id -un'")" = plain1 ] || { echo "  su plain1 fails"; ok=1; }
+	# runuser keeps README's hand lines ("-" type: a missing module is skipped).
+	[ "$(vm_root 'runuser -u plain1 -- id -un')" = plain1 ] || { echo "  runuser plain1 fails"; ok=1; }
+	[ "$(vm_root 'runuser -l plain1 -c "id -un"')" = plain1 ] || { echo "  runuser -l plain1 fails"; ok=1; }
+	as_agent coder1 'echo ran' >"$VM/removed-agent.out" 2>&1
+	grep -q '^ran' "$VM/removed-agent.out" && { echo "  coder1 ran a command with the package gone"; ok=1; }
+	return $ok
+}
+
+# After purge: the config is gone, the agents' homes are not.
+t_purge_keeps_agent_homes() {
+	local ok=0
+	vm_root "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q agent-sandbox" \
+		>"$VM/purge.log" 2>&1 || { echo "  apt-get purge failed:"; tail -n 15 "$VM/purge.log"; return 1; }
+	vm_root "test ! -e /etc/agent-sandbox/agent-sandbox.conf" || { echo "  the config survived purge"; ok=1; }
+	vm_root "test -d /var/lib/agent-sandbox/homes/coder1" || { echo "  purge deleted coder1's home"; ok=1; }
+	[ "$(vm_root 'id -u')" = 0 ] || { echo "  root cannot log in after purge"; ok=1; }
+	[ "$(as_agent plain1 'id -un')" = plain1 ] || { echo "  plain1 cannot log in after purge"; ok=1; }
+	return $ok
+}
+
 for t in t_session_limits_reported t_memory_hog_oom_killed t_fork_bomb_stops_at_pids_max \
 	t_cpu_held_to_quota t_doctor_on_debian t_report_names_what_the_kernel_lacks t_guarantees_hold_on_this_kernel \
 	t_ssh_command_pty_scp_sftp t_reviewer_profile t_ci_profile_refused_with_reason \
-	t_report_line_in_journal t_logind_session_and_no_user_manager t_linger_gets_no_user_manager; do
+	t_report_line_in_journal t_logind_session_and_no_user_manager t_linger_gets_no_user_manager \
+	t_doctor_fix_is_pam_auth_update t_upgrade_keeps_pam_wiring t_remove_then_root_and_user_log_in t_purge_keeps_agent_homes; do
 	if out=$($t 2>&1); then
 		ok "$t"
 	else
