@@ -420,6 +420,31 @@ int sbx_record_read_verified(const char *runtime_dir, const char *session_id,
 int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
 		     struct sbx_error *err);
 
+/* Root: SIGKILL every process of uid whose mount namespace is mntns (not
+ * the caller), by pidfd, in passes until one finds none (at most 100;
+ * *passes says how many). The number killed; 0 for uid 0 or mntns 0. */
+unsigned sbx_session_sweep(uid_t uid, unsigned long mntns, unsigned *passes);
+
+/* Root: every well-formed, trusted record, with whether the session is
+ * live (its opener runs), oldest first. *out is malloc'd (free() it). */
+struct sbx_record_entry {
+	struct sbx_record rec;
+	bool live;
+};
+int sbx_record_list(const char *runtime_dir, struct sbx_record_entry **out, size_t *n,
+		    struct sbx_error *err);
+/* Root: remove the records of sessions that ended without closing (their
+ * opener is gone); *removed says how many. */
+int sbx_record_prune(const char *runtime_dir, unsigned *removed, struct sbx_error *err);
+
+/* Root: the pids of a session's tree — uid's processes in mount namespace
+ * mntns and their descendants of that uid (the sandbox's own namespaces
+ * hang below). Up to max in out, *n the count found. 0 or -errno. */
+int sbx_session_procs(uid_t uid, unsigned long mntns, pid_t *out, size_t max, size_t *n);
+/* Root: SIGKILL the session's tree (sbx_session_procs) by pidfd, in passes
+ * until none is left (at most 100). The number killed. */
+unsigned sbx_session_end(uid_t uid, unsigned long mntns, unsigned *passes);
+
 /* Root: unlink the record; -ENOENT when it is not there. */
 int sbx_record_remove(const char *runtime_dir, const char *session_id,
 		      struct sbx_error *err);

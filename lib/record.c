@@ -892,6 +892,102 @@ int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *live,
 	return r;
 }
 
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct sbx_record_entry *x = a, *y = b;
+
+	if (x->rec.started != y->rec.started)
+		return x->rec.started < y->rec.started ? -1 : 1;
+	return strcmp(x->rec.session, y->rec.session);
+}
+
+int sbx_record_list(const char *runtime_dir, struct sbx_record_entry **out, size_t *n_out,
+		    struct sbx_error *err)
+{
+	struct sbx_record_entry *list = NULL;
+	char sessions[SBX_PATH_MAX], *buf = NULL;
+	unsigned long *set = NULL;
+	size_t n = 0, cap = 0, n_set = SIZE_MAX;
+	bool set_loaded = false;
+	struct dirent *de;
+	DIR *dir = NULL;
+	int path_fd = -1, fd, r;
+
+	r = sessions_path(runtime_dir, sessions, sizeof(sessions), err);
+	if (r)
+		return r;
+	r = sbx_dir_open_walk(sessions, true, 0, &path_fd, err);
+	if (r == -ENOENT) {
+		sbx_error_clear(err);
+		*out = NULL;
+		*n_out = 0;
+		return 0;
+	}
+	if (r)
+		return r;
+	buf = malloc(SBX_RECORD_MAX_BYTES + 1);
+	fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!buf || fd < 0 || !(dir = fdopendir(fd))) {
+		r = sbx_error_set(err, buf ? errno : ENOMEM, "opendir(%s): %s", sessions,
+				  strerror(buf ? errno : ENOMEM));
+		if (fd >= 0 && !dir)
+			close(fd);
+		goto out;
+	}
+	while ((errno = 0, de = readdir(dir)) != NULL) {
+		struct sbx_record rec;
+
+		if (!sbx_session_id_is_valid(de->d_name))
+			continue;
+		if (record_read_for_count(dirfd(dir), de->d_name, buf, &rec) != 0 ||
+		    strcmp(rec.session, de->d_name) != 0)
+			continue;
+		/* NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult) */
+		if (rec.opener_pid <= 0 && !set_loaded) {
+			set = mntns_in_use(&n_set);
+			set_loaded = true;
+		}
+		if (n == cap) {
+			struct sbx_record_entry *grown;
+
+			cap = cap ? cap * 2 : 16;
+			grown = realloc(list, cap * sizeof(*list));
+			if (!grown) {
+				r = sbx_error_set(err, ENOMEM, "list(%s): out of memory", sessions);
+				goto out;
+			}
+			list = grown;
+		}
+		list[n].rec = rec;
+		list[n].live = record_is_live(&rec, set, n_set);
+		n++;
+	}
+	if (errno) {
+		r = sbx_error_set(err, errno, "readdir(%s): %s", sessions, strerror(errno));
+		goto out;
+	}
+	if (n)
+		qsort(list, n, sizeof(*list), entry_cmp);
+	*out = list;
+	*n_out = n;
+	list = NULL;
+out:
+	if (dir)
+		closedir(dir);
+	close(path_fd);
+	free(list);
+	free(buf);
+	free(set);
+	return r;
+}
+
+int sbx_record_prune(const char *runtime_dir, unsigned *removed, struct sbx_error *err)
+{
+	unsigned live = 0;
+
+	return sbx_record_count_user(runtime_dir, (uid_t)-1, &live, removed, err);
+}
+
 int sbx_record_last_close(const char *runtime_dir, uid_t uid, void (*last)(void *arg),
 			  void *arg, unsigned *live_out, struct sbx_error *err)
 {

@@ -887,75 +887,8 @@ int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **ar
 	return r == PAM_SUCCESS || r == PAM_IGNORE ? r : PAM_SESSION_ERR;
 }
 
-/*
- * Nothing of a closed session outlives it: every process of the agent's
- * uid still in the mount namespace this session created is killed. (With
- * user namespaces agent-shell's PID-1 init already ended its tree; this
- * catches what runs without them, e.g. a setsid'ed daemon.) The namespace
- * inode makes it exact: other sessions of the same account have their
- * own. A pidfd pins each process between the check and the kill.
- *
- * One pass over /proc is not enough: a process that keeps forking can make
- * a child after the scan went past the child's pid (seen: 2 of 3 such
- * children survived one pass), and a survivor also drops out of the
- * max_sessions count. So passes repeat until one finds nothing alive (a
- * killed process loses its namespace links as it exits), at most
- * LEFTOVER_PASSES times.
- */
-#define LEFTOVER_PASSES 100
-
-static unsigned kill_pass(uid_t uid, unsigned long mntns)
-{
-	struct dirent *de;
-	unsigned killed = 0;
-	DIR *d;
-
-	d = opendir("/proc");
-	if (!d)
-		return 0;
-	while ((de = readdir(d)) != NULL) {
-		char path[300];
-		struct stat st;
-		int pidfd;
-		long pid;
-
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		pid = strtol(de->d_name, NULL, 10);
-		if (pid <= 1 || pid == (long)getpid())
-			continue;
-		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-		if (pidfd < 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/ns/mnt", de->d_name);
-		if (sbx_proc_status_number((pid_t)pid, "Uid") == (long)uid && stat(path, &st) == 0 &&
-		    (unsigned long)st.st_ino == mntns &&
-		    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
-			killed++;
-		close(pidfd);
-	}
-	closedir(d);
-	return killed;
-}
-
-static unsigned kill_session_leftovers(uid_t uid, unsigned long mntns, unsigned *passes)
-{
-	unsigned total = 0, n, i;
-
-	*passes = 0;
-	if (uid == 0 || mntns == 0)
-		return 0;
-	for (i = 0; i < LEFTOVER_PASSES; i++) {
-		n = kill_pass(uid, mntns);
-		(*passes)++;
-		if (n == 0)
-			break;
-		total += n;
-		/* Let the killed ones leave their namespace before looking again. */
-		usleep(2000);
-	}
-	return total;
-}
+/* Nothing of a closed session outlives it: sbx_session_sweep() ends every
+ * process of the agent's uid still in the session's mount namespace. */
 
 /*
  * A scan cannot win against a fork chain (each process forks its successor
@@ -1169,7 +1102,7 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 		outcome = err.msg;
 	/* This session's processes first: while the account has other live
 	 * sessions, this is all that ends. */
-	killed = kill_session_leftovers(ss->uid, ss->mntns, &passes);
+	killed = sbx_session_sweep(ss->uid, ss->mntns, &passes);
 	/* Then, for the account's last session, every process of the uid. */
 	memset(&k, 0, sizeof(k));
 	k.pamh = pamh;

@@ -41,6 +41,9 @@ static void usage(FILE *out)
 	      "                    [--sshd-config FILE]\n"
 	      "       agent-shell --enroll USER [--profile NAME] [--group GROUP] [--workspace DIR]\n"
 	      "       agent-shell --unenroll USER [--group GROUP] [--shell PATH]\n"
+	      "       agent-shell --sessions [--json]\n"
+	      "       agent-shell --end SESSION|USER\n"
+	      "       agent-shell --prune [--older-than DAYS] [--yes]\n"
 	      "       agent-shell --help | --version\n"
 	      "\n"
 	      "Every session and command runs in a sandbox (namespaces, read-only host,\n"
@@ -577,6 +580,12 @@ int main(int argc, char **argv)
 		return shell_cmd_enroll(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "--user-manager") == 0)
 		return shell_cmd_user_manager(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "--sessions") == 0)
+		return shell_cmd_sessions(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "--end") == 0)
+		return shell_cmd_end(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "--prune") == 0)
+		return shell_cmd_prune(argc - 1, argv + 1);
 	o.argv0 = argc > 0 ? argv[0] : NULL;
 	if (getenv("SSH_CONNECTION"))
 		o.service = "sshd";

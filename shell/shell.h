@@ -64,4 +64,9 @@ int shell_cmd_enroll(int argc, char **argv);
  * start the user manager; 1: an agent account, skip it. */
 int shell_cmd_user_manager(int argc, char **argv);
 
+/* shell/ops.c: root's --sessions, --end, --prune (argv[0] is the verb). */
+int shell_cmd_sessions(int argc, char **argv);
+int shell_cmd_end(int argc, char **argv);
+int shell_cmd_prune(int argc, char **argv);
+
 #endif

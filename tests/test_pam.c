@@ -1188,9 +1188,12 @@ static int child_fork_chain(void *arg)
 	CHECK(starter > 0, 122);
 	CHECK(waitpid(starter, &wst, 0) == starter && WIFEXITED(wst) && WEXITSTATUS(wst) == 0,
 	      123);
-	usleep(250 * 1000);
 	/* Control: the chain runs (its count of members still grows; a /proc
-	 * scan almost never catches the one live member). */
+	 * scan almost never catches the one live member). On a loaded machine
+	 * its first fork can take a while: wait for it, bounded. */
+	for (int i = 0; i < 100 && chain_forks(c) == 0; i++)
+		usleep(50 * 1000);
+	usleep(250 * 1000);
 	{
 		unsigned long before = chain_forks(c);
 

@@ -1094,6 +1094,77 @@ sshd_t() {
 		awk -v k="$2" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }'
 }
 
+# Root's verbs on live sessions over the real sshd: --sessions lists the
+# session with the processes of its tree (the sandbox's own included),
+# --end ends that tree and sshd closes the session, --prune removes old
+# report files by fd (a link planted in the reports is not followed).
+t_ops_sessions_end_prune() {
+	local ok=0 bg sid sleeper out uid reports decoy
+	uid=$(NS id -u "$AGENT")
+	wait_for no_agent_record
+	rm -f "$T/ops.in"
+	mkfifo "$T/ops.in"
+	sshc a "$AGENT" 'sleep 1000 & echo "up $!"; cat >/dev/null' <"$T/ops.in" >"$T/ops.out" 2>&1 &
+	bg=$!
+	exec 9>"$T/ops.in"
+	wait_for grep -q '^up ' "$T/ops.out" || { echo "  the session did not start: $(cat "$T/ops.out")"; ok=1; }
+	sleeper=$(pgrep -u "$uid" -x sleep | head -n 1)
+	NS "$WN/bin/agent-shell" --sessions >"$T/ops.list" 2>&1 || { echo "  --sessions: exit $?"; ok=1; }
+	sed 's/^/  | /' "$T/ops.list"
+	sid=$(awk -v u="$AGENT" '$2 == u && $7 == "live" { print $1 }' "$T/ops.list" | head -n 1)
+	[ -n "$sid" ] || { echo "  --sessions does not list $AGENT's session as live"; ok=1; }
+	NS "$WN/bin/agent-shell" --sessions --json >"$T/ops.json" 2>&1 || { echo "  --sessions --json: exit $?"; ok=1; }
+	python3 - "$T/ops.json" "$sid" "$sleeper" "$AGENT" <<'EOF' || ok=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = [x for x in d["sessions"] if x["session"] == sys.argv[2]]
+if len(s) != 1 or s[0]["user"] != sys.argv[4] or s[0]["state"] != "live" or s[0]["client"] != "127.0.0.1":
+    print("  --json: %r" % s); sys.exit(1)
+if int(sys.argv[3] or 0) not in s[0]["pids"]:
+    print("  --json: the sandboxed sleep %s is not among the pids %r" % (sys.argv[3], s[0]["pids"])); sys.exit(1)
+EOF
+	# Not for the agent: the records are root's (the control is root's run above).
+	out=$(NS setpriv --reuid="$uid" --regid="$uid" --clear-groups "$WN/bin/agent-shell" --sessions 2>&1)
+	[ $? = 1 ] && [[ $out == *"only root can read the session records"* ]] ||
+		{ echo "  --sessions as the agent: $out"; ok=1; }
+	out=$(NS "$WN/bin/agent-shell" --end 0123456789abcdef0123456789abcdef 2>&1)
+	[ $? = 1 ] && [[ $out == *"no live session"* ]] || { echo "  --end of no session: $out"; ok=1; }
+	NS "$WN/bin/agent-shell" --end "$sid" >"$T/ops.end" 2>&1 || { echo "  --end: exit $?: $(cat "$T/ops.end")"; ok=1; }
+	sed 's/^/  | /' "$T/ops.end"
+	grep -q "^session $sid ($AGENT): [1-9][0-9]* process(es) ended, 0 left; the session closed" "$T/ops.end" ||
+		{ echo "  --end did not say the session closed"; ok=1; }
+	timeout 20 tail --pid="$bg" -f /dev/null || { echo "  the ssh client is still connected"; ok=1; }
+	exec 9>&-
+	wait "$bg" 2>/dev/null
+	[ -n "$sleeper" ] && [ -d "/proc/$sleeper" ] && { echo "  the sandboxed sleep $sleeper survived"; ok=1; }
+	no_agent_record || { echo "  the session's record is still there"; ok=1; }
+	wait_for syslog_has "event=session_ended_by_root session=$sid user=$AGENT" ||
+		{ echo "  --end was not logged"; ok=1; }
+
+	# --prune: one report made old, a planted link that is old too, a
+	# home of an account that no longer exists.
+	reports=$WN/state/homes/$AGENT/.agent-sandbox/reports
+	old=$(NS sh -c "ls $reports/*.json | head -n 1")
+	[ -n "$old" ] || { echo "  no report file of $AGENT to age"; return 1; }
+	decoy=$WN/prune-decoy
+	NS sh -c "echo keep >$decoy && ln -sfn $decoy $reports/ffffffffffffffffffffffffffffffff.json &&
+		touch -d '40 days ago' $old && touch -h -d '40 days ago' $reports/ffffffffffffffffffffffffffffffff.json &&
+		install -d -m 0700 -o $uid $WN/state/homes/sbxgone-$R" || { echo "  prune fixtures"; ok=1; }
+	NS "$WN/bin/agent-shell" --prune --older-than 30 >"$T/ops.prune" 2>&1 || { echo "  --prune: exit $?"; ok=1; }
+	sed 's/^/  | /' "$T/ops.prune"
+	grep -q "would remove 0 stale session record(s) and 1 report file(s) older than 30 day(s)" "$T/ops.prune" &&
+		grep -q "home $WN/state/homes/sbxgone-$R: no such account; kept" "$T/ops.prune" ||
+		{ echo "  --prune dry run said otherwise"; ok=1; }
+	NS test -e "$old" || { echo "  the dry run removed $old"; ok=1; }
+	NS "$WN/bin/agent-shell" --prune --older-than 30 --yes >"$T/ops.prune" 2>&1 || { echo "  --prune --yes: exit $?"; ok=1; }
+	grep -q "^removed 0 stale session record(s) and 1 report file(s)" "$T/ops.prune" || { echo "  --prune --yes: $(cat "$T/ops.prune")"; ok=1; }
+	NS test ! -e "$old" || { echo "  $old survived --prune --yes"; ok=1; }
+	[ "$(NS cat "$decoy")" = keep ] || { echo "  the link's target was touched"; ok=1; }
+	NS test -d "$WN/state/homes/sbxgone-$R" || { echo "  --prune deleted a home"; ok=1; }
+	NS rm -rf "$WN/state/homes/sbxgone-$R" "$decoy" "$reports/ffffffffffffffffffffffffffffffff.json"
+	return $ok
+}
+
 t_shipped_installed_as_make_install() {
 	local u ok=0 key
 	echo "  config: only agent_shell differs from etc/agent-sandbox.conf ($(grep '^>' "$T/conf.diff" | cut -c3- | cut -d'#' -f1))"
@@ -1436,7 +1507,8 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 	t_scp_workspace_only t_sftp_external_confined t_internal_sftp_pam_view_only \
 	t_forwarding_refused_with_dropin t_forwarding_netns_without_dropin \
 	t_forwarding_hole_without_dropin_and_netns t_wrong_login_shell_refused \
-	t_floor_unmet_refused t_profile_changed_between_stages t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd; do
+	t_floor_unmet_refused t_profile_changed_between_stages t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd \
+	t_ops_sessions_end_prune; do
 	run_test "$t"
 done
 # The shipped files: their own world, set up once the tests above are done.

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sweep.c — end the processes of one session: every process of the agent's
+ * uid in the mount namespace the PAM stage made for it. Used by the PAM
+ * module when a session closes, and by agent-shell --end.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/*
+ * Nothing of a closed session outlives it: every process of the agent's
+ * uid still in the mount namespace this session created is killed. (With
+ * user namespaces agent-shell's PID-1 init already ended its tree; this
+ * catches what runs without them, e.g. a setsid'ed daemon.) The namespace
+ * inode makes it exact: other sessions of the same account have their
+ * own. A pidfd pins each process between the check and the kill.
+ *
+ * One pass over /proc is not enough: a process that keeps forking can make
+ * a child after the scan went past the child's pid (seen: 2 of 3 such
+ * children survived one pass), and a survivor also drops out of the
+ * max_sessions count. So passes repeat until one finds nothing alive (a
+ * killed process loses its namespace links as it exits), at most
+ * SWEEP_PASSES times.
+ */
+#define SWEEP_PASSES 100
+
+static unsigned sweep_pass(uid_t uid, unsigned long mntns)
+{
+	struct dirent *de;
+	unsigned killed = 0;
+	DIR *d;
+
+	d = opendir("/proc");
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		char path[300];
+		struct stat st;
+		int pidfd;
+		long pid;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = strtol(de->d_name, NULL, 10);
+		if (pid <= 1 || pid == (long)getpid())
+			continue;
+		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+		if (pidfd < 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ns/mnt", de->d_name);
+		if (sbx_proc_status_number((pid_t)pid, "Uid") == (long)uid && stat(path, &st) == 0 &&
+		    (unsigned long)st.st_ino == mntns &&
+		    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
+			killed++;
+		close(pidfd);
+	}
+	closedir(d);
+	return killed;
+}
+
+unsigned sbx_session_sweep(uid_t uid, unsigned long mntns, unsigned *passes)
+{
+	unsigned total = 0, n, i;
+
+	*passes = 0;
+	if (uid == 0 || mntns == 0)
+		return 0;
+	for (i = 0; i < SWEEP_PASSES; i++) {
+		n = sweep_pass(uid, mntns);
+		(*passes)++;
+		if (n == 0)
+			break;
+		total += n;
+		/* Let the killed ones leave their namespace before looking again. */
+		usleep(2000);
+	}
+	return total;
+}
+
+
+/* One process as the scan saw it. */
+struct proc_seen {
+	pid_t pid, ppid;
+	bool in_session;
+};
+
+/*
+ * The session's tree: the agent's processes in the session's mount
+ * namespace, and every descendant of theirs of the same uid. The sandbox's
+ * own processes live in mount namespaces of their own (agent-shell's user
+ * namespace), reached only through the parent links.
+ */
+int sbx_session_procs(uid_t uid, unsigned long mntns, pid_t *out, size_t max, size_t *n_out)
+{
+	struct proc_seen *seen = NULL;
+	size_t n = 0, cap = 0, found = 0;
+	struct dirent *de;
+	bool grew;
+	DIR *d;
+
+	*n_out = 0;
+	if (uid == 0 || mntns == 0)
+		return -EINVAL;
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		char path[300];
+		struct stat st;
+		long pid, ppid;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = strtol(de->d_name, NULL, 10);
+		if (pid <= 1 || pid == (long)getpid() ||
+		    sbx_proc_status_number((pid_t)pid, "Uid") != (long)uid)
+			continue;
+		ppid = sbx_proc_status_number((pid_t)pid, "PPid");
+		if (ppid < 0)
+			continue;	/* gone since readdir */
+		if (n == cap) {
+			struct proc_seen *bigger;
+
+			cap = cap ? cap * 2 : 64;
+			bigger = realloc(seen, cap * sizeof(*seen));
+			if (!bigger) {
+				closedir(d);
+				free(seen);
+				return -ENOMEM;
+			}
+			seen = bigger;
+		}
+		snprintf(path, sizeof(path), "/proc/%s/ns/mnt", de->d_name);
+		seen[n].pid = (pid_t)pid;
+		seen[n].ppid = (pid_t)ppid;
+		seen[n].in_session = stat(path, &st) == 0 && (unsigned long)st.st_ino == mntns;
+		n++;
+	}
+	closedir(d);
+	/* Descendants: a fixed point over the parent links (trees are shallow). */
+	do {
+		grew = false;
+		for (size_t i = 0; i < n; i++) {
+			if (seen[i].in_session)
+				continue;
+			for (size_t j = 0; j < n; j++) {
+				if (seen[j].in_session && seen[j].pid == seen[i].ppid) {
+					seen[i].in_session = true;
+					grew = true;
+					break;
+				}
+			}
+		}
+	} while (grew);
+	for (size_t i = 0; i < n; i++) {
+		if (!seen[i].in_session)
+			continue;
+		if (found < max)
+			out[found] = seen[i].pid;
+		found++;
+	}
+	free(seen);
+	*n_out = found;
+	return 0;
+}
+
+unsigned sbx_session_end(uid_t uid, unsigned long mntns, unsigned *passes)
+{
+	pid_t pids[1024];
+	unsigned total = 0, i;
+	size_t n;
+
+	*passes = 0;
+	for (i = 0; i < SWEEP_PASSES; i++) {
+		unsigned killed = 0;
+
+		if (sbx_session_procs(uid, mntns, pids, ARRAY_SIZE(pids), &n) != 0 || n == 0)
+			break;
+		(*passes)++;
+		for (size_t k = 0; k < n && k < ARRAY_SIZE(pids); k++) {
+			/* The pidfd pins the process: the uid read after it
+			 * opened names the same process the signal reaches. */
+			int pidfd = (int)syscall(SYS_pidfd_open, pids[k], 0);
+
+			if (pidfd < 0)
+				continue;
+			if (sbx_proc_status_number(pids[k], "Uid") == (long)uid &&
+			    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
+				killed++;
+			close(pidfd);
+		}
+		total += killed;
+		usleep(5000);
+	}
+	return total;
+}
