@@ -7,8 +7,13 @@ MANDIR      ?= $(PREFIX)/share/man
 SYSCONFDIR  ?= /etc
 DESTDIR     ?=
 MULTIARCH   := $(shell gcc -print-multiarch 2>/dev/null)
-# The directory the system's PAM loads modules from (Debian: /lib/<triplet>/security).
-PAMDIR      ?= $(or $(shell for d in /lib/$(MULTIARCH)/security /usr/lib/$(MULTIARCH)/security /usr/lib64/security /lib64/security /usr/lib/security /lib/security; do [ -e $$d/pam_unix.so ] && echo $$d && break; done),/lib/security)
+# The directory the system's PAM loads modules from: the first that holds
+# pam_unix.so. /usr/lib/<triplet> is tried first because on a merged-/usr
+# system (Debian 12: /lib -> usr/lib) both spellings match and /usr/lib is
+# the real one (DEP17: files under /lib confuse dpkg once a package moves
+# them); a host that is not merged still finds its /lib/<triplet>. "make
+# deb" sets it to /usr/lib/<triplet>/security outright.
+PAMDIR      ?= $(or $(shell for d in /usr/lib/$(MULTIARCH)/security /lib/$(MULTIARCH)/security /usr/lib64/security /lib64/security /usr/lib/security /lib/security; do [ -e $$d/pam_unix.so ] && echo $$d && break; done),/lib/security)
 
 CC          ?= cc
 BUILD       ?= build
@@ -262,6 +267,11 @@ DOCDIR      ?= $(PREFIX)/share/doc/agent-sandbox
 LIBDIR      ?= $(PREFIX)/lib/$(MULTIARCH)
 INCLUDEDIR  ?= $(PREFIX)/include
 SSHDCONFDIR ?= $(SYSCONFDIR)/ssh/sshd_config.d
+# bash-completion looks in $XDG_DATA_DIRS (/usr/local/share:/usr/share).
+COMPLDIR    ?= $(PREFIX)/share/bash-completion/completions
+# pam-auth-update(8) reads /usr/share/pam-configs only: under another PREFIX
+# the profile is installed for reference, and PAM stays as the admin wrote it.
+PAMCONFDIR  ?= $(PREFIX)/share/pam-configs
 # systemd reads units from /usr/local/lib/systemd/system too.
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 UM_DROPIN_SRC := etc/systemd/user@.service.d/agent-sandbox.conf
@@ -294,7 +304,8 @@ install: all install-conf-file
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PAMDIR) $(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/agent-sandbox/skel $(DESTDIR)$(SSHDCONFDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 \
-		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+		$(DESTDIR)$(COMPLDIR) $(DESTDIR)$(PAMCONFDIR)
 	install -m 0755 $(SHELL_BIN) $(DESTDIR)$(BINDIR)/agent-shell
 	install -m 0644 $(LIBSBX_SO) $(DESTDIR)$(LIBDIR)/libsbx.so.0
 	ln -sf libsbx.so.0 $(DESTDIR)$(LIBDIR)/libsbx.so
@@ -302,6 +313,8 @@ install: all install-conf-file
 	install -m 0644 lib/libsbx.h $(DESTDIR)$(INCLUDEDIR)/libsbx.h
 	install -m 0644 $(PAM_SO) $(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
 	install -m 0644 etc/pam.d/agent-sandbox-* $(DESTDIR)$(DOCDIR)/
+	install -m 0644 etc/pam-configs/agent-sandbox $(DESTDIR)$(PAMCONFDIR)/agent-sandbox
+	install -m 0644 completion/agent-shell $(DESTDIR)$(COMPLDIR)/agent-shell
 	install -d $(DESTDIR)$(dir $(UM_DROPIN_DST))
 	install -m 0644 $(UM_DROPIN) $(DESTDIR)$(UM_DROPIN_DST)
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
@@ -319,9 +332,25 @@ install: all install-conf-file
 	@set -e; for m in $(MANPAGES); do \
 		install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/; done
 
+# The module is deleted only once no PAM stack names it: a stack line for a
+# module that is gone refuses every login, root's included. The profile
+# comes out of common-* first when pam-auth-update put it there.
 uninstall: install-conf-file
+	@if [ -z "$(DESTDIR)" ]; then \
+		if [ "$(PAMCONFDIR)" = /usr/share/pam-configs ] && command -v pam-auth-update >/dev/null && \
+			[ -e /usr/share/pam-configs/agent-sandbox ]; then \
+			pam-auth-update --package --remove agent-sandbox; fi; \
+		refs=$$(grep -Hn '^[^#]*pam_agent_sandbox\.so' $(SYSCONFDIR)/pam.d/* 2>/dev/null | \
+			grep -Ev '^[^:]*(\.dpkg-[a-z]*|\.pam-old|~):'); \
+		if [ -n "$$refs" ]; then \
+			printf '%s\n' "uninstall: these PAM lines still load pam_agent_sandbox.so; take them out first:" \
+				"$$refs" >&2; exit 1; fi; \
+	fi
 	rm -f $(DESTDIR)$(BINDIR)/agent-shell $(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
 	rm -f $(DESTDIR)$(UM_DROPIN_DST)
+	rm -f $(DESTDIR)$(PAMCONFDIR)/agent-sandbox $(DESTDIR)$(COMPLDIR)/agent-shell
+	-@rmdir $(DESTDIR)$(PAMCONFDIR) $(DESTDIR)$(COMPLDIR) \
+		$(DESTDIR)$(PREFIX)/share/bash-completion 2>/dev/null || true
 	-@rmdir $(DESTDIR)$(dir $(UM_DROPIN_DST)) 2>/dev/null || true
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 	rm -f $(addprefix $(DESTDIR),$(LIB_FILES)) $(DESTDIR)$(MANDIR)/man3/libsbx.3
