@@ -69,7 +69,7 @@ HELPERS    := $(BUILD)/tests/tcp_listen $(BUILD)/tests/sbx_probe_inside \
 # The escape tier (tests/escape/): its own directory, run by `make check`.
 ESCAPE_TEST := $(BUILD)/tests/test_escape
 
-.PHONY: all check check-asan check-vm fuzz lint deps demo install uninstall install-conf-file deb clean bench
+.PHONY: all check check-asan check-vm fuzz lint deps demo install uninstall install-conf-file deb deb-lint clean bench
 
 all: $(LIBSBX) $(LIBSBX_SO) $(LIBSBX_PC) $(SHELL_BIN) $(PAM_SO) $(EXAMPLE)
 
@@ -370,37 +370,33 @@ uninstall: install-conf-file
 	-@rmdir $(DESTDIR)$(SYSCONFDIR)/agent-sandbox/skel $(DESTDIR)$(SYSCONFDIR)/agent-sandbox \
 		$(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
-# A Debian package without debhelper: the install tree with PREFIX=/usr,
-# /etc files as conffiles, Depends from dpkg-shlibdeps, and a postinst that
-# makes /var/lib/agent-sandbox and the agents group but never edits PAM.
+# Debian packages without debhelper (packaging/build-deb.sh): the install
+# tree with PREFIX=/usr split into agent-sandbox, libsbx0 and libsbx-dev,
+# /etc files as conffiles, Depends from dpkg-shlibdeps. The module goes to
+# /usr/lib/<triplet>/security whatever this host's layout: Debian 12 is
+# merged-/usr, and DEP17 wants no package file under /lib. The postinst
+# wires PAM through pam-auth-update; the prerm takes it out again before
+# the module goes. deb-lint fails on any lintian error or warning.
 DEB_VERSION := $(shell sed -n 's/^\#define SBX_VERSION "\(.*\)"/\1/p' lib/sbx.h)
 DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB_DIR     := $(BUILD)/deb
-DEB_FILE    := $(BUILD)/agent-sandbox_$(DEB_VERSION)_$(DEB_ARCH).deb
-DEB_FIXED_DEPENDS := libc6, libpam0g, libseccomp2, libcap2
+DEB_PKGS_OUT := agent-sandbox libsbx0 libsbx-dev
+DEB_FILES   := $(foreach p,$(DEB_PKGS_OUT),$(BUILD)/$(p)_$(DEB_VERSION)_$(DEB_ARCH).deb)
 
 deb: all
-	rm -rf $(DEB_DIR) $(DEB_FILE)
-	$(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(DEB_DIR))/root >/dev/null
-	strip --strip-unneeded $(DEB_DIR)/root/usr/bin/agent-shell \
-		$(DEB_DIR)/root$(PAMDIR)/pam_agent_sandbox.so
-	gzip -9n $(DEB_DIR)/root/usr/share/man/man*/*
-	install -m 0644 LICENSE $(DEB_DIR)/root/usr/share/doc/agent-sandbox/copyright
-	install -d $(DEB_DIR)/root/DEBIAN $(DEB_DIR)/shlibs/debian
-	install -m 0755 packaging/postinst packaging/postrm $(DEB_DIR)/root/DEBIAN/
-	cd $(DEB_DIR)/root && find etc -type f | sed 's|^|/|' | sort > DEBIAN/conffiles
-	cp packaging/shlibs-control $(DEB_DIR)/shlibs/debian/control
-	@deps=$$(cd $(DEB_DIR)/shlibs && dpkg-shlibdeps -O \
-		$(abspath $(DEB_DIR))/root/usr/bin/agent-shell \
-		$(abspath $(DEB_DIR))/root$(PAMDIR)/pam_agent_sandbox.so 2>/dev/null | \
-		sed -n 's/^shlibs:Depends=//p'); \
-	[ -n "$$deps" ] || deps="$(DEB_FIXED_DEPENDS)"; \
-	size=$$(du -sk --exclude=DEBIAN $(DEB_DIR)/root | cut -f1); \
-	sed -e "s|@VERSION@|$(DEB_VERSION)|" -e "s|@ARCH@|$(DEB_ARCH)|" \
-	    -e "s|@DEPENDS@|$$deps|" -e "s|@SIZE@|$$size|" \
-	    packaging/control.in > $(DEB_DIR)/root/DEBIAN/control
-	dpkg-deb --root-owner-group -Zxz --build $(DEB_DIR)/root $(DEB_FILE)
-	@echo "built $(DEB_FILE)"
+	rm -rf $(DEB_DIR) $(foreach p,$(DEB_PKGS_OUT),$(BUILD)/$(p)_*.deb)
+	$(MAKE) --no-print-directory install PREFIX=/usr PAMDIR=/usr/lib/$(MULTIARCH)/security \
+		DESTDIR=$(abspath $(DEB_DIR))/stage >/dev/null
+	packaging/build-deb.sh $(DEB_DIR) $(DEB_DIR)/stage $(DEB_VERSION) $(DEB_ARCH) \
+		$(MULTIARCH) $(BUILD)
+
+# lintian on every package, with the profile of this Debian release; no
+# overrides are needed. The package tier (tests/deb/run.sh, in make check)
+# checks what the packages hold.
+# shellcheck is for the package tier's maintainer-script check.
+deb-lint: deb
+	@./tests/install-deps.sh lintian shellcheck
+	lintian --fail-on error,warning --tag-display-limit 0 $(DEB_FILES)
 
 clean:
 	rm -rf build build-asan build-fuzz
