@@ -7,8 +7,13 @@ MANDIR      ?= $(PREFIX)/share/man
 SYSCONFDIR  ?= /etc
 DESTDIR     ?=
 MULTIARCH   := $(shell gcc -print-multiarch 2>/dev/null)
-# The directory the system's PAM loads modules from (Debian: /lib/<triplet>/security).
-PAMDIR      ?= $(or $(shell for d in /lib/$(MULTIARCH)/security /usr/lib/$(MULTIARCH)/security /usr/lib64/security /lib64/security /usr/lib/security /lib/security; do [ -e $$d/pam_unix.so ] && echo $$d && break; done),/lib/security)
+# The directory the system's PAM loads modules from: the first that holds
+# pam_unix.so. /usr/lib/<triplet> is tried first because on a merged-/usr
+# system (Debian 12: /lib -> usr/lib) both spellings match and /usr/lib is
+# the real one (DEP17: files under /lib confuse dpkg once a package moves
+# them); a host that is not merged still finds its /lib/<triplet>. "make
+# deb" sets it to /usr/lib/<triplet>/security outright.
+PAMDIR      ?= $(or $(shell for d in /usr/lib/$(MULTIARCH)/security /lib/$(MULTIARCH)/security /usr/lib64/security /lib64/security /usr/lib/security /lib/security; do [ -e $$d/pam_unix.so ] && echo $$d && break; done),/lib/security)
 
 CC          ?= cc
 BUILD       ?= build
@@ -64,7 +69,7 @@ HELPERS    := $(BUILD)/tests/tcp_listen $(BUILD)/tests/sbx_probe_inside \
 # The escape tier (tests/escape/): its own directory, run by `make check`.
 ESCAPE_TEST := $(BUILD)/tests/test_escape
 
-.PHONY: all check check-asan check-vm fuzz lint deps demo install uninstall install-conf-file deb clean bench
+.PHONY: all check check-asan check-vm fuzz lint deps demo install uninstall install-conf-file deb deb-lint clean bench
 
 all: $(LIBSBX) $(LIBSBX_SO) $(LIBSBX_PC) $(SHELL_BIN) $(PAM_SO) $(EXAMPLE)
 
@@ -136,7 +141,7 @@ $(ESCAPE_TEST): tests/escape/test_escape.c $(TESTLIB) $(LIBSBX)
 # removes what it created.
 check: all $(SHELL_TEST_BIN) $(HELPERS) $(TEST_BINS) $(ESCAPE_TEST)
 	@BUILD=$(BUILD) SAN=$(SAN) ./tests/run-tests.sh $(TEST_BINS) $(ESCAPE_TEST) tests/libsbx/run.sh \
-		tests/explain/run.sh \
+		tests/explain/run.sh tests/deb/run.sh \
 		tests/e2e/run.sh
 
 # The real target (tests/vm/run.sh): a Debian 12 guest with its stock
@@ -262,6 +267,11 @@ DOCDIR      ?= $(PREFIX)/share/doc/agent-sandbox
 LIBDIR      ?= $(PREFIX)/lib/$(MULTIARCH)
 INCLUDEDIR  ?= $(PREFIX)/include
 SSHDCONFDIR ?= $(SYSCONFDIR)/ssh/sshd_config.d
+# bash-completion looks in $XDG_DATA_DIRS (/usr/local/share:/usr/share).
+COMPLDIR    ?= $(PREFIX)/share/bash-completion/completions
+# pam-auth-update(8) reads /usr/share/pam-configs only: under another PREFIX
+# the profile is installed for reference, and PAM stays as the admin wrote it.
+PAMCONFDIR  ?= $(PREFIX)/share/pam-configs
 # systemd reads units from /usr/local/lib/systemd/system too.
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 UM_DROPIN_SRC := etc/systemd/user@.service.d/agent-sandbox.conf
@@ -294,7 +304,8 @@ install: all install-conf-file
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PAMDIR) $(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/agent-sandbox/skel $(DESTDIR)$(SSHDCONFDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 \
-		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+		$(DESTDIR)$(COMPLDIR) $(DESTDIR)$(PAMCONFDIR)
 	install -m 0755 $(SHELL_BIN) $(DESTDIR)$(BINDIR)/agent-shell
 	install -m 0644 $(LIBSBX_SO) $(DESTDIR)$(LIBDIR)/libsbx.so.0
 	ln -sf libsbx.so.0 $(DESTDIR)$(LIBDIR)/libsbx.so
@@ -302,6 +313,8 @@ install: all install-conf-file
 	install -m 0644 lib/libsbx.h $(DESTDIR)$(INCLUDEDIR)/libsbx.h
 	install -m 0644 $(PAM_SO) $(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
 	install -m 0644 etc/pam.d/agent-sandbox-* $(DESTDIR)$(DOCDIR)/
+	install -m 0644 etc/pam-configs/agent-sandbox $(DESTDIR)$(PAMCONFDIR)/agent-sandbox
+	install -m 0644 completion/agent-shell $(DESTDIR)$(COMPLDIR)/agent-shell
 	install -d $(DESTDIR)$(dir $(UM_DROPIN_DST))
 	install -m 0644 $(UM_DROPIN) $(DESTDIR)$(UM_DROPIN_DST)
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
@@ -319,9 +332,25 @@ install: all install-conf-file
 	@set -e; for m in $(MANPAGES); do \
 		install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/; done
 
+# The module is deleted only once no PAM stack names it: a stack line for a
+# module that is gone refuses every login, root's included. The profile
+# comes out of common-* first when pam-auth-update put it there.
 uninstall: install-conf-file
+	@if [ -z "$(DESTDIR)" ]; then \
+		if [ "$(PAMCONFDIR)" = /usr/share/pam-configs ] && command -v pam-auth-update >/dev/null && \
+			[ -e /usr/share/pam-configs/agent-sandbox ]; then \
+			pam-auth-update --package --remove agent-sandbox; fi; \
+		refs=$$(grep -Hn '^[^#]*pam_agent_sandbox\.so' $(SYSCONFDIR)/pam.d/* 2>/dev/null | \
+			grep -Ev '^[^:]*(\.dpkg-[a-z]*|\.pam-old|~):'); \
+		if [ -n "$$refs" ]; then \
+			printf '%s\n' "uninstall: these PAM lines still load pam_agent_sandbox.so; take them out first:" \
+				"$$refs" >&2; exit 1; fi; \
+	fi
 	rm -f $(DESTDIR)$(BINDIR)/agent-shell $(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
 	rm -f $(DESTDIR)$(UM_DROPIN_DST)
+	rm -f $(DESTDIR)$(PAMCONFDIR)/agent-sandbox $(DESTDIR)$(COMPLDIR)/agent-shell
+	-@rmdir $(DESTDIR)$(PAMCONFDIR) $(DESTDIR)$(COMPLDIR) \
+		$(DESTDIR)$(PREFIX)/share/bash-completion 2>/dev/null || true
 	-@rmdir $(DESTDIR)$(dir $(UM_DROPIN_DST)) 2>/dev/null || true
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 	rm -f $(addprefix $(DESTDIR),$(LIB_FILES)) $(DESTDIR)$(MANDIR)/man3/libsbx.3
@@ -341,37 +370,33 @@ uninstall: install-conf-file
 	-@rmdir $(DESTDIR)$(SYSCONFDIR)/agent-sandbox/skel $(DESTDIR)$(SYSCONFDIR)/agent-sandbox \
 		$(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
-# A Debian package without debhelper: the install tree with PREFIX=/usr,
-# /etc files as conffiles, Depends from dpkg-shlibdeps, and a postinst that
-# makes /var/lib/agent-sandbox and the agents group but never edits PAM.
+# Debian packages without debhelper (packaging/build-deb.sh): the install
+# tree with PREFIX=/usr split into agent-sandbox, libsbx0 and libsbx-dev,
+# /etc files as conffiles, Depends from dpkg-shlibdeps. The module goes to
+# /usr/lib/<triplet>/security whatever this host's layout: Debian 12 is
+# merged-/usr, and DEP17 wants no package file under /lib. The postinst
+# wires PAM through pam-auth-update; the prerm takes it out again before
+# the module goes. deb-lint fails on any lintian error or warning.
 DEB_VERSION := $(shell sed -n 's/^\#define SBX_VERSION "\(.*\)"/\1/p' lib/sbx.h)
 DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB_DIR     := $(BUILD)/deb
-DEB_FILE    := $(BUILD)/agent-sandbox_$(DEB_VERSION)_$(DEB_ARCH).deb
-DEB_FIXED_DEPENDS := libc6, libpam0g, libseccomp2, libcap2
+DEB_PKGS_OUT := agent-sandbox libsbx0 libsbx-dev
+DEB_FILES   := $(foreach p,$(DEB_PKGS_OUT),$(BUILD)/$(p)_$(DEB_VERSION)_$(DEB_ARCH).deb)
 
 deb: all
-	rm -rf $(DEB_DIR) $(DEB_FILE)
-	$(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(DEB_DIR))/root >/dev/null
-	strip --strip-unneeded $(DEB_DIR)/root/usr/bin/agent-shell \
-		$(DEB_DIR)/root$(PAMDIR)/pam_agent_sandbox.so
-	gzip -9n $(DEB_DIR)/root/usr/share/man/man*/*
-	install -m 0644 LICENSE $(DEB_DIR)/root/usr/share/doc/agent-sandbox/copyright
-	install -d $(DEB_DIR)/root/DEBIAN $(DEB_DIR)/shlibs/debian
-	install -m 0755 packaging/postinst packaging/postrm $(DEB_DIR)/root/DEBIAN/
-	cd $(DEB_DIR)/root && find etc -type f | sed 's|^|/|' | sort > DEBIAN/conffiles
-	cp packaging/shlibs-control $(DEB_DIR)/shlibs/debian/control
-	@deps=$$(cd $(DEB_DIR)/shlibs && dpkg-shlibdeps -O \
-		$(abspath $(DEB_DIR))/root/usr/bin/agent-shell \
-		$(abspath $(DEB_DIR))/root$(PAMDIR)/pam_agent_sandbox.so 2>/dev/null | \
-		sed -n 's/^shlibs:Depends=//p'); \
-	[ -n "$$deps" ] || deps="$(DEB_FIXED_DEPENDS)"; \
-	size=$$(du -sk --exclude=DEBIAN $(DEB_DIR)/root | cut -f1); \
-	sed -e "s|@VERSION@|$(DEB_VERSION)|" -e "s|@ARCH@|$(DEB_ARCH)|" \
-	    -e "s|@DEPENDS@|$$deps|" -e "s|@SIZE@|$$size|" \
-	    packaging/control.in > $(DEB_DIR)/root/DEBIAN/control
-	dpkg-deb --root-owner-group -Zxz --build $(DEB_DIR)/root $(DEB_FILE)
-	@echo "built $(DEB_FILE)"
+	rm -rf $(DEB_DIR) $(foreach p,$(DEB_PKGS_OUT),$(BUILD)/$(p)_*.deb)
+	$(MAKE) --no-print-directory install PREFIX=/usr PAMDIR=/usr/lib/$(MULTIARCH)/security \
+		DESTDIR=$(abspath $(DEB_DIR))/stage >/dev/null
+	packaging/build-deb.sh $(DEB_DIR) $(DEB_DIR)/stage $(DEB_VERSION) $(DEB_ARCH) \
+		$(MULTIARCH) $(BUILD)
+
+# lintian on every package, with the profile of this Debian release; no
+# overrides are needed. The package tier (tests/deb/run.sh, in make check)
+# checks what the packages hold.
+# shellcheck is for the package tier's maintainer-script check.
+deb-lint: deb
+	@./tests/install-deps.sh lintian shellcheck
+	lintian --fail-on error,warning --tag-display-limit 0 $(DEB_FILES)
 
 clean:
 	rm -rf build build-asan build-fuzz
