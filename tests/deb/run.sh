@@ -186,6 +186,8 @@ account	[success=ok ignore=ignore default=die]	pam_agent_sandbox.so
 EOF
 printf '#account required pam_agent_sandbox.so\n@include common-account\n' >"$P/sshd"
 printf 'session required pam_agent_sandbox.so\n' >"$P/runuser.dpkg-old"
+# README's runuser lines: PAM skips a "-" line whose module is gone.
+printf -- '-account [default=die] pam_agent_sandbox.so\naccount required pam_permit.so\n' >"$P/runuser-l"
 sed -e "s|/etc/pam.d/\*|$P/*|" -e '/^case "\$1"/,$d' "$A/DEBIAN/prerm" >"$T/refs.sh"
 hand0=$(sh -c ". '$T/refs.sh'; stack_refs hand")
 all0=$(sh -c ". '$T/refs.sh'; stack_refs all")
@@ -218,7 +220,7 @@ comp() {
 c1=$(comp agent-shell --e)
 c2=$(comp agent-shell --doctor --pam)
 c3=$(comp agent-shell --enroll bob --group roo)
-if [ "$c1" = "--enroll --explain " ] && [ "$c2" = "--pam-dir --pam-vendor-dir " ] &&
+if [ "$c1" = "--end --enroll --explain " ] && [ "$c2" = "--pam-dir --pam-vendor-dir " ] &&
 	[ "$c3" = "root " ]; then
 	ok completion_offers_verbs_and_options
 else
