@@ -186,15 +186,22 @@ account	[success=ok ignore=ignore default=die]	pam_agent_sandbox.so
 EOF
 printf '#account required pam_agent_sandbox.so\n@include common-account\n' >"$P/sshd"
 printf 'session required pam_agent_sandbox.so\n' >"$P/runuser.dpkg-old"
-# README's runuser lines: PAM skips a "-" line whose module is gone.
-printf -- '-account [default=die] pam_agent_sandbox.so\naccount required pam_permit.so\n' >"$P/runuser-l"
+# README's runuser lines: with module_unknown=ignore PAM goes on past a
+# module that is gone; a "-" type alone does not (it only keeps it out of
+# the log), so that one still counts.
+printf -- '-account [module_unknown=ignore default=die] pam_agent_sandbox.so\naccount required pam_permit.so\n' >"$P/runuser-l"
+printf -- '-account [default=die] pam_agent_sandbox.so\n' >"$P/login"
 sed -e "s|/etc/pam.d/\*|$P/*|" -e '/^case "\$1"/,$d' "$A/DEBIAN/prerm" >"$T/refs.sh"
 hand0=$(sh -c ". '$T/refs.sh'; stack_refs hand")
 all0=$(sh -c ". '$T/refs.sh'; stack_refs all")
 printf 'session required pam_unix.so\nsession [default=die] pam_agent_sandbox.so\n' >"$P/runuser"
 hand1=$(sh -c ". '$T/refs.sh'; stack_refs hand")
-if [ -z "$hand0" ] && [ "$all0" = "$P/common-account:6: account	[success=ok ignore=ignore default=die]	pam_agent_sandbox.so" ] &&
-	[ "$hand1" = "$P/runuser:2: session [default=die] pam_agent_sandbox.so" ]; then
+dash="$P/login:1: -account [default=die] pam_agent_sandbox.so"
+if [ "$hand0" = "$dash" ] &&
+	[ "$all0" = "$P/common-account:6: account	[success=ok ignore=ignore default=die]	pam_agent_sandbox.so
+$dash" ] &&
+	[ "$hand1" = "$dash
+$P/runuser:2: session [default=die] pam_agent_sandbox.so" ]; then
 	ok prerm_finds_hand_written_stack_lines
 else
 	bad prerm_finds_hand_written_stack_lines "hand before: '$hand0', all: '$all0', hand after: '$hand1'"

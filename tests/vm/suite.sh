@@ -455,7 +455,8 @@ t_remove_then_root_and_user_log_in() {
 	[ "$(vm_root 'id -u')" = 0 ] || { echo "  root cannot log in over ssh"; ok=1; }
 	[ "$(as_agent plain1 'id -un')" = plain1 ] || { echo "  plain1 cannot log in over ssh"; ok=1; }
 	[ "$(vm_root "su -s /bin/sh plain1 -c 'id -un'")" = plain1 ] || { echo "  su plain1 fails"; ok=1; }
-	# runuser keeps README's hand lines ("-" type: a missing module is skipped).
+	# runuser keeps README's hand lines (module_unknown=ignore: the stack goes
+	# on without the module).
 	[ "$(vm_root 'runuser -u plain1 -- id -un')" = plain1 ] || { echo "  runuser plain1 fails"; ok=1; }
 	[ "$(vm_root 'runuser -l plain1 -c "id -un"')" = plain1 ] || { echo "  runuser -l plain1 fails"; ok=1; }
 	as_agent coder1 'echo ran' >"$VM/removed-agent.out" 2>&1
