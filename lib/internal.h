@@ -848,6 +848,49 @@ void sbx_sbuf_str(struct sbx_sbuf *b, const char *s);
 void sbx_sbuf_fmt(struct sbx_sbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* ---- log.c: one ident, one key=value grammar, syslog and journald ------- */
+
+#define SBX_LOG_IDENT "agent-sandbox"
+#define SBX_LOG_SYSLOG_PATH "/dev/log"
+#define SBX_LOG_JOURNAL_PATH "/run/systemd/journal/socket"
+#define SBX_LOG_LINE_MAX 4096
+#define SBX_LOG_VALUE_MAX 1024
+
+/* One log line being built: "event=NAME key=value ..." and, beside it,
+ * the same fields as journal fields (AGENT_SANDBOX_KEY=value lines). */
+struct sbx_logline {
+	char line[SBX_LOG_LINE_MAX];
+	char journal[2 * SBX_LOG_LINE_MAX];
+	struct sbx_sbuf lb, jb;
+};
+
+/* Start a line with event=NAME. */
+void sbx_log_begin(struct sbx_logline *l, const char *event);
+/* Append key=value: key [a-z][a-z0-9_]* (others are dropped), the value
+ * formatted, cut at SBX_LOG_VALUE_MAX, scrubbed (sbx_text_scrub), bare
+ * when it is made of [A-Za-z0-9._:/@,+-] only, else in double quotes with
+ * \" and \\ escaped and bytes outside 0x20-0x7e as \xNN. Key "msg" (the
+ * human text, last by convention) is always quoted. */
+void sbx_log_add(struct sbx_logline *l, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Append key=VALUE where VALUE is already in the grammar (bare or quoted). */
+void sbx_log_add_raw(struct sbx_logline *l, const char *key, const char *value);
+/* A value in the grammar above (force_quote: even when it could be bare). */
+void sbx_log_value(struct sbx_sbuf *b, const char *s, bool force_quote);
+/* Send with priority (LOG_ERR, ...; facility authpriv is added): to
+ * journald natively when its socket exists, else to /dev/log, never
+ * blocking. 0, or -errno: -EAGAIN when the daemon's queue was full (the
+ * line is dropped), a missing sink (sbx_log_sink_missing) when nobody
+ * listens. sbx_log_send_to: the same with the sockets' paths given
+ * (either may be NULL). */
+int sbx_log_send(int priority, const struct sbx_logline *l);
+int sbx_log_send_to(int priority, const struct sbx_logline *l, const char *syslog_path,
+		    const char *journal_path);
+bool sbx_log_sink_missing(int r);
+/* The report's fields (session, user, ..., level, floor, guarantees,
+ * degraded, refusal) appended to l (report_text.c). */
+void sbx_report_log(struct sbx_logline *l, const struct sbx_report *r);
+
 /* report.c: achieved and proven by a canary, the only thing a guarantee
  * may rest on. */
 bool sbx_report_holds(const struct sbx_report *r, enum sbx_feature f);
