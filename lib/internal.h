@@ -637,12 +637,23 @@ struct sbx_jr {
 	const char *base, *p, *end;
 	const char *what;
 	struct sbx_error *err;
+	/* Readers of documents a newer version may extend (the report): a
+	 * key not in keys is read (any JSON value, nested at most
+	 * SBX_JR_SKIP_DEPTH, its strings by sbx_jr_string's rules) and
+	 * dropped instead of refused. Keys are at most SBX_JR_KEY_MAX-1 bytes. */
+	bool skip_unknown;
 };
+#define SBX_JR_SKIP_DEPTH 16
+#define SBX_JR_KEY_MAX 64
 /* An object with exactly keys (at most 32), each once, in any order:
  * field(j, k, ctx) reads the value of keys[k] (0 or -errno). A key left
  * out is named ("what: missing key \"k\""; what may be NULL). */
 int sbx_jr_object(struct sbx_jr *j, const char *const *keys, size_t n, const char *what,
 		  int (*field)(struct sbx_jr *j, int k, void *ctx), void *ctx);
+/* The same, where the keys whose bit is set in optional may be left out. */
+int sbx_jr_object_opt(struct sbx_jr *j, const char *const *keys, size_t n, uint32_t optional,
+		      const char *what, int (*field)(struct sbx_jr *j, int k, void *ctx),
+		      void *ctx);
 int sbx_jr_fail(struct sbx_jr *j, const char *msg);
 void sbx_jr_ws(struct sbx_jr *j);
 bool sbx_jr_peek(struct sbx_jr *j, char c);	/* consume c if it is next */
