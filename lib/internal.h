@@ -880,8 +880,8 @@ void sbx_log_begin(struct sbx_logline *l, const char *event);
 /* Append key=value: key [a-z][a-z0-9_]* (others are dropped), the value
  * formatted, cut at SBX_LOG_VALUE_MAX, scrubbed (sbx_text_scrub), bare
  * when it is made of [A-Za-z0-9._:/@,+-] only, else in double quotes with
- * \" and \\ escaped and bytes outside 0x20-0x7e as \xNN. Key "msg" (the
- * human text, last by convention) is always quoted. */
+ * \" and \\ escaped and bytes outside 0x20-0x7e as \xNN. Keys "msg" (the
+ * human text, last by convention) and "command" are always quoted. */
 void sbx_log_add(struct sbx_logline *l, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Append key=VALUE where VALUE is already in the grammar (bare or quoted). */

@@ -114,7 +114,7 @@ void sbx_log_add(struct sbx_logline *l, const char *key, const char *fmt, ...)
 	 * terminal, and no newline splits a line or a journal field. */
 	sbx_text_scrub(val);
 	put_key(l, key);
-	sbx_log_value(&l->lb, val, !strcmp(key, "msg"));
+	sbx_log_value(&l->lb, val, !strcmp(key, "msg") || !strcmp(key, "command"));
 	sbx_sbuf_str(&l->jb, val);
 	sbx_sbuf_add(&l->jb, "\n", 1);
 }
