@@ -2,7 +2,7 @@
 /*
  * log.c — every line the product logs, from agent-shell and from the PAM
  * module alike: one ident ("agent-sandbox"), facility authpriv, one
- * key=value grammar with an event= field first (docs/design.md section 13).
+ * key=value grammar with an event= field first (docs/design.md section 12).
  *
  * The PAM module runs inside sshd's monitor, where openlog(3) would change
  * the host application's ident for the rest of its life, and syslog(3)

@@ -433,7 +433,7 @@ struct sbx_report {
 	enum sbx_access command;
 	enum sbx_home home;
 	size_t n_deny_read;
-	/* When and what (schema 1, docs/design.md section 13). Times are Unix
+	/* When and what (schema 1, docs/design.md section 12). Times are Unix
 	 * seconds, 0 when unknown; the end and the exit status are known only
 	 * to the copy written after the program ended (agent-shell's). */
 	int64_t started;

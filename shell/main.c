@@ -398,7 +398,7 @@ static int start_session(const struct run_opts *o)
 	const char *shell;
 	char logged_cmd[512] = "";
 	/* The reason= of a refusal: a stable token per check (docs/design.md
-	 * section 13); the message says the rest. */
+	 * section 12); the message says the rest. */
 	const char *reason = "identity";
 	bool is_agent = false;
 	bool pam_stage = false, pam_netns = false;
