@@ -104,11 +104,13 @@ int sbx_report_to_json(const struct sbx_report *r, FILE *out)
 		sbx_level_name(r->level), sbx_level_name(r->min_level),
 		r->floor_met ? "true" : "false");
 	json_key_string(out, "refusal", r->refusal, true);
-	/* When and what: keys left out while unknown (a report written
-	 * before the program ended has no end and no exit status). */
+	/* When and what: keys left out while unknown (a prediction has no
+	 * start or command; a report written before the program ended has no
+	 * end and no exit status). */
 	if (time_rfc3339(r->started, when) == 0)
 		json_key_string(out, "started", when, true);
-	json_argv(out, r);
+	if (r->argc)
+		json_argv(out, r);
 	if (time_rfc3339(r->ended, when) == 0)
 		json_key_string(out, "ended", when, true);
 	if (r->exit_status >= 0 && r->exit_status <= 255)
