@@ -121,6 +121,19 @@ int sbx_report_to_json(const struct sbx_report *r, FILE *out)
 
 /* ---- JSON in: a strict reader of the schema above ----------------------------- */
 
+/* n decimal digits at s, or -1. */
+static int digits(const char *s, int n)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
 /* Exactly what time_rfc3339 writes; a date that does not exist (02-30)
  * does not come back the same and is refused. */
 static int jr_time(struct sbx_jr *j, int64_t *out)
@@ -133,8 +146,9 @@ static int jr_time(struct sbx_jr *j, int64_t *out)
 		return -EINVAL;
 	if (strlen(buf) != 20 || buf[4] != '-' || buf[7] != '-' || buf[10] != 'T' ||
 	    buf[13] != ':' || buf[16] != ':' || buf[19] != 'Z' ||
-	    sscanf(buf, "%4d-%2d-%2dT%2d:%2d:%2dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+	    (tm.tm_year = digits(buf, 4)) < 0 || (tm.tm_mon = digits(buf + 5, 2)) < 0 ||
+	    (tm.tm_mday = digits(buf + 8, 2)) < 0 || (tm.tm_hour = digits(buf + 11, 2)) < 0 ||
+	    (tm.tm_min = digits(buf + 14, 2)) < 0 || (tm.tm_sec = digits(buf + 17, 2)) < 0)
 		return sbx_jr_fail(j, "time not in the form 2026-12-01T07:57:05Z");
 	tm.tm_year -= 1900;
 	tm.tm_mon -= 1;

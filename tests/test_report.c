@@ -745,12 +745,10 @@ static void test_json_skips_unknown_keys(void **state)
 	for (int depth = 16; depth <= 17; depth++) {
 		size_t n = strlen("\"future\":");
 
-		deep[n] = '\0';
-		for (int i = 0; i < depth; i++)
-			strcat(deep, "[");
-		for (int i = 0; i < depth; i++)
-			strcat(deep, "]");
-		strcat(deep, ",");
+		memset(deep + n, '[', (size_t)depth);
+		memset(deep + n + depth, ']', (size_t)depth);
+		deep[n + 2 * (size_t)depth] = ',';
+		deep[n + 2 * (size_t)depth + 1] = '\0';
 		with = inserted(json, "{", deep);
 		assert_int_equal(parse_str(with, &b, &err), depth == 16 ? 0 : -EINVAL);
 		if (depth == 17)
