@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -781,6 +782,7 @@ static void report_identity(struct sbx_report *r, const struct sbx_session *s)
 	sbx_text_scrub(r->user);
 	sbx_text_scrub(r->client);
 	sbx_text_scrub(r->service);
+	r->started = (int64_t)time(NULL);
 }
 
 /*
@@ -864,6 +866,7 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	run = &local;
 	p = resolved;
 	report_identity(r, run->session);
+	sbx_report_set_argv(r, run->argv);
 
 	/* The one decision: every plan, and the home below, follow it. */
 	ret = sbx_decide(p, probe, &opts, &pl->d, err);

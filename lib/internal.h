@@ -662,12 +662,23 @@ struct sbx_jr {
 	const char *base, *p, *end;
 	const char *what;
 	struct sbx_error *err;
+	/* Readers of documents a newer version may extend (the report): a
+	 * key not in keys is read (any JSON value, nested at most
+	 * SBX_JR_SKIP_DEPTH, its strings by sbx_jr_string's rules) and
+	 * dropped instead of refused. Keys are at most SBX_JR_KEY_MAX-1 bytes. */
+	bool skip_unknown;
 };
+#define SBX_JR_SKIP_DEPTH 16
+#define SBX_JR_KEY_MAX 64
 /* An object with exactly keys (at most 32), each once, in any order:
  * field(j, k, ctx) reads the value of keys[k] (0 or -errno). A key left
  * out is named ("what: missing key \"k\""; what may be NULL). */
 int sbx_jr_object(struct sbx_jr *j, const char *const *keys, size_t n, const char *what,
 		  int (*field)(struct sbx_jr *j, int k, void *ctx), void *ctx);
+/* The same, where the keys whose bit is set in optional may be left out. */
+int sbx_jr_object_opt(struct sbx_jr *j, const char *const *keys, size_t n, uint32_t optional,
+		      const char *what, int (*field)(struct sbx_jr *j, int k, void *ctx),
+		      void *ctx);
 int sbx_jr_fail(struct sbx_jr *j, const char *msg);
 void sbx_jr_ws(struct sbx_jr *j);
 bool sbx_jr_peek(struct sbx_jr *j, char c);	/* consume c if it is next */
@@ -872,6 +883,49 @@ void sbx_sbuf_add(struct sbx_sbuf *b, const char *s, size_t n);
 void sbx_sbuf_str(struct sbx_sbuf *b, const char *s);
 void sbx_sbuf_fmt(struct sbx_sbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* ---- log.c: one ident, one key=value grammar, syslog and journald ------- */
+
+#define SBX_LOG_IDENT "agent-sandbox"
+#define SBX_LOG_SYSLOG_PATH "/dev/log"
+#define SBX_LOG_JOURNAL_PATH "/run/systemd/journal/socket"
+#define SBX_LOG_LINE_MAX 4096
+#define SBX_LOG_VALUE_MAX 1024
+
+/* One log line being built: "event=NAME key=value ..." and, beside it,
+ * the same fields as journal fields (AGENT_SANDBOX_KEY=value lines). */
+struct sbx_logline {
+	char line[SBX_LOG_LINE_MAX];
+	char journal[2 * SBX_LOG_LINE_MAX];
+	struct sbx_sbuf lb, jb;
+};
+
+/* Start a line with event=NAME. */
+void sbx_log_begin(struct sbx_logline *l, const char *event);
+/* Append key=value: key [a-z][a-z0-9_]* (others are dropped), the value
+ * formatted, cut at SBX_LOG_VALUE_MAX, scrubbed (sbx_text_scrub), bare
+ * when it is made of [A-Za-z0-9._:/@,+-] only, else in double quotes with
+ * \" and \\ escaped and bytes outside 0x20-0x7e as \xNN. Keys "msg" (the
+ * human text, last by convention) and "command" are always quoted. */
+void sbx_log_add(struct sbx_logline *l, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Append key=VALUE where VALUE is already in the grammar (bare or quoted). */
+void sbx_log_add_raw(struct sbx_logline *l, const char *key, const char *value);
+/* A value in the grammar above (force_quote: even when it could be bare). */
+void sbx_log_value(struct sbx_sbuf *b, const char *s, bool force_quote);
+/* Send with priority (LOG_ERR, ...; facility authpriv is added): to
+ * journald natively when its socket exists, else to /dev/log, never
+ * blocking. 0, or -errno: -EAGAIN when the daemon's queue was full (the
+ * line is dropped), a missing sink (sbx_log_sink_missing) when nobody
+ * listens. sbx_log_send_to: the same with the sockets' paths given
+ * (either may be NULL). */
+int sbx_log_send(int priority, const struct sbx_logline *l);
+int sbx_log_send_to(int priority, const struct sbx_logline *l, const char *syslog_path,
+		    const char *journal_path);
+bool sbx_log_sink_missing(int r);
+/* The report's fields (session, user, ..., level, floor, guarantees,
+ * degraded, refusal) appended to l (report_text.c). */
+void sbx_report_log(struct sbx_logline *l, const struct sbx_report *r);
 
 /* report.c: achieved and proven by a canary, the only thing a guarantee
  * may rest on. */

@@ -98,8 +98,10 @@ static int hexval(char c)
 }
 
 /* A string into out (bounded); only the escapes our writer emits plus the
- * short JSON ones; \u limited to 0x01..0x7f (we never write more). */
-int sbx_jr_string(struct sbx_jr *j, char *out, size_t size)
+ * short JSON ones; \u limited to 0x01..0x7f (we never write more). With
+ * out NULL the string is checked by the same rules and dropped (a value
+ * a newer writer added). */
+static int jr_string(struct sbx_jr *j, char *out, size_t size)
 {
 	size_t n = 0;
 
@@ -157,12 +159,20 @@ int sbx_jr_string(struct sbx_jr *j, char *out, size_t size)
 		if (c == 0xc2 && j->p < j->end && (unsigned char)*j->p >= 0x80 &&
 		    (unsigned char)*j->p <= 0x9f)
 			return sbx_jr_fail(j, "C1 control character in string");
+		if (!out)
+			continue;
 		if (n + 1 >= size)
 			return sbx_jr_fail(j, "string too long");
 		out[n++] = (char)c;
 	}
-	out[n] = '\0';
+	if (out)
+		out[n] = '\0';
 	return 0;
+}
+
+int sbx_jr_string(struct sbx_jr *j, char *out, size_t size)
+{
+	return jr_string(j, out, size);
 }
 
 int sbx_jr_bool(struct sbx_jr *j, bool *out)
@@ -205,11 +215,90 @@ int sbx_jr_uint(struct sbx_jr *j, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* A JSON number of any form, checked and dropped. */
+static int jr_skip_number(struct sbx_jr *j)
+{
+	const char *d;
+
+	if (j->p < j->end && *j->p == '-')
+		j->p++;
+	d = j->p;
+	while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+		j->p++;
+	if (j->p == d || (j->p - d > 1 && *d == '0'))
+		return sbx_jr_fail(j, "bad number");
+	if (j->p < j->end && *j->p == '.') {
+		d = ++j->p;
+		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+			j->p++;
+		if (j->p == d)
+			return sbx_jr_fail(j, "bad number");
+	}
+	if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
+		j->p++;
+		if (j->p < j->end && (*j->p == '+' || *j->p == '-'))
+			j->p++;
+		d = j->p;
+		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+			j->p++;
+		if (j->p == d)
+			return sbx_jr_fail(j, "bad number");
+	}
+	return 0;
+}
+
+static bool jr_word(struct sbx_jr *j, const char *w)
+{
+	size_t n = strlen(w);
+
+	if ((size_t)(j->end - j->p) < n || memcmp(j->p, w, n) != 0)
+		return false;
+	j->p += n;
+	return true;
+}
+
+/* Any JSON value, nested at most SBX_JR_SKIP_DEPTH deep, read by the same
+ * rules as the values we know (strings: no control characters) and
+ * dropped. depth bounds the recursion, so the stack.
+ * NOLINTNEXTLINE(misc-no-recursion) */
+static int jr_skip_value(struct sbx_jr *j, unsigned depth)
+{
+	char c;
+
+	sbx_jr_ws(j);
+	if (j->p >= j->end)
+		return sbx_jr_fail(j, "expected a value");
+	c = *j->p;
+	if (c == '"')
+		return jr_string(j, NULL, 0);
+	if (c == '{' || c == '[') {
+		char close = c == '{' ? '}' : ']';
+
+		if (depth >= SBX_JR_SKIP_DEPTH)
+			return sbx_jr_fail(j, "value nested too deep");
+		j->p++;
+		if (sbx_jr_peek(j, close))
+			return 0;
+		do {
+			if (c == '{' && (jr_string(j, NULL, 0) || sbx_jr_expect(j, ':')))
+				return -EINVAL;
+			if (jr_skip_value(j, depth + 1))
+				return -EINVAL;
+		} while (sbx_jr_peek(j, ','));
+		return sbx_jr_expect(j, close);
+	}
+	if (c == '-' || (c >= '0' && c <= '9'))
+		return jr_skip_number(j);
+	if (jr_word(j, "true") || jr_word(j, "false") || jr_word(j, "null"))
+		return 0;
+	return sbx_jr_fail(j, "expected a value");
+}
+
 /* An enum given by name: the index i < n for which name(i) matches. */
 
 int sbx_jr_key(struct sbx_jr *j, const char *const *keys, size_t n, uint32_t *seen)
 {
-	char key[32];
+	char key[SBX_JR_KEY_MAX];
 	size_t i;
 
 	if (sbx_jr_string(j, key, sizeof(key)))
@@ -224,11 +313,20 @@ int sbx_jr_key(struct sbx_jr *j, const char *const *keys, size_t n, uint32_t *se
 			return (int)i;
 		}
 	}
+	if (j->skip_unknown)
+		return (int)n;
 	return sbx_jr_fail(j, "unknown key");
 }
 
 int sbx_jr_object(struct sbx_jr *j, const char *const *keys, size_t n, const char *what,
 		  int (*field)(struct sbx_jr *j, int k, void *ctx), void *ctx)
+{
+	return sbx_jr_object_opt(j, keys, n, 0, what, field, ctx);
+}
+
+int sbx_jr_object_opt(struct sbx_jr *j, const char *const *keys, size_t n, uint32_t optional,
+		      const char *what, int (*field)(struct sbx_jr *j, int k, void *ctx),
+		      void *ctx)
 {
 	char msg[96];
 	uint32_t seen = 0;
@@ -240,6 +338,13 @@ int sbx_jr_object(struct sbx_jr *j, const char *const *keys, size_t n, const cha
 		k = sbx_jr_key(j, keys, n, &seen);
 		if (k < 0)
 			return k;
+		/* A key this reader does not know (only with skip_unknown):
+		 * a newer writer's, its value read and dropped. */
+		if (k == (int)n) {
+			if (jr_skip_value(j, 0))
+				return -EINVAL;
+			continue;
+		}
 		rc = field(j, k, ctx);
 		if (rc)
 			return rc < 0 ? rc : -EINVAL;
@@ -247,7 +352,7 @@ int sbx_jr_object(struct sbx_jr *j, const char *const *keys, size_t n, const cha
 	if (sbx_jr_expect(j, '}'))
 		return -EINVAL;
 	for (k = 0; k < (int)n; k++) {
-		if (seen & (1u << k))
+		if ((seen | optional) & (1u << k))
 			continue;
 		snprintf(msg, sizeof(msg), "%s%smissing key \"%s\"", what ? what : "",
 			 what ? ": " : "", keys[k]);

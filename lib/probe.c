@@ -773,7 +773,7 @@ int sbx_probe_from_json(const char *buf, size_t len, struct sbx_probe *out,
 	if (len > PROBE_JSON_MAX)
 		return sbx_error_set(err, EINVAL, "probe JSON: larger than %u bytes",
 				     PROBE_JSON_MAX);
-	j = (struct sbx_jr){ buf, buf, buf + len, "probe JSON", err };
+	j = (struct sbx_jr){ buf, buf, buf + len, "probe JSON", err, false };
 	memset(&p, 0, sizeof(p));
 	rc = sbx_jr_object(&j, keys, ARRAY_SIZE(keys), NULL, probe_field, &c);
 	if (rc)

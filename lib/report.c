@@ -45,6 +45,34 @@ const char *sbx_feature_name(enum sbx_feature f)
 
 /* ---- building -------------------------------------------------------------- */
 
+void sbx_report_set_argv(struct sbx_report *r, char *const *argv)
+{
+	size_t used = 0, room = sizeof(r->argv_buf);
+
+	r->argc = 0;
+	r->argv_truncated = false;
+	memset(r->argv_buf, 0, sizeof(r->argv_buf));
+	for (size_t i = 0; argv && argv[i]; i++) {
+		size_t n = strlen(argv[i]);
+
+		if (r->argc == SBX_REPORT_ARGV_MAX || used + 1 >= room) {
+			r->argv_truncated = true;
+			break;
+		}
+		if (n > room - used - 1) {
+			n = room - used - 1;
+			r->argv_truncated = true;
+		}
+		memcpy(r->argv_buf + used, argv[i], n);
+		r->argv_buf[used + n] = '\0';
+		/* Whoever reads the report (root's terminal) gets no control
+		 * character from the words the agent typed. */
+		sbx_text_scrub(r->argv_buf + used);
+		used += n + 1;
+		r->argc++;
+	}
+}
+
 void sbx_report_init(struct sbx_report *r, const struct sbx_profile *p)
 {
 	unsigned f;
@@ -61,6 +89,7 @@ void sbx_report_init(struct sbx_report *r, const struct sbx_profile *p)
 	r->command = p->command;
 	r->home = p->home;
 	r->n_deny_read = p->n_deny_read;
+	r->exit_status = -1;
 
 	if (p->isolation == SBX_ISOLATION_UNCONFINED) {
 		/* Even an unconfined session gets a clean environment and

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The report as JSON: the writer, the strict reader of exactly that schema, and report files. */
+/* The report as JSON: the writer, the strict reader of that schema (unknown keys skipped), and report files. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -33,13 +34,39 @@ static void json_guarantee_list(FILE *out, const char *key, uint32_t set)
 	fputc(']', out);
 }
 
+/* RFC 3339, UTC, whole seconds: "2026-12-01T07:57:05Z". */
+static int time_rfc3339(int64_t t, char out[32])
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || !gmtime_r(&tt, &tm) || strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) != 20)
+		return -EINVAL;
+	return 0;
+}
+
+static void json_argv(FILE *out, const struct sbx_report *r)
+{
+	const char *w = r->argv_buf;
+
+	fputs(",\"command\":[", out);
+	for (unsigned i = 0; i < r->argc; i++) {
+		if (i)
+			fputc(',', out);
+		sbx_json_put_string(out, w);
+		w += strlen(w) + 1;
+	}
+	fprintf(out, "],\"command_truncated\":%s", r->argv_truncated ? "true" : "false");
+}
+
 int sbx_report_to_json(const struct sbx_report *r, FILE *out)
 {
+	char when[32];
 	unsigned f;
 
 	if (!r || !out)
 		return -EINVAL;
-	fputc('{', out);
+	fprintf(out, "{\"schema\":%d,", SBX_REPORT_SCHEMA);
 	json_key_string(out, "session_id", r->session_id, false);
 	json_key_string(out, "user", r->user, true);
 	fprintf(out, ",\"uid\":%u", (unsigned)r->uid);
@@ -77,11 +104,80 @@ int sbx_report_to_json(const struct sbx_report *r, FILE *out)
 		sbx_level_name(r->level), sbx_level_name(r->min_level),
 		r->floor_met ? "true" : "false");
 	json_key_string(out, "refusal", r->refusal, true);
+	/* When and what: keys left out while unknown (a prediction has no
+	 * start or command; a report written before the program ended has no
+	 * end and no exit status). */
+	if (time_rfc3339(r->started, when) == 0)
+		json_key_string(out, "started", when, true);
+	if (r->argc)
+		json_argv(out, r);
+	if (time_rfc3339(r->ended, when) == 0)
+		json_key_string(out, "ended", when, true);
+	if (r->exit_status >= 0 && r->exit_status <= 255)
+		fprintf(out, ",\"exit_status\":%d", r->exit_status);
 	fputs("}\n", out);
 	return ferror(out) ? -EIO : 0;
 }
 
-/* ---- JSON in: a strict reader for exactly the schema above ---------------------- */
+/* ---- JSON in: a strict reader of the schema above ----------------------------- */
+
+/* n decimal digits at s, or -1. */
+static int digits(const char *s, int n)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
+/* Exactly what time_rfc3339 writes; a date that does not exist (02-30)
+ * does not come back the same and is refused. */
+static int jr_time(struct sbx_jr *j, int64_t *out)
+{
+	char buf[32], again[32];
+	struct tm tm = { 0 };
+	time_t t;
+
+	if (sbx_jr_string(j, buf, sizeof(buf)))
+		return -EINVAL;
+	if (strlen(buf) != 20 || buf[4] != '-' || buf[7] != '-' || buf[10] != 'T' ||
+	    buf[13] != ':' || buf[16] != ':' || buf[19] != 'Z' ||
+	    (tm.tm_year = digits(buf, 4)) < 0 || (tm.tm_mon = digits(buf + 5, 2)) < 0 ||
+	    (tm.tm_mday = digits(buf + 8, 2)) < 0 || (tm.tm_hour = digits(buf + 11, 2)) < 0 ||
+	    (tm.tm_min = digits(buf + 14, 2)) < 0 || (tm.tm_sec = digits(buf + 17, 2)) < 0)
+		return sbx_jr_fail(j, "time not in the form 2026-12-01T07:57:05Z");
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	t = timegm(&tm);
+	if (t <= 0 || time_rfc3339((int64_t)t, again) != 0 || strcmp(again, buf) != 0)
+		return sbx_jr_fail(j, "time out of range");
+	*out = (int64_t)t;
+	return 0;
+}
+
+static int jr_argv(struct sbx_jr *j, struct sbx_report *r)
+{
+	size_t used = 0;
+
+	r->argc = 0;
+	if (sbx_jr_expect(j, '['))
+		return -EINVAL;
+	if (sbx_jr_peek(j, ']'))
+		return 0;
+	do {
+		if (r->argc == SBX_REPORT_ARGV_MAX)
+			return sbx_jr_fail(j, "more command words than a report holds");
+		if (sbx_jr_string(j, r->argv_buf + used, sizeof(r->argv_buf) - used))
+			return -EINVAL;
+		used += strlen(r->argv_buf + used) + 1;
+		r->argc++;
+	} while (used < sizeof(r->argv_buf) && sbx_jr_peek(j, ','));
+	return sbx_jr_expect(j, ']');
+}
 
 static int jr_enum(struct sbx_jr *j, const char *(*name)(int), int n, int *out)
 {
@@ -262,7 +358,20 @@ static int report_field(struct sbx_jr *j, int k, void *ctx)
 		*(k == 12 ? &r->level : &r->min_level) = (enum sbx_level)v;
 		return rc;
 	case 14: return sbx_jr_bool(j, &r->floor_met);
-	default: return sbx_jr_string(j, r->refusal, sizeof(r->refusal));
+	case 15: return sbx_jr_string(j, r->refusal, sizeof(r->refusal));
+	case 16:
+		rc = sbx_jr_uint(j, 1000, &n);
+		if (rc == 0 && n > SBX_REPORT_SCHEMA)
+			return sbx_jr_fail(j, "schema newer than this reader's");
+		return rc;
+	case 17: return jr_time(j, &r->started);
+	case 18: return jr_argv(j, r);
+	case 19: return sbx_jr_bool(j, &r->argv_truncated);
+	case 20: return jr_time(j, &r->ended);
+	default:
+		rc = sbx_jr_uint(j, 255, &n);
+		r->exit_status = (int)n;
+		return rc;
 	}
 }
 
@@ -273,7 +382,11 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 		"session_id", "user", "uid", "client", "service", "profile",
 		"isolation", "policy", "landlock_abi", "entries", "guarantees",
 		"required", "level", "min_level", "floor_met", "refusal",
+		/* Schema 1; optional, so a report of an earlier version
+		 * (schema 0: none of them) still reads. */
+		"schema", "started", "command", "command_truncated", "ended", "exit_status",
 	};
+	const uint32_t optional = 0x3fu << 16;
 	struct sbx_report *r;
 	struct sbx_jr j;
 	int rc;
@@ -283,11 +396,13 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 	if (len > SBX_REPORT_JSON_MAX)
 		return sbx_error_set(err, EINVAL, "report JSON: larger than %u bytes",
 				     SBX_REPORT_JSON_MAX);
-	j = (struct sbx_jr){ buf, buf, buf + len, "report JSON", err };
+	/* A newer writer's keys are skipped, not refused. */
+	j = (struct sbx_jr){ buf, buf, buf + len, "report JSON", err, true };
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return sbx_error_set(err, ENOMEM, "report JSON: out of memory");
-	rc = sbx_jr_object(&j, keys, ARRAY_SIZE(keys), NULL, report_field, r);
+	r->exit_status = -1;
+	rc = sbx_jr_object_opt(&j, keys, ARRAY_SIZE(keys), optional, NULL, report_field, r);
 	if (rc == 0) {
 		sbx_jr_ws(&j);
 		if (j.p != j.end)

@@ -2,6 +2,7 @@
 /* The report for people: the text table, and the one-line syslog form. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -61,82 +62,25 @@ int sbx_report_to_text(const struct sbx_report *r, FILE *out)
 
 /* ---- the syslog line ----------------------------------------------------------- */
 
-static bool logline_plain(const char *s)
+/* The report's fields, in the log grammar of log.c. */
+void sbx_report_log(struct sbx_logline *l, const struct sbx_report *r)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	if (!*p)
-		return false;
-	for (; *p; p++) {
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || strchr("._:/@,+-", *p)))
-			return false;
-	}
-	return true;
-}
-
-/* A value: bare when it is made of safe bytes, else quoted with \" \\ and
- * \xNN for control and non-ASCII bytes, so the line never holds a newline
- * or anything a log parser could mistake for a field. */
-static void logline_value(struct sbx_sbuf *b, const char *s, bool force_quote)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	char esc[8];
-
-	if (!force_quote && logline_plain(s)) {
-		sbx_sbuf_str(b, s);
-		return;
-	}
-	sbx_sbuf_add(b, "\"", 1);
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)*p;
-			sbx_sbuf_add(b, esc, 2);
-		} else if (*p < 0x20 || *p >= 0x7f) {
-			snprintf(esc, sizeof(esc), "\\x%02x", *p);
-			sbx_sbuf_add(b, esc, 4);
-		} else {
-			sbx_sbuf_add(b, (const char *)p, 1);
-		}
-	}
-	sbx_sbuf_add(b, "\"", 1);
-}
-
-static void logline_kv(struct sbx_sbuf *b, const char *key, const char *val)
-{
-	if (b->len)
-		sbx_sbuf_add(b, " ", 1);
-	sbx_sbuf_str(b, key);
-	sbx_sbuf_add(b, "=", 1);
-	logline_value(b, val, false);
-}
-
-int sbx_report_to_logline(const struct sbx_report *r, char *buf, size_t size)
-{
+	char list[1024], hash[17];
 	struct sbx_sbuf b;
-	char num[24], hash[17];
 	bool first = true;
 	unsigned f, i;
 
-	if (!r || !buf || size < 4) {
-		if (buf && size)
-			buf[0] = '\0';
-		return -EINVAL;
-	}
-	sbx_sbuf_init(&b, buf, size);
-	logline_kv(&b, "session", r->session_id[0] ? r->session_id : "-");
-	logline_kv(&b, "user", r->user[0] ? r->user : "-");
-	snprintf(num, sizeof(num), "%u", (unsigned)r->uid);
-	logline_kv(&b, "uid", num);
-	logline_kv(&b, "client", r->client[0] ? r->client : "-");
-	logline_kv(&b, "service", r->service[0] ? r->service : "-");
-	logline_kv(&b, "profile", r->profile_name);
+	sbx_log_add(l, "session", "%s", r->session_id[0] ? r->session_id : "-");
+	sbx_log_add(l, "user", "%s", r->user[0] ? r->user : "-");
+	sbx_log_add(l, "uid", "%u", (unsigned)r->uid);
+	sbx_log_add(l, "client", "%s", r->client[0] ? r->client : "-");
+	sbx_log_add(l, "service", "%s", r->service[0] ? r->service : "-");
+	sbx_log_add(l, "profile", "%s", r->profile_name);
 	snprintf(hash, sizeof(hash), "%.16s", r->profile_hash);
-	logline_kv(&b, "hash", hash[0] ? hash : "-");
-	logline_kv(&b, "level", sbx_level_name(r->level));
-	logline_kv(&b, "floor", r->floor_met ? "met" : "refused");
-	sbx_sbuf_str(&b, " guarantees=");
+	sbx_log_add(l, "hash", "%s", hash[0] ? hash : "-");
+	sbx_log_add(l, "level", "%s", sbx_level_name(r->level));
+	sbx_log_add(l, "floor", "%s", r->floor_met ? "met" : "refused");
+	sbx_sbuf_init(&b, list, sizeof(list));
 	for (i = 0; i < SBX_G_COUNT; i++) {
 		if (!(r->guarantees & (1u << i)))
 			continue;
@@ -145,20 +89,45 @@ int sbx_report_to_logline(const struct sbx_report *r, char *buf, size_t size)
 		first = false;
 		sbx_sbuf_str(&b, sbx_guarantee_name((enum sbx_guarantee)(1u << i)));
 	}
-	if (first)
-		sbx_sbuf_str(&b, "-");
-	first = true;
+	sbx_log_add(l, "guarantees", "%s", first ? "-" : list);
+	/* feature:"why",...: one field, each why quoted in the grammar. */
+	sbx_sbuf_init(&b, list, sizeof(list));
 	for (f = 0; f < SBX_F_COUNT; f++) {
 		if (!r->entry[f].requested || sbx_report_holds(r, (enum sbx_feature)f))
 			continue;
-		sbx_sbuf_str(&b, first ? " degraded=" : ",");
-		first = false;
+		if (b.len)
+			sbx_sbuf_add(&b, ",", 1);
 		sbx_sbuf_str(&b, sbx_feature_name((enum sbx_feature)f));
 		sbx_sbuf_add(&b, ":", 1);
-		logline_value(&b, r->entry[f].detail[0] ? r->entry[f].detail :
+		sbx_log_value(&b, r->entry[f].detail[0] ? r->entry[f].detail :
 			      r->entry[f].achieved ? "not verified" : "not achieved", true);
 	}
+	if (b.len)
+		sbx_log_add_raw(l, "degraded", list);
 	if (!r->floor_met)
-		logline_kv(&b, "refusal", r->refusal);
+		sbx_log_add(l, "refusal", "%s", r->refusal);
+}
+
+int sbx_report_to_logline(const struct sbx_report *r, char *buf, size_t size)
+{
+	struct sbx_logline *l;
+	struct sbx_sbuf b;
+
+	if (!r || !buf || size < 4) {
+		if (buf && size)
+			buf[0] = '\0';
+		return -EINVAL;
+	}
+	l = malloc(sizeof(*l));
+	if (!l) {
+		buf[0] = '\0';
+		return -ENOMEM;
+	}
+	sbx_sbuf_init(&l->lb, l->line, sizeof(l->line));
+	sbx_sbuf_init(&l->jb, l->journal, sizeof(l->journal));
+	sbx_report_log(l, r);
+	sbx_sbuf_init(&b, buf, size);
+	sbx_sbuf_str(&b, l->line);
+	free(l);
 	return 0;
 }

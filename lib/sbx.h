@@ -433,7 +433,28 @@ struct sbx_report {
 	enum sbx_access command;
 	enum sbx_home home;
 	size_t n_deny_read;
+	/* When and what (schema 1, docs/design.md section 12). Times are Unix
+	 * seconds, 0 when unknown; the end and the exit status are known only
+	 * to the copy written after the program ended (agent-shell's). */
+	int64_t started;
+	int64_t ended;
+	int exit_status;		/* 0-255 (128+N: signal N), -1 unknown */
+	/* The command's words, scrubbed, NUL-separated in argv_buf: at most
+	 * SBX_REPORT_ARGV_MAX words and sizeof(argv_buf) bytes, each word cut
+	 * to fit; argv_truncated when anything was left out or cut. */
+	unsigned argc;
+	bool argv_truncated;
+	char argv_buf[1024];
 };
+
+/* The report JSON's schema version: raised only by a change an older
+ * reader would misread (a key removed or its meaning changed). Keys added
+ * do not raise it: readers skip keys they do not know. */
+#define SBX_REPORT_SCHEMA 1
+#define SBX_REPORT_ARGV_MAX 32
+
+/* Record argv (scrubbed and bounded as struct sbx_report says). */
+void sbx_report_set_argv(struct sbx_report *r, char *const *argv);
 
 const char *sbx_feature_name(enum sbx_feature f);
 

@@ -66,6 +66,7 @@ struct args {
 	const char *runtime_dir;
 	const char *skel;
 	const char *group;
+	const char *phase;	/* "account" or "session", for the log */
 };
 
 /* What open_session did, kept with pam_set_data for close_session. */
@@ -88,6 +89,66 @@ struct session_state {
 	unsigned did;
 	time_t started;
 };
+
+/*
+ * Every line of this module goes out in lib/log.c's grammar under the
+ * product's ident (never openlog: that would change sshd's own), never
+ * blocking sshd's monitor; through pam_syslog (the service's ident) only
+ * where no log daemon listens at all.
+ */
+static void msend(pam_handle_t *pamh, int prio, const struct sbx_logline *l)
+{
+	if (sbx_log_sink_missing(sbx_log_send(prio, l)))
+		pam_syslog(pamh, LOG_AUTHPRIV | prio, "%s", l->line);
+}
+
+/* event=EVENT [stage=STAGE] [reason=REASON] service= [user=] [rhost=] msg="..." */
+static void mlog_v(pam_handle_t *pamh, int prio, const char *event, const char *stage,
+		   const char *reason, const char *user, const char *fmt, va_list ap)
+	__attribute__((format(printf, 7, 0)));
+static void mlog_v(pam_handle_t *pamh, int prio, const char *event, const char *stage,
+		   const char *reason, const char *user, const char *fmt, va_list ap)
+{
+	const void *service = NULL, *rhost = NULL;
+	struct sbx_logline *l;
+	char msg[2 * SBX_ERROR_MAX];
+	int saved = errno;	/* for %m */
+
+	(void)pam_get_item(pamh, PAM_SERVICE, &service);
+	(void)pam_get_item(pamh, PAM_RHOST, &rhost);
+	errno = saved;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	l = malloc(sizeof(*l));
+	if (!l) {
+		pam_syslog(pamh, LOG_AUTHPRIV | prio, "%s", msg);
+		return;
+	}
+	sbx_log_begin(l, event);
+	if (stage)
+		sbx_log_add(l, "stage", "%s", stage);
+	if (reason)
+		sbx_log_add(l, "reason", "%s", reason);
+	sbx_log_add(l, "service", "%s", service ? (const char *)service : "-");
+	if (user)
+		sbx_log_add(l, "user", "%s", user);
+	if (rhost && ((const char *)rhost)[0])
+		sbx_log_add(l, "rhost", "%s", (const char *)rhost);
+	sbx_log_add(l, "msg", "%s", msg);
+	msend(pamh, prio, l);
+	free(l);
+}
+
+static void mlog(pam_handle_t *pamh, int prio, const char *event, const char *reason,
+		 const char *user, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void mlog(pam_handle_t *pamh, int prio, const char *event, const char *reason,
+		 const char *user, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	mlog_v(pamh, prio, event, NULL, reason, user, fmt, ap);
+	va_end(ap);
+}
 
 static void parse_args(pam_handle_t *pamh, int argc, const char **argv, struct args *a)
 {
@@ -114,8 +175,8 @@ static void parse_args(pam_handle_t *pamh, int argc, const char **argv, struct a
 		else if (!strncmp(s, "group=", 6) && s[6])
 			a->group = s + 6;
 		else
-			pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-				   "ignoring unknown or malformed argument '%s'", s);
+			mlog(pamh, LOG_ERR, "warning", "bad_argument", NULL,
+			     "ignoring unknown or malformed argument '%s'", s);
 	}
 }
 
@@ -125,9 +186,23 @@ static void parse_args(pam_handle_t *pamh, int argc, const char **argv, struct a
  * closes the connection, login and su print it. REFUSE evaluates to code
  * (a macro, so the static analyzer sees the value).
  */
-static void refuse_msg(pam_handle_t *pamh, const struct args *a, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void refuse_msg(pam_handle_t *pamh, const struct args *a, const char *fmt, ...)
+/* event=refused stage=PHASE reason=REASON ... */
+static void refuse_log(pam_handle_t *pamh, const char *phase, const char *reason,
+		       const char *user, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void refuse_log(pam_handle_t *pamh, const char *phase, const char *reason,
+		       const char *user, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	mlog_v(pamh, LOG_ERR, "refused", phase ? phase : "account", reason, user, fmt, ap);
+	va_end(ap);
+}
+
+static void refuse_msg(pam_handle_t *pamh, const struct args *a, const char *reason,
+		       const char *user, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void refuse_msg(pam_handle_t *pamh, const struct args *a, const char *reason,
+		       const char *user, const char *fmt, ...)
 {
 	char msg[2 * SBX_ERROR_MAX];
 	va_list ap;
@@ -135,10 +210,11 @@ static void refuse_msg(pam_handle_t *pamh, const struct args *a, const char *fmt
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "%s", msg);
+	refuse_log(pamh, a->phase, reason, user, "%s", msg);
 	if (!a->silent)
 		pam_error(pamh, "agent-sandbox: %s", msg);
 }
+/* REFUSE(pamh, a, code, reason, user, fmt, ...): reason a stable token. */
 #define REFUSE(pamh, a, code, ...) (refuse_msg((pamh), (a), __VA_ARGS__), (code))
 
 /* The passwd entry and group names of the PAM user. 0, or a PAM code.
@@ -152,16 +228,17 @@ static int account_load(pam_handle_t *pamh, struct sbx_account *acc)
 
 	memset(acc, 0, sizeof(*acc));
 	if (pam_get_user(pamh, &user, NULL) != PAM_SUCCESS || !user || !user[0]) {
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "cannot determine the user name");
+		mlog(pamh, LOG_ERR, "refused", "no_user", NULL, "cannot determine the user name");
 		return PAM_USER_UNKNOWN;
 	}
 	r = sbx_account_by_name(user, acc, &err);
 	if (r == -ENOENT) {
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: no passwd entry", user);
+		mlog(pamh, LOG_ERR, "refused", "no_passwd", user, "user %s: no passwd entry", user);
 		return PAM_USER_UNKNOWN;
 	}
 	if (r) {
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: refused: %s", user, err.msg);
+		mlog(pamh, LOG_ERR, "refused", "account_lookup", user, "user %s: refused: %s", user,
+		     err.msg);
 		return r == -ENOMEM ? PAM_BUF_ERR : PAM_SYSTEM_ERR;
 	}
 	return 0;
@@ -184,9 +261,9 @@ static int config_failure(pam_handle_t *pamh, const struct args *a,
 			  const struct sbx_account *acc, const struct sbx_error *err)
 {
 	if (sbx_account_looks_like_agent(acc, a->group))
-		return REFUSE(pamh, a, PAM_PERM_DENIED, "user %s: refused: config %s unusable: %s",
-			      acc->user, a->conf, err->msg);
-	pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+		return REFUSE(pamh, a, PAM_PERM_DENIED, "config", acc->user,
+			      "user %s: refused: config %s unusable: %s", acc->user, a->conf, err->msg);
+	mlog(pamh, LOG_ERR, "warning", "config", acc->user,
 		   "user %s: not treated as an agent (not in group %s, shell %s), but config %s is unusable: %s",
 		   acc->user, a->group, acc->shell, a->conf, err->msg);
 	return PAM_IGNORE;
@@ -211,15 +288,15 @@ static int agent_select(pam_handle_t *pamh, const struct args *a,
 	r = sbx_account_profile(cfg, acc, prof, &err);
 	if (r == -ENOENT) {
 		if (a->debug)
-			pam_syslog(pamh, LOG_AUTHPRIV | LOG_DEBUG,
-				   "user %s: not an agent account", acc->user);
+			mlog(pamh, LOG_DEBUG, "debug", NULL, acc->user,
+			     "user %s: not an agent account", acc->user);
 		sbx_config_free(cfg);
 		return PAM_IGNORE;
 	}
 	if (r) {
 		sbx_config_free(cfg);
-		return REFUSE(pamh, a, PAM_PERM_DENIED, "user %s: refused: profile: %s",
-			      acc->user, err.msg);
+		return REFUSE(pamh, a, PAM_PERM_DENIED, "profile", acc->user,
+			      "user %s: refused: profile: %s", acc->user, err.msg);
 	}
 	*cfg_out = cfg;
 	return 0;
@@ -306,35 +383,35 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 	unsigned n = 0, stale = 0;
 
 	if (strcmp(acc->shell, cfg->agent_shell) != 0)
-		return REFUSE(pamh, a, PAM_PERM_DENIED,
+		return REFUSE(pamh, a, PAM_PERM_DENIED, "login_shell", acc->user,
 			      "user %s: refused: login shell %s is not the agent shell %s",
 			      acc->user, acc->shell, cfg->agent_shell);
 	if (!service || !sbx_profile_allows_service(p, service))
-		return REFUSE(pamh, a, PAM_PERM_DENIED,
+		return REFUSE(pamh, a, PAM_PERM_DENIED, "service", acc->user,
 			      "user %s: refused: PAM service %s is not allowed for profile %s",
 			      acc->user, service ? service : "(none)", p->name);
 	if (p->limits.set_mask & (1u << SBX_LIMIT_MAX_SESSIONS)) {
 		if (sbx_record_count_user(a->runtime_dir, acc->uid, &n, &stale, &err) != 0)
-			return REFUSE(pamh, a, PAM_PERM_DENIED,
+			return REFUSE(pamh, a, PAM_PERM_DENIED, "session_count", acc->user,
 				      "user %s: refused: cannot count sessions: %s",
 				      acc->user, err.msg);
 		if (stale)
-			pam_syslog(pamh, LOG_AUTHPRIV | LOG_NOTICE,
+			mlog(pamh, LOG_NOTICE, "warning", "stale_records", acc->user,
 				   "removed %u stale session record(s): the process that opened "
 				   "each is gone (a session that ended without closing)", stale);
 		if (n >= p->limits.value[SBX_LIMIT_MAX_SESSIONS])
-			return REFUSE(pamh, a, PAM_PERM_DENIED,
+			return REFUSE(pamh, a, PAM_PERM_DENIED, "max_sessions", acc->user,
 				      "user %s: refused: %u sessions open, max_sessions is %llu",
 				      acc->user, n,
 				      (unsigned long long)p->limits.value[SBX_LIMIT_MAX_SESSIONS]);
 	}
 	if (sbx_probe_get(&probe, &err) != 0) {
 		/* Not certain either way: the shell decides with its own probe. */
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_WARNING,
+		mlog(pamh, LOG_WARNING, "warning", "probe", acc->user,
 			   "user %s: kernel probe failed (%s); the shell will decide the floor",
 			   acc->user, err.msg);
 	} else if (floor_unmeetable(p, probe, missing, sizeof(missing)) != 0) {
-		return REFUSE(pamh, a, PAM_PERM_DENIED,
+		return REFUSE(pamh, a, PAM_PERM_DENIED, "kernel_floor", acc->user,
 			      "user %s: refused: profile %s cannot meet its floor on this kernel: %s",
 			      acc->user, p->name, missing);
 	}
@@ -344,6 +421,10 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 typedef int (*agent_step)(pam_handle_t *pamh, const struct args *a,
 			  const struct sbx_account *acc, const struct sbx_config *cfg,
 			  const struct sbx_profile *p);
+
+static int account_allowed(pam_handle_t *pamh, const struct args *a,
+			   const struct sbx_account *acc, const struct sbx_config *cfg,
+			   const struct sbx_profile *p);
 
 /* Both entry points: the account, its profile and the account rules, then
  * step for an agent that passed them. PAM_IGNORE for an account that is
@@ -359,6 +440,7 @@ static int for_agent(pam_handle_t *pamh, int flags, int argc, const char **argv,
 
 	parse_args(pamh, argc, argv, &a);
 	a.silent = flags & PAM_SILENT;
+	a.phase = step == account_allowed ? "account" : "session";
 	r = account_load(pamh, &acc);
 	if (r)
 		return r;
@@ -378,8 +460,8 @@ static int account_allowed(pam_handle_t *pamh, const struct args *a,
 			   const struct sbx_profile *p)
 {
 	if (a->debug)
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_DEBUG, "user %s: agent account, profile %s: allowed",
-			   acc->user, p->name);
+		mlog(pamh, LOG_DEBUG, "debug", NULL, acc->user,
+		     "user %s: agent account, profile %s: allowed", acc->user, p->name);
 	return PAM_SUCCESS;
 }
 
@@ -430,13 +512,13 @@ static void undo_run(pam_handle_t *pamh, const char *user, struct undo *u)
 	while (u->n > 0)
 		(void)umount2(u->targets[--u->n], MNT_DETACH | UMOUNT_NOFOLLOW);
 	if (u->old_net >= 0 && setns(u->old_net, CLONE_NEWNET) != 0)
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-			   "user %s: setns(old net namespace): %m", user);
+		mlog(pamh, LOG_ERR, "error", "undo", user, "user %s: setns(old net namespace): %m",
+		     user);
 	if (u->old_mnt >= 0 && setns(u->old_mnt, CLONE_NEWNS) != 0)
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
-			   "user %s: setns(old mount namespace): %m", user);
+		mlog(pamh, LOG_ERR, "error", "undo", user, "user %s: setns(old mount namespace): %m",
+		     user);
 	if (u->old_cwd >= 0 && fchdir(u->old_cwd) != 0)
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: fchdir(old cwd): %m", user);
+		mlog(pamh, LOG_ERR, "error", "undo", user, "user %s: fchdir(old cwd): %m", user);
 	undo_close(u);
 }
 
@@ -561,7 +643,7 @@ static int step_oom(struct open_ctx *c)
 	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 
 	if (fd < 0 || write(fd, "-1000", 5) != 5)
-		pam_syslog(c->pamh, LOG_AUTHPRIV | LOG_WARNING,
+		mlog(c->pamh, LOG_WARNING, "warning", "oom_score_adj", c->acc->user,
 			   "user %s: oom_score_adj of the session's process not set: %m",
 			   c->acc->user);
 	else
@@ -582,7 +664,7 @@ static int step_cgroup(struct open_ctx *c)
 	if (!sbx_cgroup_requested(c->p))
 		return 0;
 	if (sbx_cgroup_session_apply(c->p, unit, sizeof(unit), &err) != 0) {
-		pam_syslog(c->pamh, LOG_AUTHPRIV | LOG_WARNING,
+		mlog(c->pamh, LOG_WARNING, "warning", "cgroup_limits", c->acc->user,
 			   "user %s: session limits not set: %s", c->acc->user, err.msg);
 		return 0;
 	}
@@ -689,7 +771,7 @@ static int step_secrets(struct open_ctx *c)
 		if (sbx_path_is_under(SBX_CONFIG_PATH, p->deny_read[i]) ||
 		    sbx_path_is_under(c->a->conf, p->deny_read[i]) ||
 		    sbx_path_is_under(c->cfg->agent_shell, p->deny_read[i])) {
-			pam_syslog(c->pamh, LOG_NOTICE,
+			mlog(c->pamh, LOG_NOTICE, "warning", "deny_read_deferred", c->acc->user,
 				   "user %s: deny_read %s covers agent-shell or its config; "
 				   "masked by agent-shell's view instead of here",
 				   c->acc->user, p->deny_read[i]);
@@ -813,6 +895,29 @@ static int (*const open_steps[])(struct open_ctx *) = {
 	step_record, step_record_view, step_handoff,
 };
 
+/* event=pam_open: what the root stage did for this session. */
+static void log_opened(pam_handle_t *pamh, const struct open_ctx *c, const struct sbx_profile *p)
+{
+	struct sbx_logline *l = malloc(sizeof(*l));
+
+	if (!l)
+		return;
+	sbx_log_begin(l, "pam_open");
+	sbx_log_add(l, "session", "%s", c->rec.session);
+	sbx_log_add(l, "user", "%s", c->rec.user);
+	sbx_log_add(l, "uid", "%u", (unsigned)c->rec.uid);
+	sbx_log_add(l, "service", "%s", c->rec.service);
+	sbx_log_add(l, "client", "%s", c->rec.client);
+	sbx_log_add(l, "profile", "%s", c->rec.profile);
+	sbx_log_add(l, "hash", "%s", c->rec.hash);
+	sbx_log_add(l, "home", "%s", c->rec.home);
+	sbx_log_add(l, "home_kind", "%s", sbx_home_name(p->home));
+	sbx_log_add(l, "mntns", "%lu", c->rec.mntns);
+	sbx_log_add(l, "pam_stage", "%s", c->done);
+	msend(pamh, LOG_INFO, l);
+	free(l);
+}
+
 static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 			      const struct sbx_account *acc, const struct sbx_config *cfg,
 			      const struct sbx_profile *p)
@@ -840,12 +945,7 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(open_steps); i++)
 		r = open_steps[i](c);
 	if (r == 0) {
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_INFO,
-			   "session=%s user=%s uid=%u service=%s client=%s profile=%s hash=%s "
-			   "home=%s home_kind=%s mntns=%lu pam_stage=%s",
-			   c->rec.session, c->rec.user, (unsigned)c->rec.uid, c->rec.service,
-			   c->rec.client, c->rec.profile, c->rec.hash, c->rec.home,
-			   sbx_home_name(p->home), c->rec.mntns, c->done);
+		log_opened(pamh, c, p);
 		undo_close(&c->u);
 		free(c);
 		return PAM_SUCCESS;
@@ -855,8 +955,9 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 	if (c->changed)
 		undo_run(pamh, acc->user, &c->u);
 	undo_close(&c->u);
-	refuse_msg(pamh, a, "user %s: session refused: %s (pam stage had done: %s)", acc->user,
-	       c->err.msg, c->done[0] ? c->done : "nothing");
+	refuse_msg(pamh, a, "session_setup", acc->user,
+		   "user %s: session refused: %s (pam stage had done: %s)", acc->user, c->err.msg,
+		   c->done[0] ? c->done : "nothing");
 	free(c->ss);
 	free(c);
 	return PAM_SESSION_ERR;
@@ -876,9 +977,10 @@ int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **ar
 	 */
 	if (pam_get_data(pamh, DATA_NAME, &data) == PAM_SUCCESS && data &&
 	    !(((const struct session_state *)data)->did & DID_CLOSED)) {
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_INFO,
-			   "session=%s: already opened by an earlier line of this stack",
-			   ((const struct session_state *)data)->id);
+		const struct session_state *ss = data;
+
+		mlog(pamh, LOG_INFO, "pam_open_again", "already_open", ss->user,
+		     "session=%s: already opened by an earlier line of this stack", ss->id);
 		return PAM_SUCCESS;
 	}
 	r = for_agent(pamh, flags, argc, argv, open_agent_session);
@@ -995,7 +1097,7 @@ static int kill_all_once(struct kill_all *k, int res[2])
 
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
 		e = errno;
-		pam_syslog(k->pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: pipe2: %m", k->user);
+		mlog(k->pamh, LOG_ERR, "error", "kill_helper", k->user, "user %s: pipe2: %m", k->user);
 		return -e;
 	}
 	memset(&ca, 0, sizeof(ca));
@@ -1009,7 +1111,7 @@ static int kill_all_once(struct kill_all *k, int res[2])
 	close(p[1]);
 	if (pid < 0) {
 		close(p[0]);
-		pam_syslog(k->pamh, LOG_AUTHPRIV | LOG_ERR, "user %s: clone3(CLONE_PIDFD): %s",
+		mlog(k->pamh, LOG_ERR, "error", "kill_helper", k->user, "user %s: clone3(CLONE_PIDFD): %s",
 			   k->user, strerror(e));
 		return -e;
 	}
@@ -1035,7 +1137,7 @@ static int kill_all_once(struct kill_all *k, int res[2])
 	/* Reap it (a child with exit_signal 0 is ours alone to wait for). */
 	if (syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED | WNOHANG | __WALL, NULL) != 0 ||
 	    si.si_pid == 0)
-		pam_syslog(k->pamh, LOG_AUTHPRIV | LOG_WARNING,
+		mlog(k->pamh, LOG_WARNING, "warning", "kill_helper", k->user,
 			   "user %s: kill helper %d not reaped after %d ms", k->user, (int)pid,
 			   waited);
 	close(pidfd);
@@ -1058,7 +1160,7 @@ static void kill_all_of_uid(void *arg)
 			break;
 	}
 	if (r == -ESRCH) {
-		pam_syslog(k->pamh, LOG_AUTHPRIV | LOG_ERR,
+		mlog(k->pamh, LOG_ERR, "error", "kill_helper", k->user,
 			   "user %s: the helper ending every process of uid %u died without "
 			   "reporting, %u times", k->user, (unsigned)k->uid, KILL_ALL_TRIES);
 		return;
@@ -1066,7 +1168,7 @@ static void kill_all_of_uid(void *arg)
 	if (r)
 		return;		/* logged */
 	if (res[0] != STEP_DONE) {
-		pam_syslog(k->pamh, LOG_AUTHPRIV | LOG_ERR,
+		mlog(k->pamh, LOG_ERR, "error", "kill_helper", k->user,
 			   "user %s: ending every process of uid %u: %s: %s", k->user,
 			   (unsigned)k->uid,
 			   (unsigned)res[0] < ARRAY_SIZE(step_names) ? step_names[res[0]] : "?",
@@ -1074,6 +1176,32 @@ static void kill_all_of_uid(void *arg)
 		return;
 	}
 	k->ended = true;
+}
+
+/* event=pam_close: what the close did, FAILED parts in msg. */
+static void log_closed(pam_handle_t *pamh, const struct session_state *ss, bool failed,
+		       unsigned killed, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void log_closed(pam_handle_t *pamh, const struct session_state *ss, bool failed,
+		       unsigned killed, const char *fmt, ...)
+{
+	struct sbx_logline *l = malloc(sizeof(*l));
+	char msg[2 * SBX_ERROR_MAX];
+	va_list ap;
+
+	if (!l)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sbx_log_begin(l, "pam_close");
+	sbx_log_add(l, "session", "%s", ss->id);
+	sbx_log_add(l, "user", "%s", ss->user);
+	sbx_log_add(l, "duration_s", "%lld", (long long)(time(NULL) - ss->started));
+	sbx_log_add(l, "killed", "%u", killed);
+	sbx_log_add(l, "result", "%s", failed ? "failed" : "ok");
+	sbx_log_add(l, "msg", "%s", msg);
+	msend(pamh, failed ? LOG_ERR : LOG_INFO, l);
+	free(l);
 }
 
 int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
@@ -1115,7 +1243,7 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 	if (ss->uid == 0) {
 		snprintf(account, sizeof(account), "; uid 0: no account-wide kill");
 	} else if (lr) {
-		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR,
+		mlog(pamh, LOG_ERR, "error", "session_count", ss->user,
 			   "user %s: cannot tell whether this was the account's last session: %s",
 			   ss->user, lerr.msg);
 		snprintf(account, sizeof(account),
@@ -1150,9 +1278,9 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 		(void)umount2(view, MNT_DETACH | UMOUNT_NOFOLLOW);
 	if (r && r != -ENOENT)
 		failed = true;
-	pam_syslog(pamh, LOG_AUTHPRIV | (failed ? LOG_ERR : LOG_INFO),
-		   "session=%s user=%s closed after %llds: %s, %u leftover process(es) killed in %u pass(es)%s%s",
-		   ss->id, ss->user, (long long)(time(NULL) - ss->started), outcome, killed, passes,
-		   account, same_ns ? "" : " (other mount namespace: mounts left to it)");
+	log_closed(pamh, ss, failed, killed,
+		   "closed after %llds: %s, %u leftover process(es) killed in %u pass(es)%s%s",
+		   (long long)(time(NULL) - ss->started), outcome, killed, passes, account,
+		   same_ns ? "" : " (other mount namespace: mounts left to it)");
 	return failed ? PAM_SESSION_ERR : PAM_SUCCESS;
 }

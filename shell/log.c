@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * log.c — the session's report goes to syslog (authpriv, ident
- * "agent-sandbox") as one structured line, and to a per-session JSON file
- * owned by the agent, written by the unconfined outer process.
+ * log.c — the session's events go to the system log (lib/log.c: ident
+ * "agent-sandbox", authpriv, event=... key=value lines, journal fields
+ * where journald runs), and its report to a per-session JSON file owned
+ * by the agent, written by the unconfined outer process: once when the
+ * sandbox reports, again with the end and exit status when the program
+ * has ended.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,51 +17,62 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shell.h"
 
-static bool log_opened;
-/* Where no syslog daemon listens, syslog(3) drops every line silently: the
- * session's lines then also go to <report dir>/<session>.log (fd kept). */
+/* Where no log daemon listens, a line is dropped: the session's lines
+ * then also go to <report dir>/<session>.log (fd kept). */
 static int sidecar_fd = -1;
 
-static void log_open(void)
+static bool sink_listens(const char *path)
 {
-	if (!log_opened) {
-		openlog("agent-sandbox", LOG_PID, LOG_AUTHPRIV);
-		log_opened = true;
-	}
-}
-
-/* Is a syslog daemon listening on /dev/log? (syslog(3) drops silently.) */
-bool shell_syslog_available(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = "/dev/log" };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	bool ok;
 
-	if (fd < 0)
+	if (fd < 0 || sbx_strlcpy(sa.sun_path, sizeof(sa.sun_path), path) != 0) {
+		if (fd >= 0)
+			close(fd);
 		return false;
+	}
 	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 	close(fd);
 	return ok;
 }
 
-void shell_log(int priority, const char *fmt, ...)
+/* Does a log daemon listen (journald's socket or /dev/log)? */
+bool shell_syslog_available(void)
 {
-	va_list ap;
+	return sink_listens(SBX_LOG_JOURNAL_PATH) || sink_listens(SBX_LOG_SYSLOG_PATH);
+}
 
-	log_open();
-	va_start(ap, fmt);
-	vsyslog(priority, fmt, ap);
-	va_end(ap);
-	if (sidecar_fd >= 0) {
-		va_start(ap, fmt);
-		vdprintf(sidecar_fd, fmt, ap);
-		va_end(ap);
-		dprintf(sidecar_fd, "\n");
-	}
+void shell_log_send(int priority, const struct sbx_logline *l)
+{
+	(void)sbx_log_send(priority, l);
+	if (sidecar_fd >= 0)
+		dprintf(sidecar_fd, "%s\n", l->line);
+}
+
+void shell_log_refused(const char *stage, const char *reason, const char *session,
+		       const char *user, const char *command, const char *msg)
+{
+	struct sbx_logline *l = malloc(sizeof(*l));
+
+	if (!l)
+		return;
+	sbx_log_begin(l, "refused");
+	sbx_log_add(l, "stage", "%s", stage);
+	sbx_log_add(l, "reason", "%s", reason);
+	if (session && session[0])
+		sbx_log_add(l, "session", "%s", session);
+	sbx_log_add(l, "user", "%s", user && user[0] ? user : "-");
+	if (command)
+		sbx_log_add(l, "command", "%s", command);
+	sbx_log_add(l, "msg", "%s", msg);
+	shell_log_send(LOG_WARNING, l);
+	free(l);
 }
 
 /* $XDG_RUNTIME_DIR/agent-sandbox when it is ours, else
@@ -152,13 +166,44 @@ static void write_report_copy(const struct sbx_report *r)
 	close(dir_fd);
 }
 
+/* The sandbox has reported: the session starts (floor met), or it is
+ * refused by its floor. One line either way, with the report's fields. */
 void shell_log_report(const struct sbx_report *r, void *ctx)
 {
-	char line[4096];
+	struct sbx_logline *l = malloc(sizeof(*l));
 
 	(void)ctx;
-	if (sbx_report_to_logline(r, line, sizeof(line)) != 0)
-		snprintf(line, sizeof(line), "session=%s report=unrenderable", r->session_id);
-	shell_log(r->floor_met ? LOG_INFO : LOG_WARNING, "%s", line);
+	if (l) {
+		if (r->floor_met) {
+			sbx_log_begin(l, "session_start");
+		} else {
+			sbx_log_begin(l, "refused");
+			sbx_log_add(l, "stage", "shell");
+			sbx_log_add(l, "reason", "floor");
+		}
+		sbx_report_log(l, r);
+		shell_log_send(r->floor_met ? LOG_INFO : LOG_WARNING, l);
+		free(l);
+	}
+	write_report_copy(r);
+}
+
+void shell_log_session_end(struct sbx_report *r, int exit_status, long long duration_ms)
+{
+	struct sbx_logline *l = malloc(sizeof(*l));
+
+	r->ended = (int64_t)time(NULL);
+	r->exit_status = exit_status >= 0 && exit_status <= 255 ? exit_status : 255;
+	if (l) {
+		sbx_log_begin(l, "session_end");
+		sbx_log_add(l, "session", "%s", r->session_id);
+		sbx_log_add(l, "user", "%s", r->user[0] ? r->user : "-");
+		sbx_log_add(l, "exit_status", "%d", r->exit_status);
+		sbx_log_add(l, "duration_ms", "%lld", duration_ms);
+		shell_log_send(r->exit_status ? LOG_NOTICE : LOG_INFO, l);
+		free(l);
+	}
+	/* The copy again, now with its end: the program that could have
+	 * replaced it has ended (its home's copy stays as it was sent). */
 	write_report_copy(r);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shell.h"
@@ -194,26 +195,6 @@ static int apply_test_probe(void)
 }
 #endif
 
-/* For the log: the command with control bytes, quotes, backslashes and
- * non-ASCII escaped (\xHH) and cut at out's size, so a log line stays one
- * line whatever the agent sent. */
-static void escape_command(const char *in, char *out, size_t size)
-{
-	size_t o = 0;
-
-	for (; *in && o + 8 < size; in++) {
-		unsigned char c = (unsigned char)*in;
-
-		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
-			o += (size_t)snprintf(out + o, size - o, "\\x%02x", c);
-		else
-			out[o++] = (char)c;
-	}
-	if (*in)
-		o += (size_t)snprintf(out + o, size - o, "...");
-	out[o] = '\0';
-}
-
 struct run_opts {
 	const char *profile;
 	const char *workspace;
@@ -249,33 +230,24 @@ static int add_deny_read(struct sbx_profile *p, const struct run_opts *o, struct
 	return 0;
 }
 
-/* What the caller asked to run, for the log (escaped). */
+/* What the caller asked to run, for the log: cut at out's size; the log
+ * grammar (lib/log.c) scrubs and quotes it, so it stays one line. */
 static void command_for_log(const struct run_opts *o, const char *shell, char *out, size_t size)
 {
-	char raw[2048];
-	size_t used = 0;
+	struct sbx_sbuf b;
 
-	raw[0] = '\0';
+	sbx_sbuf_init(&b, out, size);
 	if (o->command) {
-		escape_command(o->command, out, size);
-		return;
-	}
-	if (o->cmd_argv) {
-		for (size_t i = 0; o->cmd_argv[i] && used + 1 < sizeof(raw); i++) {
-			int n = snprintf(raw + used, sizeof(raw) - used, "%s%s", i ? " " : "",
-					 o->cmd_argv[i]);
-
-			if (n < 0)
-				break;
-			used += (size_t)n;
+		sbx_sbuf_str(&b, o->command);
+	} else if (o->cmd_argv) {
+		for (size_t i = 0; o->cmd_argv[i]; i++) {
+			if (i)
+				sbx_sbuf_add(&b, " ", 1);
+			sbx_sbuf_str(&b, o->cmd_argv[i]);
 		}
-		if (used >= sizeof(raw))
-			used = sizeof(raw) - 1;
-		raw[used] = '\0';
 	} else {
-		snprintf(raw, sizeof(raw), "(interactive) %s", shell);
+		sbx_sbuf_fmt(&b, "(interactive) %s", shell);
 	}
-	escape_command(raw, out, size);
 }
 
 /*
@@ -356,12 +328,32 @@ static int executor_session(const struct run_opts *o, struct sbx_profile *p,
 				 sbx_path_is_under(s->home, "/tmp"), home_note, note_size, err);
 }
 
+/* event=command gate=allow: what is about to run, before it runs. */
+static void log_command(const struct sbx_session *s, const char *user, const char *command,
+			const char *prog, const char *profile)
+{
+	struct sbx_logline *l = malloc(sizeof(*l));
+
+	if (!l)
+		return;
+	sbx_log_begin(l, "command");
+	sbx_log_add(l, "session", "%s", s->session_id);
+	sbx_log_add(l, "user", "%s", user);
+	sbx_log_add(l, "gate", "allow");
+	sbx_log_add(l, "command", "%s", command);
+	sbx_log_add(l, "program", "%s", prog);
+	sbx_log_add(l, "profile", "%s", profile);
+	shell_log_send(LOG_INFO, l);
+	free(l);
+}
+
 /* The confined run, with the report copy under the session's home. */
 static int run_session(const struct sbx_profile *p, const struct sbx_session *s,
 		       const char *prog, char *const *argv, bool pam_stage, const char *home_note,
 		       struct sbx_report *report, int *exit_code, struct sbx_error *err)
 {
 	char report_file[SBX_PATH_MAX + 128];
+	struct timespec t0, t1;
 	struct sbx_run run;
 	int ret;
 
@@ -377,9 +369,16 @@ static int run_session(const struct sbx_profile *p, const struct sbx_session *s,
 	run.report_file = report_file;
 	run.home_note = home_note;
 	run.on_report = shell_log_report;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = sbx_run_confined(&run, report, exit_code, err);
 	if (ret == 0 && !report->floor_met)
 		*exit_code = EXIT_REFUSED;
+	else if (ret == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		shell_log_session_end(report, *exit_code,
+				      (long long)(t1.tv_sec - t0.tv_sec) * 1000 +
+				      (t1.tv_nsec - t0.tv_nsec) / 1000000);
+	}
 	return ret;
 }
 
@@ -401,6 +400,9 @@ static int start_session(const struct run_opts *o)
 	char *const *argv;
 	const char *shell;
 	char logged_cmd[512] = "";
+	/* The reason= of a refusal: a stable token per check (docs/design.md
+	 * section 12); the message says the rest. */
+	const char *reason = "identity";
 	bool is_agent = false;
 	bool pam_stage = false, pam_netns = false;
 	int exit_code = EXIT_REFUSED;
@@ -415,31 +417,39 @@ static int start_session(const struct run_opts *o)
 	if ((ret = shell_identity(&id, &err)) != 0)
 		goto refuse;
 	if (loader_env_seen[0]) {
+		reason = "loader_env";
 		ret = sbx_error_set(&err, EPERM,
 				    "refusing to start a session: %s was set when agent-shell started "
 				    "(the dynamic loader has already used it); start it with a clean environment",
 				    loader_env_seen);
 		goto refuse;
 	}
-	if ((ret = shell_config_load(&cfg, &err)) != 0 ||
-	    (ret = shell_resolve_profile(cfg, &id, o->profile, o->workspace, o->login_mode,
+	reason = "config";
+	if ((ret = shell_config_load(&cfg, &err)) != 0)
+		goto refuse;
+	reason = "profile";
+	if ((ret = shell_resolve_profile(cfg, &id, o->profile, o->workspace, o->login_mode,
 					 p, &is_agent, &err)) != 0 ||
 	    (ret = add_deny_read(p, o, &err)) != 0)
 		goto refuse;
 
+	reason = "pam_stage";
 	ret = check_pam_stage(o, &id, p, &pam_stage, &pam_netns, &err);
 	if (ret)
 		goto refuse;
+	reason = "session_setup";
 	ret = shell_build_session(cfg, &id, p, o->service, pam_stage, &s, home_note,
 				  sizeof(home_note), &err);
 	if (ret)
 		goto refuse;
 	s.private_netns = pam_netns;
 	if (o->executor) {
+		reason = "executor";
 		ret = executor_session(o, p, &s, home_note, sizeof(home_note), &err);
 		if (ret)
 			goto refuse;
 	}
+	reason = "session_setup";
 	if (setenv("AGENT_SANDBOX_SESSION", s.session_id, 1) != 0) {
 		ret = sbx_error_set(&err, errno, "setenv: %s", strerror(errno));
 		goto refuse;
@@ -451,20 +461,21 @@ static int start_session(const struct run_opts *o)
 	if (o->cmd_argv) {
 		if (shell_which(o->cmd_argv[0], getenv("PATH"), prog, sizeof(prog)) != 0) {
 			fprintf(stderr, "agent-shell: %s: command not found\n", o->cmd_argv[0]);
-			shell_log(LOG_NOTICE, "session=%s user=%s gate=refuse command=\"%s\" reason=\"not found\"",
-				  s.session_id, id.user, logged_cmd);
+			shell_log_refused("gate", "not_found", s.session_id, id.user, logged_cmd,
+					  "command not found");
 			exit_code = EXIT_NOT_FOUND;
 			goto out;
 		}
 		argv = o->cmd_argv;
 	} else if (p->command == SBX_ACCESS_GATED && o->command) {
+		reason = "gate_syntax";
 		ret = shell_gate_split(o->command, &gate_argv, &err);
 		if (ret)
 			goto gate_refuse;
 		if (shell_which(gate_argv[0], getenv("PATH"), prog, sizeof(prog)) != 0) {
 			fprintf(stderr, "agent-shell: %s: command not found\n", gate_argv[0]);
-			shell_log(LOG_NOTICE, "session=%s user=%s gate=refuse command=\"%s\" reason=\"not found\"",
-				  s.session_id, id.user, logged_cmd);
+			shell_log_refused("gate", "not_found", s.session_id, id.user, logged_cmd,
+					  "command not found");
 			exit_code = EXIT_NOT_FOUND;
 			goto out;
 		}
@@ -492,18 +503,20 @@ static int start_session(const struct run_opts *o)
 	/* The gate: decided here with a clear message, enforced by the
 	 * kernel (Landlock EXECUTE) whatever this check says. */
 	if (p->command == SBX_ACCESS_DENY) {
+		reason = "command_denied";
 		ret = sbx_error_set(&err, EPERM, "profile %s denies every command", p->name);
 		goto gate_refuse;
 	}
 	if (p->command == SBX_ACCESS_GATED && !shell_gate_allows(p, prog)) {
+		reason = "not_allowed";
 		ret = sbx_error_set(&err, EPERM, "%s is not on profile %s's command allow-list",
 				    prog, p->name);
 		goto gate_refuse;
 	}
 	/* Every decision is logged with the user and the command. */
-	shell_log(LOG_INFO, "session=%s user=%s gate=allow command=\"%s\" program=%s profile=%s",
-		  s.session_id, id.user, logged_cmd, prog, p->name);
+	log_command(&s, id.user, logged_cmd, prog, p->name);
 
+	reason = "sandbox_setup";
 	ret = run_session(p, &s, prog, argv, pam_stage, home_note, report, &exit_code, &err);
 	if (ret)
 		goto refuse;
@@ -511,13 +524,12 @@ static int start_session(const struct run_opts *o)
 
 gate_refuse:
 	fprintf(stderr, "agent-shell: %s\n", err.msg);
-	shell_log(LOG_WARNING, "session=%s user=%s gate=refuse command=\"%s\" reason=\"%s\"",
-		  s.session_id, id.user, logged_cmd, err.msg);
+	shell_log_refused("gate", reason, s.session_id, id.user, logged_cmd, err.msg);
 	exit_code = EXIT_REFUSED;
 	goto out;
 refuse:
 	fprintf(stderr, "agent-shell: %s\n", err.msg);
-	shell_log(LOG_WARNING, "user=%s refused: %s", id.user[0] ? id.user : "?", err.msg);
+	shell_log_refused("shell", reason, NULL, id.user, NULL, err.msg);
 	exit_code = EXIT_REFUSED;
 out:
 	if (gate_argv) {

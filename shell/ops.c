@@ -184,9 +184,18 @@ static int end_one(const struct sbx_record *r)
 	/* The shell's tree is gone; the process that opened the session
 	 * (sshd's monitor, su, login) sees its child end and closes it. */
 	closed = record_gone(r->session, 10000);
-	shell_log(LOG_NOTICE, "event=session_ended_by_root session=%s user=%s uid=%u killed=%u "
-		  "left=%zu closed=%s", r->session, r->user, (unsigned)r->uid, killed, left,
-		  closed ? "yes" : "no");
+	{
+		struct sbx_logline l;
+
+		sbx_log_begin(&l, "session_ended_by_root");
+		sbx_log_add(&l, "session", "%s", r->session);
+		sbx_log_add(&l, "user", "%s", r->user);
+		sbx_log_add(&l, "uid", "%u", (unsigned)r->uid);
+		sbx_log_add(&l, "killed", "%u", killed);
+		sbx_log_add(&l, "left", "%zu", left);
+		sbx_log_add(&l, "closed", "%s", closed ? "yes" : "no");
+		shell_log_send(LOG_NOTICE, &l);
+	}
 	printf("session %s (%s): %u process(es) ended, %zu left; %s\n", r->session, r->user,
 	       killed, left, closed ? "the session closed (record removed)" :
 	       "the record is still there: its opener has not closed it yet");
@@ -480,9 +489,16 @@ int shell_cmd_prune(int argc, char **argv)
 	       "(%llu bytes); %u newer kept; %u home(s) of former agents kept%s\n",
 	       p.yes ? "removed" : "would remove", stale, p.files, p.days, p.bytes, p.kept,
 	       orphans, p.yes ? "" : " (dry run: --yes to remove)");
-	if (p.yes)
-		shell_log(LOG_NOTICE, "event=prune records=%u reports=%u bytes=%llu days=%ld", stale,
-			  p.files, p.bytes, p.days);
+	if (p.yes) {
+		struct sbx_logline l;
+
+		sbx_log_begin(&l, "prune");
+		sbx_log_add(&l, "records", "%u", stale);
+		sbx_log_add(&l, "reports", "%u", p.files);
+		sbx_log_add(&l, "bytes", "%llu", p.bytes);
+		sbx_log_add(&l, "days", "%ld", p.days);
+		shell_log_send(LOG_NOTICE, &l);
+	}
 	sbx_config_free(cfg);
 	return 0;
 }

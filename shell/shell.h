@@ -22,12 +22,20 @@ int shell_build_session(const struct sbx_config *cfg, const struct sbx_account *
 			struct sbx_error *err);
 
 /* log.c */
-void shell_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Send a line (lib/log.c), and keep it in the session's sidecar file
+ * when no log daemon listens. */
+void shell_log_send(int priority, const struct sbx_logline *l);
+/* event=refused stage=STAGE reason=REASON [session=] user= [command=] msg= */
+void shell_log_refused(const char *stage, const char *reason, const char *session,
+		       const char *user, const char *command, const char *msg);
 bool shell_syslog_available(void);
 /* At session start: when no syslog daemon listens, warn on stderr and keep
  * the session's log lines in <report dir>/<session>.log as well. */
 void shell_log_session_begin(const char *session_id);
 void shell_log_report(const struct sbx_report *r, void *ctx);
+/* The program has ended: event=session_end, and the report copy written
+ * again with its end time and exit status (set in r). */
+void shell_log_session_end(struct sbx_report *r, int exit_status, long long duration_ms);
 int shell_report_dir(char *out, size_t size);
 /* The same directory opened (O_DIRECTORY, never through a link) and
  * checked on the fd: the fd, or -errno. out may be NULL. */

@@ -464,6 +464,9 @@ static void test_account_phase(void **state)
 	run_acct("sbxtest-only", W.agent, PAM_SUCCESS, NULL, NULL);
 	/* Service not in the profile's list (cron is in no default list). */
 	run_acct("cron", W.agent, PAM_PERM_DENIED, "PAM service cron is not allowed", W.agent);
+	/* Under the product's ident (not the service's), in the log grammar. */
+	run_acct("cron", W.agent, PAM_PERM_DENIED,
+		 "]: event=refused stage=account reason=service service=cron user=", "agent-sandbox[");
 	run_acct("cron", W.user, PAM_SUCCESS, NULL, NULL);
 	/* Our stacks are the ones in effect: an unknown service gets "other". */
 	run_acct("sbxtest-nosuch", W.user, PAM_AUTH_ERR, NULL, NULL);	/* pam_deny */

@@ -419,6 +419,12 @@ static void assert_reports_equal(const struct sbx_report *a, const struct sbx_re
 	assert_int_equal(a->min_level, b->min_level);
 	assert_int_equal(a->floor_met, b->floor_met);
 	assert_string_equal(a->refusal, b->refusal);
+	assert_int_equal(a->started, b->started);
+	assert_int_equal(a->ended, b->ended);
+	assert_int_equal(a->exit_status, b->exit_status);
+	assert_int_equal(a->argc, b->argc);
+	assert_int_equal(a->argv_truncated, b->argv_truncated);
+	assert_memory_equal(a->argv_buf, b->argv_buf, sizeof(a->argv_buf));
 	assert_int_equal(a->host_read, b->host_read);
 	assert_int_equal(a->host_write, b->host_write);
 	assert_int_equal(a->network, b->network);
@@ -526,7 +532,7 @@ static void test_json_roundtrip(void **state)
 	json = to_json(&a, &len);
 	/* Stable key order, one object; control bytes were scrubbed when the
 	 * detail was set (the reader refuses them), quotes escaped. */
-	assert_memory_equal(json, "{\"session_id\":", 14);
+	assert_memory_equal(json, "{\"schema\":1,\"session_id\":", 25);
 	assert_non_null(strstr(json, "kernel ABI 3?\\\"quoted\\\" back\\\\slash ??? caf\xc3\xa9"));
 	assert_null(strchr(json, '\x01'));
 	assert_true(strstr(json, "\"entries\"") < strstr(json, "\"guarantees\""));
@@ -549,9 +555,9 @@ static void test_json_roundtrip(void **state)
 
 	bad = strdup(json);
 	pos = strstr(bad, "\"user\"");
-	memcpy(pos, "\"usex\"", 6);
+	memcpy(pos, "\"usex\"", 6);	/* skipped as a newer key: "user" is missing */
 	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "unknown key"));
+	assert_non_null(strstr(err.msg, "missing key \"user\""));
 	memcpy(pos, "\"uid\" ", 6);	/* "uid" twice */
 	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
 	free(bad);
@@ -579,6 +585,181 @@ static void test_json_roundtrip(void **state)
 	assert_int_equal(parse_str("{\"session_id\":\"a\x01\"}", &b, &err), -EINVAL);
 
 	json_refuses_control_characters(json);
+	free(json);
+}
+
+/* json with ins put just after the first occurrence of at. */
+static char *inserted(const char *json, const char *at, const char *ins)
+{
+	const char *pos = strstr(json, at);
+	char *out = NULL;
+
+	assert_non_null(pos);
+	pos += strlen(at);
+	assert_true(asprintf(&out, "%.*s%s%s", (int)(pos - json), json, ins, pos) > 0);
+	return out;
+}
+
+/* Schema 1: the version, when, what, and how it ended; each key written
+ * only once known, each read back. */
+static void test_json_when_and_what(void **state)
+{
+	char *const argv[] = { "/bin/sh", "-c", "echo \x1b[2J hi\n", NULL };
+	char *many[SBX_REPORT_ARGV_MAX + 3], *json, *bad;
+	struct sbx_error err = { 0 };
+	struct sbx_report a, b;
+	size_t len;
+
+	(void)state;
+	fill_sample(&a);
+	assert_int_equal(a.exit_status, -1);
+	sbx_report_set_argv(&a, argv);
+	a.started = 1796111825;	/* 2026-12-01T07:57:05Z */
+	json = to_json(&a, &len);
+	assert_non_null(strstr(json, ",\"started\":\"2026-12-01T07:57:05Z\","));
+	assert_non_null(strstr(json, "\"command\":[\"/bin/sh\",\"-c\",\"echo ?[2J hi?\"],"
+				     "\"command_truncated\":false}"));
+	/* Not ended yet: neither key. */
+	assert_null(strstr(json, "\"ended\""));
+	assert_null(strstr(json, "\"exit_status\""));
+	assert_int_equal(sbx_report_from_json(json, len, &b, &err), 0);
+	assert_reports_equal(&a, &b);
+	assert_int_equal(b.exit_status, -1);
+	free(json);
+
+	a.ended = a.started + 75;
+	a.exit_status = 130;
+	json = to_json(&a, &len);
+	assert_non_null(strstr(json, ",\"ended\":\"2026-12-01T07:58:20Z\",\"exit_status\":130}"));
+	assert_int_equal(sbx_report_from_json(json, len, &b, &err), 0);
+	assert_reports_equal(&a, &b);
+
+	/* A date that does not exist, another form, a status out of range. */
+	bad = strdup(json);
+	memcpy(strstr(bad, "2026-12-01T07:58"), "2026-02-30T07:58", 16);
+	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "time out of range"));
+	free(bad);
+	bad = strdup(json);
+	memcpy(strstr(bad, "07:58:20Z"), "07:58:20+", 9);
+	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
+	free(bad);
+	bad = strdup(json);
+	memcpy(strstr(bad, "\"exit_status\":130"), "\"exit_status\":256", 17);
+	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
+	free(bad);
+	/* A newer, incompatible schema is refused; a report of before the
+	 * schema (no key at all) still reads. */
+	bad = strdup(json);
+	memcpy(bad, "{\"schema\":2,", 12);
+	assert_int_equal(parse_str(bad, &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "schema newer"));
+	memcpy(bad, "{           ", 12);
+	assert_int_equal(parse_str(bad, &b, &err), 0);
+	free(bad);
+	free(json);
+
+	/* Bounded: more words than kept, and longer ones. */
+	for (size_t i = 0; i < ARRAY_SIZE(many) - 1; i++)
+		many[i] = (char *)"word";
+	many[ARRAY_SIZE(many) - 1] = NULL;
+	sbx_report_set_argv(&a, many);
+	assert_int_equal(a.argc, SBX_REPORT_ARGV_MAX);
+	assert_true(a.argv_truncated);
+	{
+		char longw[3000];
+
+		memset(longw, 'x', sizeof(longw) - 1);
+		longw[sizeof(longw) - 1] = '\0';
+		char *const one[] = { "/bin/sh", longw, "after", NULL };
+
+		sbx_report_set_argv(&a, one);
+		assert_int_equal(a.argc, 2);
+		assert_true(a.argv_truncated);
+		assert_int_equal(strlen(a.argv_buf + 8), sizeof(a.argv_buf) - 9);
+		json = to_json(&a, &len);
+		assert_int_equal(sbx_report_from_json(json, len, &b, &err), 0);
+		assert_reports_equal(&a, &b);
+		free(json);
+	}
+}
+
+/* A newer writer's keys, of any JSON value, anywhere: skipped. What is
+ * malformed in them, or a control character, is still refused. */
+static void test_json_skips_unknown_keys(void **state)
+{
+	static const char *const skipped[] = {
+		"\"future\":1,",
+		"\"future\":-12.5e+3,",
+		"\"future\":null,",
+		"\"future\":[],",
+		"\"future\":{},",
+		"\"future\":\"with \\\"escapes\\\" \\\\ \\/ \\u0041\",",
+		"\"future\":{\"a\":[1,{\"b\":[true,false,null]},\"x\"],\"c\":{\"d\":{}}},",
+		"\"a_key_of_sixty_three_bytes_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\":0,",
+	};
+	static const char *const refused[] = {
+		"\"future\":,",
+		"\"future\":[1,],",
+		"\"future\":{\"a\"},",
+		"\"future\":{\"a\":1,},",
+		"\"future\":01,",
+		"\"future\":1.,",
+		"\"future\":tru,",
+		"\"future\":\"\\u001b[2J\",",
+		"\"future\":\"\\q\",",
+		"\"future\":\"\\n\",",
+		"\"future\":\"\x01\",",
+		"\"future\":{1:2},",
+		"\"future\":[1 2],",
+		"\"a_key_of_sixty_four_bytes_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\":0,",
+	};
+	struct sbx_error err = { 0 };
+	struct sbx_report a, b;
+	char deep[200] = "\"future\":", *json, *with;
+	size_t len;
+
+	(void)state;
+	fill_sample(&a);
+	json = to_json(&a, &len);
+	for (size_t i = 0; i < ARRAY_SIZE(skipped); i++) {
+		/* at the top, and inside nested objects the reader knows */
+		const char *at[] = { "{", "\"profile\":{", "\"entries\":[{" };
+
+		for (size_t k = 0; k < ARRAY_SIZE(at); k++) {
+			with = inserted(json, at[k], skipped[i]);
+			memset(&b, 0, sizeof(b));
+			if (parse_str(with, &b, &err) != 0)
+				fail_msg("%s in %s: %s", skipped[i], at[k], err.msg);
+			assert_reports_equal(&a, &b);
+			free(with);
+		}
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		with = inserted(json, "{", refused[i]);
+		if (parse_str(with, &b, &err) != -EINVAL)
+			fail_msg("accepted %s", refused[i]);
+		free(with);
+	}
+	/* Nesting: 16 levels read, 17 refused (the skip recursion's bound). */
+	for (int depth = 16; depth <= 17; depth++) {
+		size_t n = strlen("\"future\":");
+
+		memset(deep + n, '[', (size_t)depth);
+		memset(deep + n + depth, ']', (size_t)depth);
+		deep[n + 2 * (size_t)depth] = ',';
+		deep[n + 2 * (size_t)depth + 1] = '\0';
+		with = inserted(json, "{", deep);
+		assert_int_equal(parse_str(with, &b, &err), depth == 16 ? 0 : -EINVAL);
+		if (depth == 17)
+			assert_non_null(strstr(err.msg, "nested too deep"));
+		free(with);
+	}
+	/* Known keys stay strict: a duplicate is refused. */
+	with = inserted(json, "{", "\"user\":\"mallory\",");
+	assert_int_equal(parse_str(with, &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "duplicate key"));
+	free(with);
 	free(json);
 }
 
@@ -641,6 +822,8 @@ int main(void)
 		cmocka_unit_test(test_property_random),
 		cmocka_unit_test(test_refusal_text),
 		cmocka_unit_test(test_json_roundtrip),
+		cmocka_unit_test(test_json_when_and_what),
+		cmocka_unit_test(test_json_skips_unknown_keys),
 		cmocka_unit_test(test_write_at_refuses_non_files),
 		cmocka_unit_test(test_logline),
 		cmocka_unit_test(test_text),

@@ -563,6 +563,37 @@ static int run_c(const char *conf, const char *cmd, struct result *res)
 
 /* ---- tests --------------------------------------------------------------- */
 
+/* The agent's copy of the last session's report (its id from the
+ * session_end line), read back: the program's exit status, with its
+ * start, end and command filled. */
+static int report_copy_exit(const struct result *r)
+{
+	const char *p = strstr(r->log, "]: event=session_end session=");
+	char sid[40], path[512], buf[65536];
+	struct sbx_error err = { 0 };
+	struct sbx_report *rep;
+	ssize_t n;
+	int fd, status;
+
+	assert_non_null(p);
+	p += strlen("]: event=session_end session=");
+	snprintf(sid, sizeof(sid), "%.*s", (int)strcspn(p, " "), p);
+	snprintf(path, sizeof(path), "%s/agent-sandbox/%s.json", W.xdg_agent, sid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	assert_true(n > 0);
+	rep = calloc(1, sizeof(*rep));
+	assert_non_null(rep);
+	assert_int_equal(sbx_report_from_json(buf, (size_t)n, rep, &err), 0);
+	assert_true(rep->started > 0 && rep->ended >= rep->started);
+	assert_true(rep->argc == 3 && !strcmp(rep->argv_buf + strlen(rep->argv_buf) + 1, "-c"));
+	status = rep->exit_status;
+	free(rep);
+	return status;
+}
+
 /* `ssh host cmd`: exit status and signals pass through, the session and
  * the command are logged (authpriv line with session id, level, floor). */
 static void test_exit_status_and_log(void **state)
@@ -574,10 +605,10 @@ static void test_exit_status_and_log(void **state)
 	SBX_TEST_REQUIRE_ROOT();
 	assert_int_equal(run_c(NULL, "echo hello; exit 7", r), 7);
 	assert_non_null(strstr(r->out, "hello\n"));
-	/* The report line: session=<id> user=... level=... floor=... */
+	/* The report line: event=session_start session=<id> user=... level=... floor=... */
 	snprintf(want, sizeof(want), "user=%s", W.agent);
 	assert_non_null(strstr(r->log, "agent-sandbox["));
-	assert_non_null(strstr(r->log, " session="));
+	assert_non_null(strstr(r->log, "]: event=session_start session="));
 	assert_non_null(strstr(r->log, want));
 	assert_non_null(strstr(r->log, " level=full"));
 	assert_non_null(strstr(r->log, " floor=met"));
@@ -585,8 +616,16 @@ static void test_exit_status_and_log(void **state)
 	assert_non_null(strstr(r->log, "gate=allow command=\"echo hello; exit 7\""));
 	/* The facility is authpriv (10): <PRI> = 10*8 + severity. */
 	assert_true(strstr(r->log, "<86>") || strstr(r->log, "<84>") || strstr(r->log, "<85>"));
+	/* The end: exit status and duration, a notice (not 0). */
+	assert_non_null(strstr(r->log, "<85>"));
+	assert_non_null(strstr(r->log, "]: event=session_end session="));
+	snprintf(want, sizeof(want), "user=%s exit_status=7 duration_ms=", W.agent);
+	assert_non_null(strstr(r->log, want));
+	assert_int_equal(report_copy_exit(r), 7);
 	memset(r, 0, sizeof(*r));
 	assert_int_equal(run_c(NULL, "kill -TERM $$", r), 143);
+	assert_non_null(strstr(r->log, " exit_status=143 duration_ms="));
+	assert_int_equal(report_copy_exit(r), 143);
 	assert_no_agent_procs();
 	result_free(r);
 }
@@ -745,24 +784,26 @@ static void test_gate(void **state)
 	nl = strchr(r->err, '\n');
 	assert_non_null(strstr(r->err, "not on profile gated's command allow-list"));
 	assert_non_null(nl);
-	assert_non_null(strstr(r->log, "gate=refuse command=\"cat /etc/hostname\""));
+	assert_non_null(strstr(r->log, "event=refused stage=gate reason=not_allowed session="));
+	assert_non_null(strstr(r->log, " command=\"cat /etc/hostname\" msg=\"/usr/bin/cat is not on"));
 
 	memset(r, 0, sizeof(*r));
 	assert_int_equal(run_c(W.conf_gated, "id; cat /etc/hostname", r), 126);
 	assert_string_equal(r->out, "");
 	assert_non_null(strstr(r->err, "shell syntax"));
-	assert_non_null(strstr(r->log, "gate=refuse"));
+	assert_non_null(strstr(r->log, "event=refused stage=gate reason=gate_syntax "));
 
 	memset(r, 0, sizeof(*r));
 	assert_int_equal(run_c(W.conf_gated, "no-such-program-sbx", r), 127);
-	assert_non_null(strstr(r->log, "reason=\"not found\""));
+	assert_non_null(strstr(r->log, "event=refused stage=gate reason=not_found "));
 
 	/* command = deny: every -c and the interactive login are refused. */
 	memset(r, 0, sizeof(*r));
 	assert_int_equal(run_c(W.conf_deny, "id -u", r), 126);
 	assert_string_equal(r->out, "");
 	assert_non_null(strstr(r->err, "denies every command"));
-	assert_non_null(strstr(r->log, "gate=refuse command=\"id -u\""));
+	assert_non_null(strstr(r->log, "event=refused stage=gate reason=command_denied "));
+	assert_non_null(strstr(r->log, " command=\"id -u\""));
 	{
 		struct run_spec sp = { .conf = W.conf_deny, .argv0 = "-agent-shell",
 				       .stdin_text = "id -u\n" };
@@ -770,7 +811,8 @@ static void test_gate(void **state)
 		memset(r, 0, sizeof(*r));
 		assert_int_equal(run_shell(&sp, r), 126);
 		assert_string_equal(r->out, "");
-		assert_non_null(strstr(r->log, "gate=refuse command=\"(interactive) /bin/bash\""));
+		assert_non_null(strstr(r->log, "reason=command_denied "));
+		assert_non_null(strstr(r->log, " command=\"(interactive) /bin/bash\""));
 	}
 	assert_no_agent_procs();
 	result_free(r);
@@ -827,10 +869,13 @@ static void report_json(struct result *r)
 	const char *args[] = { "--report", "--json", NULL, NULL };
 	struct run_spec sp = { .args = args };
 	char sid[40] = "";
-	const char *p = strstr(r->log, "]: session=");
+	const char *p = strstr(r->log, "]: event=session_start session=");
 
+	if (!p)
+		p = strstr(r->log, "]: event=refused stage=shell reason=floor session=");
 	assert_non_null(p);
-	snprintf(sid, sizeof(sid), "%.*s", (int)strcspn(p + 11, " "), p + 11);
+	p = strstr(p, " session=") + 9;
+	snprintf(sid, sizeof(sid), "%.*s", (int)strcspn(p, " "), p);
 	args[2] = sid;
 	memset(r, 0, sizeof(*r));
 	assert_int_equal(run_shell(&sp, r), 0);
@@ -924,7 +969,8 @@ static void test_degraded(void **state)
 	assert_int_equal(run_c(W.conf_needpam, cmd, r), 126);
 	assert_false(exists(marker));
 	assert_non_null(strstr(r->err, "pam_stage = required"));
-	assert_non_null(strstr(r->log, "refused: refusing the session: profile needpam"));
+	assert_non_null(strstr(r->log, "event=refused stage=shell reason=pam_stage user="));
+	assert_non_null(strstr(r->log, " msg=\"refusing the session: profile needpam"));
 	assert_no_agent_procs();
 	result_free(r);
 }
@@ -1006,8 +1052,9 @@ static void test_bad_input(void **state)
 		 * quoting byte 0x01, nothing else. */
 		assert_true(r->out_len >= 0x1e && r->out_len <= 0x1f);
 		assert_int_equal((unsigned char)r->out[r->out_len - 1], 0xff);
-		assert_non_null(strstr(r->log, "\\x01\\x02"));
-		assert_non_null(strstr(r->log, "\\xff"));
+		/* Logged scrubbed: control bytes as '?', other bytes as \xNN. */
+		assert_non_null(strstr(r->log, "command=\"printf '%s' '????"));
+		assert_non_null(strstr(r->log, "\\xff'\""));
 		memset(r, 0, sizeof(*r));
 		assert_int_equal(run_c(W.conf_gated, cmd + 10, r), 126);
 		assert_non_null(strstr(r->err, "shell syntax"));

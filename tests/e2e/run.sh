@@ -667,8 +667,10 @@ t_pam_stack_in_effect() {
 	wait_for grep -qx "stack=$SVC type=open_session user=$AGENT" "$W/pam-marker.log" ||
 		{ echo "  pam-marker did not run for $SVC"; return 1; }
 	grep -qx "stack=$SVC type=account user=$AGENT" "$W/pam-marker.log" || return 1
-	# Our module, from our stack, with our service name.
-	syslog_has "pam_agent_sandbox($SVC:session)" "service=$SVC " ||
+	# Our module, from our stack, with our service name, under the
+	# product's ident (not the service's).
+	syslog_has "agent-sandbox[" "]: event=pam_open session=" &&
+		grep -F "]: event=pam_open session=" "$W/syslog.log" | grep -qF " service=$SVC " ||
 		{ echo "  no module line from service $SVC"; return 1; }
 }
 
@@ -936,7 +938,12 @@ t_wrong_login_shell_refused() {
 	grep -q ran "$T/wrong.out" && return 1
 	wait_for syslog_has "user $WRONG: refused: login shell /bin/bash is not the agent shell" ||
 		{ echo "  no refusal line"; return 1; }
-	echo "  log: $(grep -m1 -o "user $WRONG: refused: .*" "$W/syslog.log")"
+	# Machine-readable: the event, the stage and the reason, under the
+	# product's ident, with the user.
+	grep -F " agent-sandbox[" "$W/syslog.log" |
+		grep -qF "]: event=refused stage=account reason=login_shell service=$SVC user=$WRONG " ||
+		{ echo "  refusal not logged as event=refused reason=login_shell under agent-sandbox"; return 1; }
+	echo "  log: $(grep -m1 -o "event=refused stage=account reason=login_shell .* user=$WRONG .*" "$W/syslog.log")"
 	grep -q "^agent-sandbox: user $WRONG: refused: login shell /bin/bash is not the agent shell" \
 		"$T/wrong.out" || { echo "  the client was not told: $(head -3 "$T/wrong.out")"; return 1; }
 	echo "  client: $(grep -m1 '^agent-sandbox:' "$T/wrong.out")"
@@ -950,6 +957,8 @@ t_floor_unmet_refused() {
 	[ $rc -ne 0 ] || return 1
 	grep -qx ran "$T/floor.out" && return 1
 	wait_for syslog_has "user=$FLOOR" "floor=refused" || { echo "  no refused report"; return 1; }
+	syslog_has "]: event=refused stage=shell reason=floor session=" "user=$FLOOR " ||
+		{ echo "  the floor's refusal is not event=refused reason=floor"; return 1; }
 	grep -F "user=$FLOOR" "$W/syslog.log" | grep -F floor=refused | grep -q exec_boundary ||
 		{ echo "  reason not logged"; return 1; }
 	echo "  log: $(grep -F "user=$FLOOR" "$W/syslog.log" | grep -F floor=refused | head -1 | cut -d' ' -f4- | cut -c1-400)"
@@ -1233,12 +1242,17 @@ t_shipped_pam_stacks() {
 	# what the stage did) ...
 	out=$(sshs "$S_CODER" 'echo "SID=$AGENT_SANDBOX_SESSION"')
 	sid=$(echo "$out" | sed -n 's/^SID=//p')
-	wait_for slog_has "$sid" "pam_agent_sandbox(sshd:session): session=$sid " ||
+	wait_for slog_has "$sid" "]: event=pam_open session=$sid " ||
 		{ echo "  no module line from service sshd's session phase"; ok=1; }
-	grep -F "pam_agent_sandbox(sshd:session): session=$sid " "$W/syslog.log" | grep -qE 'pam_stage=([a-z_-]+,)*netns' ||
+	grep -F "]: event=pam_open session=$sid " "$W/syslog.log" | grep -F " service=sshd " |
+		grep -qE 'pam_stage=([a-z_-]+,)*netns' ||
 		{ echo "  the session stage did not make a network namespace (netns argument)"; ok=1; }
-	echo "  session phase: $(grep -F "session=$sid " "$W/syslog.log" | grep -o 'pam_agent_sandbox(sshd:session).*' |
+	echo "  session phase: $(grep -F "]: event=pam_open session=$sid " "$W/syslog.log" | grep -o 'event=pam_open.*' |
 		sed 's/ hash=.*pam_stage=/ ... pam_stage=/')"
+	# The program's end: exit status and duration, under the same id.
+	wait_for slog_has "$sid" "]: event=session_end session=$sid " ||
+		{ echo "  no session_end line"; ok=1; }
+	slog_has "$sid" " exit_status=0 duration_ms=" || { echo "  session_end without exit status"; ok=1; }
 	# ... and the account phase is the shipped line: an account in group
 	# agents whose login shell is bash is refused by it, under sshd.
 	NSS useradd --create-home --uid "$S_UID_WRONG" --user-group --groups agents --shell /bin/bash "$S_WRONG" \
@@ -1248,9 +1262,10 @@ t_shipped_pam_stacks() {
 	if sshs "$S_WRONG" 'echo ran' >"$T/s-wrong.out" 2>&1 || grep -qx ran "$T/s-wrong.out"; then
 		echo "  $S_WRONG (bash, in agents) got a session"; ok=1
 	fi
-	wait_for syslog_has "pam_agent_sandbox(sshd:account): user $S_WRONG: refused: login shell /bin/bash" ||
+	wait_for syslog_has "]: event=refused stage=account reason=login_shell service=sshd user=$S_WRONG " \
+		"msg=\"user $S_WRONG: refused: login shell /bin/bash" ||
 		{ echo "  no refusal from sshd's account phase"; ok=1; }
-	echo "  account phase: $(grep -o "pam_agent_sandbox(sshd:account): user $S_WRONG: refused: .*" "$W/syslog.log" | head -1)"
+	echo "  account phase: $(grep -o "event=refused stage=account reason=login_shell service=sshd user=$S_WRONG .*" "$W/syslog.log" | head -1)"
 	NSS userdel -r "$S_WRONG" 2>/dev/null
 	return $ok
 }
@@ -1462,7 +1477,8 @@ t_shipped_su_runuser_login() {
 		# runuser never runs the account phase: there the session line refuses.
 		local phase=account
 		case $svc in runuser*) phase=session ;; esac
-		wait_for syslog_has "pam_agent_sandbox($svc:$phase): user $S_CODER: refused: PAM service $svc is not allowed for profile coder" ||
+		wait_for syslog_has "]: event=refused stage=$phase reason=service service=$svc user=$S_CODER " \
+			"refused: PAM service $svc is not allowed for profile coder" ||
 			{ echo "  $svc: no refusal from the module's $phase line"; ok=1; }
 		case $svc in
 		su)		s_try $svc su "$S_PLAIN" -c 'echo ran' ;;

@@ -38,6 +38,10 @@ static void same(const struct sbx_report *a, const struct sbx_report *b)
 	must(a->min_level == b->min_level, "min_level");
 	must(a->floor_met == b->floor_met, "floor_met");
 	must(!strcmp(a->refusal, b->refusal), "refusal");
+	must(a->started == b->started && a->ended == b->ended, "times");
+	must(a->exit_status == b->exit_status, "exit_status");
+	must(a->argc == b->argc && a->argv_truncated == b->argv_truncated, "command");
+	must(!memcmp(a->argv_buf, b->argv_buf, sizeof(a->argv_buf)), "command words");
 	must(a->host_read == b->host_read && a->host_write == b->host_write &&
 	     a->network == b->network && a->command == b->command &&
 	     a->home == b->home && a->n_deny_read == b->n_deny_read, "policy");

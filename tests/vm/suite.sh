@@ -225,6 +225,9 @@ t_ci_profile_refused_with_reason() {
 		{ echo "  the client was not told why: $(tr '\n' ' ' <"$VM/ci.err")"; ok=1; }
 	vm_root "journalctl -b -o cat | grep -q 'user ci-runner: refused: profile ci cannot meet its floor'" ||
 		{ echo "  no refusal in the journal"; ok=1; }
+	# Sent natively: the product's ident and the fields as journal fields.
+	vm_root "journalctl -b -t agent-sandbox AGENT_SANDBOX_EVENT=refused AGENT_SANDBOX_REASON=kernel_floor AGENT_SANDBOX_USER=ci-runner -o cat | grep -q '^event=refused stage=account reason=kernel_floor '" ||
+		{ echo "  the refusal is not in the journal as AGENT_SANDBOX_EVENT=refused under agent-sandbox"; ok=1; }
 	return $ok
 }
 
@@ -232,7 +235,7 @@ t_ci_profile_refused_with_reason() {
 t_report_line_in_journal() {
 	local sid
 	sid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["session_id"])' "$VM/report.json")
-	vm_root "journalctl -t agent-sandbox -o cat | grep 'session=$sid ' | grep -q 'level=degraded floor=met'" || {
+	vm_root "journalctl -t agent-sandbox AGENT_SANDBOX_EVENT=session_start AGENT_SANDBOX_SESSION=$sid -o cat | grep -q 'level=degraded floor=met'" || {
 		echo "  no report line for session $sid in journalctl -t agent-sandbox"
 		return 1
 	}
