@@ -612,8 +612,8 @@ static void collect_agents(struct doctor *d)
 				agent_add(d, pw);
 			else
 				row(d, DOC_WARN, "accounts", m->name, "create the account or remove the rule",
-				    "[match] user rule (line %u) names an account that does not exist",
-				    m->line);
+				    "[match] user rule (%s:%u) names an account that does not exist",
+				    m->file, m->line);
 		}
 	}
 	for (size_t i = 0; i < d->cfg->n_matches; i++) {

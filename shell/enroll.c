@@ -462,7 +462,7 @@ static int unenroll(const struct enroll_opts *o, struct sbx_config *cfg)
 	if (urule)
 		printf("still matched by \"user %s = %s\" (%s:%u): remove that line, or the PAM module "
 		       "keeps refusing %s (its login shell is no longer the agent shell)\n",
-		       o->user, urule->profile, shell_config_path(), urule->line, o->user);
+		       o->user, urule->profile, urule->file, urule->line, o->user);
 	if (!changes)
 		printf("%s was not enrolled: nothing changed\n", o->user);
 	printf("left in place: the account %s and its home %s", o->user, home);

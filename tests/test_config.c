@@ -259,8 +259,8 @@ static void test_select(void **state)
 	p = NULL;
 	assert_int_equal(sbx_config_select(cfg, "eve", g3, 2, &p, &err), -EINVAL);
 	assert_null(p);
-	assert_non_null(strstr(err.msg, "user eve matches group rules at line 7 (coder) "
-			       "and line 8 (reviewer); refusing"));
+	assert_non_null(strstr(err.msg, "user eve matches group rules at " NAME ":7 (coder) "
+			       "and " NAME ":8 (reviewer); refusing"));
 	/* No rule: not an agent account. */
 	assert_int_equal(sbx_config_select(cfg, "root", NULL, 0, &p, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "not an agent account"));
