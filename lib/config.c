@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The configuration file: parse (from memory or a trusted file), resolve inherit, select. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,15 +58,20 @@
  */
 
 struct kv {
+	const char *file;
 	unsigned line;
 	const char *key;
 	const char *val;
+	size_t next;		/* the section's next setting in parser.kvs */
 };
 
+/* A section's settings are a list through parser.kvs, not a range: a
+ * drop-in's [ceiling] continues the main file's. */
 struct section {
 	char name[SBX_NAME_MAX];
+	const char *file;
 	unsigned line;
-	size_t first, n;	/* its settings in parser.kvs */
+	size_t first, last, n;	/* its settings in parser.kvs */
 	int state;		/* 0 unresolved, 1 resolving, 2 done */
 	unsigned links;		/* inherit links from it to a profile without one */
 };
@@ -73,7 +79,7 @@ struct section {
 enum kind { SEC_NONE, SEC_GLOBAL, SEC_CEILING, SEC_PROFILE, SEC_MATCH };
 
 struct parser {
-	const char *file;
+	const char *file;	/* the file being parsed, or of the setting applied */
 	struct sbx_error *err;
 	struct sbx_config *cfg;
 	struct kv *kvs;
@@ -81,9 +87,24 @@ struct parser {
 	struct section *secs;	/* profiles */
 	size_t n_sec, cap_sec;
 	struct section ceiling;
-	bool have_ceiling, have_global, have_state_dir, have_agent_shell;
+	bool have_ceiling, have_state_dir, have_agent_shell;
+	bool ceiling_here, global_here;	/* in the file being parsed */
+	const char *state_dir_file, *agent_shell_file;
+	unsigned state_dir_line, agent_shell_line;
 	enum kind cur;
 };
+
+/* Where something was first given, for "given again" errors: "line N" in
+ * the same file, "FILE:N" in an earlier one. */
+static const char *first_at(const struct parser *ps, const char *file, unsigned line,
+			    char *buf, size_t size)
+{
+	if (strcmp(file, ps->file) == 0)
+		snprintf(buf, size, "line %u", line);
+	else
+		snprintf(buf, size, "%s:%u", file, line);
+	return buf;
+}
 
 #define WS " \t"
 
@@ -244,7 +265,7 @@ static const uint64_t limit_max[SBX_LIMIT_COUNT] = {
 };
 
 #define BAD(fmt, ...) sbx_error_set(ps->err, EINVAL, "%s:%u: key '%s': " fmt, \
-				    ps->file, kv->line, kv->key, ##__VA_ARGS__)
+				    kv->file, kv->line, kv->key, ##__VA_ARGS__)
 
 /* A key with exactly two values: on -> true, off -> false. */
 static int set_two_words(struct parser *ps, const struct kv *kv, const char *on,
@@ -466,14 +487,16 @@ static int apply_section(struct parser *ps, const struct section *sec,
 			 bool ceiling, struct sbx_profile *p)
 {
 	bool seen[K_COUNT] = { false };
-	unsigned seen_line[K_COUNT] = { 0 };
-	size_t i;
+	const struct kv *seen_kv[K_COUNT] = { NULL };
+	char where[SBX_PATH_MAX + 32];
+	size_t i, k;
 	int r;
 
-	for (i = sec->first; i < sec->first + sec->n; i++) {
+	for (i = sec->first, k = 0; k < sec->n; i = ps->kvs[i].next, k++) {
 		const struct kv *kv = &ps->kvs[i];
 		int key = key_lookup(kv->key);
 
+		ps->file = kv->file;
 		if (key < 0 || (ceiling && key == K_INHERIT))
 			return sbx_error_set(ps->err, EINVAL, "%s:%u: key '%s': unknown key in [%s%s]",
 					     ps->file, kv->line, kv->key,
@@ -482,10 +505,13 @@ static int apply_section(struct parser *ps, const struct section *sec,
 		if (key != K_ROOT && key != K_DENY && key != K_GATE && key != K_UNIX_ALLOW) {
 			if (seen[key])
 				return sbx_error_set(ps->err, EINVAL,
-						     "%s:%u: key '%s': duplicate key (first at line %u)",
-						     ps->file, kv->line, kv->key, seen_line[key]);
+						     "%s:%u: key '%s': duplicate key (first at %s)",
+						     ps->file, kv->line, kv->key,
+						     first_at(ps, seen_kv[key]->file,
+							      seen_kv[key]->line, where,
+							      sizeof(where)));
 			seen[key] = true;
-			seen_line[key] = kv->line;
+			seen_kv[key] = kv;
 		}
 		if (key == K_INHERIT)
 			continue;
@@ -520,17 +546,19 @@ static int resolve(struct parser *ps, size_t idx, unsigned depth)
 	struct section *sec = &ps->secs[idx];
 	struct sbx_profile *p = &ps->cfg->profiles[idx];
 	const struct kv *inh = NULL;
-	size_t i;
+	size_t i, k;
 	int r;
 
 	if (sec->state == 2)
 		return 0;
 	sec->state = 1;
-	for (i = sec->first; i < sec->first + sec->n; i++)
+	for (i = sec->first, k = 0; k < sec->n; i = ps->kvs[i].next, k++)
 		if (strcmp(ps->kvs[i].key, "inherit") == 0)
 			inh = &ps->kvs[i];
 	if (inh) {
 		struct section *parent;
+
+		ps->file = inh->file;
 
 		if (!profile_name_ok(inh->val))
 			return sbx_error_set(ps->err, EINVAL, "%s:%u: key 'inherit': bad profile name '%s'",
@@ -555,6 +583,7 @@ static int resolve(struct parser *ps, size_t idx, unsigned depth)
 		r = resolve(ps, (size_t)(parent - ps->secs), depth + 1);
 		if (r < 0)
 			return r;
+		ps->file = inh->file;
 		if (parent->links == SBX_CONFIG_MAX_INHERIT)
 			return sbx_error_set(ps->err, ELOOP,
 					     "%s:%u: key 'inherit': more than %u inherit links",
@@ -571,14 +600,14 @@ static int resolve(struct parser *ps, size_t idx, unsigned depth)
 	if (p->workspace_root[0] == '\0')
 		return sbx_error_set(ps->err, EINVAL,
 				     "%s:%u: [profile %s]: missing workspace_root",
-				     ps->file, sec->line, sec->name);
+				     sec->file, sec->line, sec->name);
 	r = sbx_profile_validate(p, ps->err);
 	if (r < 0) {
 		char msg[SBX_ERROR_MAX];
 
 		sbx_strlcpy(msg, sizeof(msg), ps->err ? ps->err->msg : "");
 		return sbx_error_set(ps->err, -r, "%s:%u: [profile %s]: %s",
-				     ps->file, sec->line, sec->name, msg);
+				     sec->file, sec->line, sec->name, msg);
 	}
 	sec->state = 2;
 	return 0;
@@ -586,7 +615,8 @@ static int resolve(struct parser *ps, size_t idx, unsigned depth)
 
 /* ---- pass 1: lines, sections, settings ----------------------------------- */
 
-static int add_kv(struct parser *ps, unsigned line, const char *key, const char *val)
+static int add_kv(struct parser *ps, struct section *sec, unsigned line, const char *key,
+		  const char *val)
 {
 	if (ps->n_kv == ps->cap_kv) {
 		size_t cap = ps->cap_kv ? ps->cap_kv * 2 : 64;
@@ -597,32 +627,45 @@ static int add_kv(struct parser *ps, unsigned line, const char *key, const char 
 		ps->kvs = n;
 		ps->cap_kv = cap;
 	}
-	ps->kvs[ps->n_kv++] = (struct kv){ .line = line, .key = key, .val = val };
+	ps->kvs[ps->n_kv] = (struct kv){ .file = ps->file, .line = line, .key = key,
+					 .val = val };
+	if (sec->n == 0)
+		sec->first = ps->n_kv;
+	else
+		ps->kvs[sec->last].next = ps->n_kv;
+	sec->last = ps->n_kv++;
+	sec->n++;
 	return 0;
 }
 
 static int section_head(struct parser *ps, unsigned line, char *head)
 {
+	char where[SBX_PATH_MAX + 32];
 	struct section *s;
 	char *name;
 
 	head = trim(head);
+	/* [global] and [ceiling] once per file: a drop-in's continues the
+	 * one before it, and its keys obey the once-only rule across files. */
 	if (strcmp(head, "global") == 0) {
-		if (ps->have_global)
+		if (ps->global_here)
 			return sbx_error_set(ps->err, EINVAL, "%s:%u: [global]: duplicate section",
 					     ps->file, line);
-		ps->have_global = true;
+		ps->global_here = true;
 		ps->cur = SEC_GLOBAL;
 		return 0;
 	}
 	if (strcmp(head, "ceiling") == 0) {
-		if (ps->have_ceiling)
+		if (ps->ceiling_here)
 			return sbx_error_set(ps->err, EINVAL,
 					     "%s:%u: [ceiling]: duplicate section (first at line %u)",
 					     ps->file, line, ps->ceiling.line);
+		ps->ceiling_here = true;
+		if (!ps->have_ceiling) {
+			ps->ceiling.file = ps->file;
+			ps->ceiling.line = line;
+		}
 		ps->have_ceiling = true;
-		ps->ceiling.line = line;
-		ps->ceiling.first = ps->n_kv;
 		ps->cur = SEC_CEILING;
 		return 0;
 	}
@@ -641,8 +684,9 @@ static int section_head(struct parser *ps, unsigned line, char *head)
 	s = find_section(ps, name);
 	if (s)
 		return sbx_error_set(ps->err, EINVAL,
-				     "%s:%u: [profile %s]: duplicate profile (first at line %u)",
-				     ps->file, line, name, s->line);
+				     "%s:%u: [profile %s]: duplicate profile (first at %s)",
+				     ps->file, line, name,
+				     first_at(ps, s->file, s->line, where, sizeof(where)));
 	if (ps->n_sec == ps->cap_sec) {
 		size_t cap = ps->cap_sec ? ps->cap_sec * 2 : 8;
 		struct section *n = realloc(ps->secs, cap * sizeof(*n));
@@ -655,8 +699,8 @@ static int section_head(struct parser *ps, unsigned line, char *head)
 	s = &ps->secs[ps->n_sec++];
 	memset(s, 0, sizeof(*s));
 	sbx_strlcpy(s->name, sizeof(s->name), name);
+	s->file = ps->file;
 	s->line = line;
-	s->first = ps->n_kv;
 	ps->cur = SEC_PROFILE;
 	return 0;
 }
@@ -664,24 +708,34 @@ static int section_head(struct parser *ps, unsigned line, char *head)
 static int global_setting(struct parser *ps, const struct kv *kv)
 {
 	struct sbx_config *cfg = ps->cfg;
+	char where[SBX_PATH_MAX + 32];
+	const char **seen_file;
+	unsigned *seen_line;
 	bool *seen;
 	char *dst;
 	int r;
 
 	if (strcmp(kv->key, "state_dir") == 0) {
 		seen = &ps->have_state_dir;
+		seen_file = &ps->state_dir_file;
+		seen_line = &ps->state_dir_line;
 		dst = cfg->state_dir;
 	} else if (strcmp(kv->key, "agent_shell") == 0) {
 		seen = &ps->have_agent_shell;
+		seen_file = &ps->agent_shell_file;
+		seen_line = &ps->agent_shell_line;
 		dst = cfg->agent_shell;
 	} else {
 		return sbx_error_set(ps->err, EINVAL, "%s:%u: key '%s': unknown key in [global]",
 				     ps->file, kv->line, kv->key);
 	}
 	if (*seen)
-		return sbx_error_set(ps->err, EINVAL, "%s:%u: key '%s': duplicate key",
-				     ps->file, kv->line, kv->key);
+		return sbx_error_set(ps->err, EINVAL, "%s:%u: key '%s': duplicate key (first at %s)",
+				     ps->file, kv->line, kv->key,
+				     first_at(ps, *seen_file, *seen_line, where, sizeof(where)));
 	*seen = true;
+	*seen_file = ps->file;
+	*seen_line = kv->line;
 	if ((r = plain_path_check(ps, kv->line, kv->key, kv->val)) < 0)
 		return r;
 	return sbx_strlcpy(dst, SBX_PATH_MAX, kv->val);
@@ -690,7 +744,7 @@ static int global_setting(struct parser *ps, const struct kv *kv)
 static int match_setting(struct parser *ps, const struct kv *kv)
 {
 	struct sbx_config *cfg = ps->cfg;
-	char buf[SBX_PATH_MAX];
+	char buf[SBX_PATH_MAX], where[SBX_PATH_MAX + 32];
 	char *tok[3];
 	enum sbx_match_kind kind;
 	struct sbx_match *m;
@@ -712,9 +766,10 @@ static int match_setting(struct parser *ps, const struct kv *kv)
 	for (i = 0; i < cfg->n_matches; i++)
 		if (cfg->matches[i].kind == kind && strcmp(cfg->matches[i].name, tok[1]) == 0)
 			return sbx_error_set(ps->err, EINVAL,
-					     "%s:%u: key '%s': rule for %s %s given twice (first at line %u)",
+					     "%s:%u: key '%s': rule for %s %s given twice (first at %s)",
 					     ps->file, kv->line, kv->key, tok[0], tok[1],
-					     cfg->matches[i].line);
+					     first_at(ps, cfg->matches[i].file, cfg->matches[i].line,
+						      where, sizeof(where)));
 	m = realloc(cfg->matches, (cfg->n_matches + 1) * sizeof(*m));
 	if (!m)
 		return sbx_error_set(ps->err, ENOMEM, "%s: out of memory", ps->file);
@@ -724,6 +779,7 @@ static int match_setting(struct parser *ps, const struct kv *kv)
 	m->kind = kind;
 	sbx_strlcpy(m->name, sizeof(m->name), tok[1]);
 	sbx_strlcpy(m->profile, sizeof(m->profile), kv->val);
+	m->file = ps->file;
 	m->line = kv->line;
 	return 0;
 }
@@ -786,15 +842,15 @@ static int parse_line(struct parser *ps, unsigned ln, char *line, size_t len)
 				     ps->file, ln, key, SBX_PATH_MAX - 1);
 	switch (ps->cur) {
 	case SEC_GLOBAL:
-		return global_setting(ps, &(struct kv){ ln, key, val });
+		return global_setting(ps, &(struct kv){ .file = ps->file, .line = ln, .key = key,
+							 .val = val });
 	case SEC_MATCH:
-		return match_setting(ps, &(struct kv){ ln, key, val });
+		return match_setting(ps, &(struct kv){ .file = ps->file, .line = ln, .key = key,
+							.val = val });
 	case SEC_CEILING:
-		ps->ceiling.n++;
-		return add_kv(ps, ln, key, val);
+		return add_kv(ps, &ps->ceiling, ln, key, val);
 	default:
-		ps->secs[ps->n_sec - 1].n++;
-		return add_kv(ps, ln, key, val);
+		return add_kv(ps, &ps->secs[ps->n_sec - 1], ln, key, val);
 	}
 }
 
@@ -802,52 +858,100 @@ void sbx_config_free(struct sbx_config *cfg)
 {
 	if (!cfg)
 		return;
+	for (size_t i = 0; i < cfg->n_files; i++)
+		free(cfg->files[i]);
+	free(cfg->files);
 	free(cfg->profiles);
 	free(cfg->matches);
 	free(cfg);
 }
 
-int sbx_config_parse_buffer(const char *buf, size_t len, const char *name,
-			    struct sbx_config **out, struct sbx_error *err)
+/* Pass 1 over one file: its lines into ps. text is the file's own
+ * writable copy (settings point into it). */
+static int parse_text(struct parser *ps, char *text, size_t len)
 {
-	struct parser ps = { .file = name ? name : "(config)", .err = err };
-	struct sbx_config *cfg = NULL;
-	char *text = NULL, *line;
 	unsigned ln = 0;
-	size_t off, i;
+	size_t off;
 	int r;
 
-	if (!buf || !out)
-		return sbx_error_set(err, EINVAL, "%s: no buffer", ps.file);
-	if (len > SBX_CONFIG_MAX_BYTES)
-		return sbx_error_set(err, EFBIG, "%s: larger than %u bytes", ps.file,
-				     SBX_CONFIG_MAX_BYTES);
-	cfg = calloc(1, sizeof(*cfg));
-	text = malloc(len + 1);
-	if (!cfg || !text) {
-		r = sbx_error_set(err, ENOMEM, "%s: out of memory", ps.file);
-		goto out;
-	}
-	memcpy(text, buf, len);
-	text[len] = '\0';
-	ps.cfg = cfg;
-	snprintf(cfg->path, sizeof(cfg->path), "%s", ps.file);
-	sbx_strlcpy(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/agent-sandbox");
-	sbx_strlcpy(cfg->agent_shell, sizeof(cfg->agent_shell), "/usr/local/bin/agent-shell");
-
+	/* Each file starts outside any section: a drop-in's first keys never
+	 * land in whatever section the file before it ended with. */
+	ps->cur = SEC_NONE;
+	ps->global_here = ps->ceiling_here = false;
 	for (off = 0; off < len; ) {
 		char *nl = memchr(text + off, '\n', len - off);
 		size_t l = nl ? (size_t)(nl - (text + off)) : len - off;
 
-		line = text + off;
 		ln++;
-		r = parse_line(&ps, ln, line, l);
+		r = parse_line(ps, ln, text + off, l);
 		if (r < 0)
-			goto out;
+			return r;
 		off += l + 1;
 	}
+	return 0;
+}
+
+/* Long on purpose: pass 1 over every file, then the ceiling, the profiles
+ * and the rules, with one cleanup path. */
+int sbx_config_parse_sources(const struct sbx_config_source *src, size_t n,
+			     struct sbx_config **out, struct sbx_error *err)
+{
+	struct parser ps = { .err = err };
+	struct sbx_config *cfg = NULL;
+	char **texts = NULL;
+	size_t i, total = 0;
+	int r;
+
+	if (!src || n == 0 || !out)
+		return sbx_error_set(err, EINVAL, "config: no buffer");
+	for (i = 0; i < n; i++) {
+		const char *name = src[i].name ? src[i].name : "(config)";
+
+		if (!src[i].buf)
+			return sbx_error_set(err, EINVAL, "%s: no buffer", name);
+		if (src[i].len > SBX_CONFIG_MAX_BYTES - total)
+			return sbx_error_set(err, EFBIG, "%s: larger than %u bytes%s", name,
+					     SBX_CONFIG_MAX_BYTES,
+					     i ? " with the files before it" : "");
+		total += src[i].len;
+	}
+	cfg = calloc(1, sizeof(*cfg));
+	texts = calloc(n, sizeof(*texts));
+	if (cfg)
+		cfg->files = calloc(n, sizeof(*cfg->files));
+	if (!cfg || !texts || !cfg->files) {
+		r = sbx_error_set(err, ENOMEM, "%s: out of memory",
+				  src[0].name ? src[0].name : "(config)");
+		goto out;
+	}
+	ps.cfg = cfg;
+	for (i = 0; i < n; i++) {
+		cfg->files[i] = strdup(src[i].name ? src[i].name : "(config)");
+		texts[i] = malloc(src[i].len + 1);
+		if (!cfg->files[i] || !texts[i]) {
+			r = sbx_error_set(err, ENOMEM, "%s: out of memory",
+					  src[i].name ? src[i].name : "(config)");
+			goto out;
+		}
+		cfg->n_files = i + 1;
+		memcpy(texts[i], src[i].buf, src[i].len);
+		texts[i][src[i].len] = '\0';
+	}
+	ps.file = cfg->files[0];
+	snprintf(cfg->path, sizeof(cfg->path), "%s", cfg->files[0]);
+	sbx_strlcpy(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/agent-sandbox");
+	sbx_strlcpy(cfg->agent_shell, sizeof(cfg->agent_shell), "/usr/local/bin/agent-shell");
+
+	for (i = 0; i < n; i++) {
+		ps.file = cfg->files[i];
+		r = parse_text(&ps, texts[i], src[i].len);
+		if (r < 0)
+			goto out;
+	}
+	ps.file = cfg->files[0];
 	if (ps.n_sec == 0) {
-		r = sbx_error_set(err, EINVAL, "%s: no profile defined", ps.file);
+		r = sbx_error_set(err, EINVAL, "%s: no profile defined%s", cfg->path,
+				  n > 1 ? " (in it or its drop-ins)" : "");
 		goto out;
 	}
 
@@ -859,7 +963,7 @@ int sbx_config_parse_buffer(const char *buf, size_t len, const char *name,
 			char msg[SBX_ERROR_MAX];
 
 			sbx_strlcpy(msg, sizeof(msg), err ? err->msg : "");
-			r = sbx_error_set(err, -r, "%s:%u: [ceiling]: %s", ps.file,
+			r = sbx_error_set(err, -r, "%s:%u: [ceiling]: %s", ps.ceiling.file,
 					  ps.ceiling.line, msg);
 		}
 		if (r < 0)
@@ -868,7 +972,7 @@ int sbx_config_parse_buffer(const char *buf, size_t len, const char *name,
 
 	cfg->profiles = calloc(ps.n_sec, sizeof(*cfg->profiles));
 	if (!cfg->profiles) {
-		r = sbx_error_set(err, ENOMEM, "%s: out of memory", ps.file);
+		r = sbx_error_set(err, ENOMEM, "%s: out of memory", cfg->path);
 		goto out;
 	}
 	cfg->n_profiles = ps.n_sec;
@@ -881,7 +985,7 @@ int sbx_config_parse_buffer(const char *buf, size_t len, const char *name,
 
 		if (!sbx_config_find_profile(cfg, m->profile)) {
 			r = sbx_error_set(err, ENOENT,
-					  "%s:%u: key '%s %s': unknown profile '%s'", ps.file,
+					  "%s:%u: key '%s %s': unknown profile '%s'", m->file,
 					  m->line, m->kind == SBX_MATCH_USER ? "user" : "group",
 					  m->name, m->profile);
 			goto out;
@@ -892,31 +996,190 @@ int sbx_config_parse_buffer(const char *buf, size_t len, const char *name,
 	r = 0;
 out:
 	sbx_config_free(cfg);
-	free(text);
+	for (i = 0; texts && i < n; i++)
+		free(texts[i]);
+	free(texts);
 	free(ps.kvs);
 	free(ps.secs);
+	return r;
+}
+
+int sbx_config_parse_buffer(const char *buf, size_t len, const char *name,
+			    struct sbx_config **out, struct sbx_error *err)
+{
+	struct sbx_config_source src = { .name = name, .buf = buf, .len = len };
+
+	return sbx_config_parse_sources(&src, 1, out, err);
+}
+
+/* conf.d names: [A-Za-z0-9_.-]+ ".conf", not hidden. What a package
+ * manager or an editor leaves beside a file (x.conf.dpkg-old, x.conf~,
+ * .x.conf.swp) never ends in ".conf" or starts with "." and is skipped. */
+static bool dropin_name_ok(const char *name)
+{
+	size_t len = strlen(name), i;
+
+	if (name[0] == '.' || len <= 5 || strcmp(name + len - 5, ".conf") != 0)
+		return false;
+	for (i = 0; i < len - 5; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	/* strcmp compares as unsigned char: bytewise, whatever the locale. */
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct loaded {
+	size_t n, total;	/* files, bytes */
+	char *names[1 + SBX_CONFIG_MAX_DROPINS];
+	char *bufs[1 + SBX_CONFIG_MAX_DROPINS];
+	size_t lens[1 + SBX_CONFIG_MAX_DROPINS];
+};
+
+/* The drop-ins of the config at path, trusted like it, appended to l in
+ * bytewise name order. A missing conf.d is no error. */
+static int load_dropins(const char *path, bool trusted, struct loaded *l,
+			struct sbx_error *err)
+{
+	char dir[SBX_PATH_MAX], *names[SBX_CONFIG_MAX_DROPINS];
+	const char *slash = strrchr(path, '/');
+	size_t n = 0, i;
+	struct dirent *de;
+	DIR *d = NULL;
+	int fd, r;
+
+	/* path is canonical and absolute (sbx_trust_open_file checked). */
+	if (sbx_snprintf(dir, sizeof(dir), "%.*s/%s", (int)(slash - path), path,
+			 SBX_CONFIG_DROPIN_DIR) != 0)
+		return sbx_error_set(err, ENAMETOOLONG, "%s: drop-in directory path too long",
+				     path);
+	r = sbx_trust_open_dir(dir, trusted, &fd, err);
+	if (r == -ENOENT) {
+		if (err)
+			memset(err, 0, sizeof(*err));
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	d = fdopendir(fd);
+	if (!d) {
+		r = sbx_error_set(err, errno, "fdopendir(%s): %s", dir, strerror(errno));
+		close(fd);
+		return r;
+	}
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (!dropin_name_ok(de->d_name))
+			continue;
+		if (n == SBX_CONFIG_MAX_DROPINS) {
+			r = sbx_error_set(err, E2BIG, "%s: more than %d drop-ins", dir,
+					  SBX_CONFIG_MAX_DROPINS);
+			goto out;
+		}
+		names[n] = strdup(de->d_name);
+		if (!names[n]) {
+			r = sbx_error_set(err, ENOMEM, "%s: out of memory", dir);
+			goto out;
+		}
+		n++;
+	}
+	if (errno) {
+		r = sbx_error_set(err, errno, "readdir(%s): %s", dir, strerror(errno));
+		goto out;
+	}
+	qsort(names, n, sizeof(names[0]), name_cmp);
+	for (i = 0; i < n; i++) {
+		char full[SBX_PATH_MAX];
+		uint64_t budget;
+		int f;
+
+		if (sbx_snprintf(full, sizeof(full), "%s/%s", dir, names[i]) != 0) {
+			r = sbx_error_set(err, ENAMETOOLONG, "%s/%s: path too long", dir, names[i]);
+			goto out;
+		}
+		/* The budget is for all files together: a login never reads
+		 * more than one config's worth. */
+		budget = SBX_CONFIG_MAX_BYTES - l->total;
+		r = sbx_trust_open_at(dirfd(d), names[i], full, trusted, budget, &f, err);
+		/* Removed since the listing: as if listed a moment later. */
+		if (r == -ENOENT)
+			continue;
+		if (r == -EFBIG)
+			r = sbx_error_set(err, EFBIG, "%s: %s and its drop-ins together are larger "
+					  "than %u bytes", full, path, SBX_CONFIG_MAX_BYTES);
+		if (r < 0)
+			goto out;
+		l->names[l->n] = strdup(full);
+		r = l->names[l->n] ? sbx_read_fd(f, full, budget, &l->bufs[l->n],
+						 &l->lens[l->n], err) :
+				     sbx_error_set(err, ENOMEM, "%s: out of memory", full);
+		close(f);
+		l->total += l->lens[l->n];
+		l->n++;
+		if (r < 0)
+			goto out;
+	}
+	r = 0;
+out:
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	closedir(d);
 	return r;
 }
 
 int sbx_config_load(const char *path, unsigned flags, struct sbx_config **out,
 		    struct sbx_error *err)
 {
-	char *buf = NULL;
-	size_t used = 0;
+	struct sbx_config_source src[1 + SBX_CONFIG_MAX_DROPINS];
+	bool trusted = !(flags & SBX_CONFIG_SKIP_TRUST);
+	struct loaded *l = calloc(1, sizeof(*l));
+	size_t i;
 	int fd = -1, r;
 
-	r = sbx_trust_open_file(path, !(flags & SBX_CONFIG_SKIP_TRUST),
-				SBX_CONFIG_MAX_BYTES, &fd, err);
-	if (r < 0)
-		return r;
-	/* Read from the fd that was checked, never by name again. */
-	r = sbx_read_fd(fd, path, SBX_CONFIG_MAX_BYTES, &buf, &used, err);
+	if (!l)
+		return sbx_error_set(err, ENOMEM, "%s: out of memory", path ? path : "config");
+	r = sbx_trust_open_file(path, trusted, SBX_CONFIG_MAX_BYTES, &fd, err);
 	if (r < 0)
 		goto out;
-	r = sbx_config_parse_buffer(buf, used, path, out, err);
+	l->names[0] = strdup(path);
+	l->n = 1;
+	/* Read from the fd that was checked, never by name again. */
+	r = l->names[0] ? sbx_read_fd(fd, path, SBX_CONFIG_MAX_BYTES, &l->bufs[0], &l->lens[0],
+				      err) :
+			  sbx_error_set(err, ENOMEM, "%s: out of memory", path);
+	if (r < 0)
+		goto out;
+	l->total = l->lens[0];
+	/* The main file exists: from here on no error may read as -ENOENT
+	 * ("no configuration"), which the callers treat as "no agents". */
+	r = load_dropins(path, trusted, l, err);
+	if (r == -ENOENT)
+		r = -EIO;
+	if (r < 0)
+		goto out;
+	for (i = 0; i < l->n; i++)
+		src[i] = (struct sbx_config_source){ .name = l->names[i], .buf = l->bufs[i],
+						     .len = l->lens[i] };
+	r = sbx_config_parse_sources(src, l->n, out, err);
+	/* An unknown profile is -ENOENT too: not "no config" to the callers. */
+	if (r == -ENOENT)
+		r = -EINVAL;
 out:
-	free(buf);
-	close(fd);
+	for (i = 0; i < l->n; i++) {
+		free(l->names[i]);
+		free(l->bufs[i]);
+	}
+	free(l);
+	if (fd >= 0)
+		close(fd);
 	return r;
 }
 
@@ -967,8 +1230,8 @@ int sbx_config_select(const struct sbx_config *cfg, const char *user,
 			/* Rule order must not silently decide between two
 			 * policies: an admin has to say which one applies. */
 			return sbx_error_set(err, EINVAL,
-					     "%s: user %s matches group rules at line %u (%s) and line %u (%s); refusing",
-					     cfg->path, user, hit->line, hit->profile,
+					     "user %s matches group rules at %s:%u (%s) and %s:%u (%s); refusing",
+					     user, hit->file, hit->line, hit->profile, m->file,
 					     m->line, m->profile);
 		}
 	}
@@ -978,7 +1241,7 @@ int sbx_config_select(const struct sbx_config *cfg, const char *user,
 found:
 	p = sbx_config_find_profile(cfg, hit->profile);
 	if (!p)
-		return sbx_error_set(err, ENOENT, "%s:%u: unknown profile '%s'", cfg->path,
+		return sbx_error_set(err, ENOENT, "%s:%u: unknown profile '%s'", hit->file,
 				     hit->line, hit->profile);
 	*out = p;
 	return 0;
@@ -988,7 +1251,7 @@ int sbx_profile_set_key(struct sbx_profile *p, const char *key, const char *valu
 			struct sbx_error *err)
 {
 	struct parser ps = { .file = "sbx_profile_set", .err = err };
-	struct kv kv = { .line = 0, .key = key, .val = value };
+	struct kv kv = { .file = "sbx_profile_set", .line = 0, .key = key, .val = value };
 	int k, r;
 
 	if (!p || !key || !value)

@@ -110,6 +110,14 @@ bool sbx_limit_is_bytes(enum sbx_limit l);
  * who can write the inode). */
 int sbx_trust_open_file(const char *path, bool trusted, uint64_t max_bytes,
 			int *out_fd, struct sbx_error *err);
+/* The same checks for name in dir (an fd the caller has checked), opened
+ * O_RDONLY|O_NOFOLLOW|O_NONBLOCK; what names it in messages. */
+int sbx_trust_open_at(int dir, const char *name, const char *what, bool trusted,
+		      uint64_t max_bytes, int *out_fd, struct sbx_error *err);
+/* The same walk to a directory, returned O_RDONLY|O_DIRECTORY (to list
+ * it); the directory itself passes the checks too, and -ENOENT (err
+ * filled) says it or a parent is missing. */
+int sbx_trust_open_dir(const char *path, bool trusted, int *out_fd, struct sbx_error *err);
 /* Resolve an absolute path to the canonical path of what it names, by an fd
  * walk from "/" that follows a symlink only when it is root-owned and sits
  * in a root-owned directory nobody else may write (-ELOOP otherwise, the

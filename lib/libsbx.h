@@ -46,9 +46,9 @@ struct sbx_profile;
  * no network, an ephemeral home, every command allowed, floor "degraded". */
 SBX_API struct sbx_profile *sbx_profile_new(void);
 
-/* Profile NAME of the config file PATH (root-owned and not writable by
- * others, as agent-sandbox.conf(5) requires), inherited and narrowed by the
- * file's [ceiling]. */
+/* Profile NAME of the config file PATH and its conf.d drop-ins (root-owned
+ * and not writable by others, as agent-sandbox.conf(5) requires), inherited
+ * and narrowed by the configuration's [ceiling]. */
 SBX_API int sbx_profile_from_config(const char *path, const char *name,
 				    struct sbx_profile **out, struct sbx_error *err);
 

@@ -213,7 +213,12 @@ int sbx_guarantee_parse(const char *s, enum sbx_guarantee *out);
 /* ---- configuration ----------------------------------------------------- */
 
 #define SBX_CONFIG_PATH "/etc/agent-sandbox/agent-sandbox.conf"
+/* The main file and its drop-ins together (each is read whole). */
 #define SBX_CONFIG_MAX_BYTES (1u << 20)
+/* Drop-ins: <directory of the main file>/conf.d/NAME.conf. A login reads
+ * them all, so their number is bounded like their size. */
+#define SBX_CONFIG_DROPIN_DIR "conf.d"
+#define SBX_CONFIG_MAX_DROPINS 128
 #define SBX_CONFIG_MAX_LINE 4096
 /* Most inherit links from a profile to one without inherit: resolving
  * recurses once per link, and a 1 MiB config holds a chain (~30000 links)
@@ -226,11 +231,14 @@ struct sbx_match {
 	enum sbx_match_kind kind;
 	char name[SBX_NAME_MAX];
 	char profile[SBX_NAME_MAX];
+	const char *file;		/* the file of the rule: one of cfg->files */
 	unsigned line;
 };
 
 struct sbx_config {
-	char path[SBX_PATH_MAX];
+	char path[SBX_PATH_MAX];	/* the main file */
+	size_t n_files;
+	char **files;			/* the main file, then its drop-ins as read */
 	char state_dir[SBX_PATH_MAX];	/* default /var/lib/agent-sandbox */
 	char agent_shell[SBX_PATH_MAX];	/* the login shell agent accounts must have */
 	struct sbx_profile ceiling;	/* host-wide; open when not configured */
@@ -248,8 +256,26 @@ enum sbx_config_flags {
 int sbx_config_parse_buffer(const char *buf, size_t len, const char *name,
 			    struct sbx_config **out, struct sbx_error *err);
 
+/* One file of a config: the main file first, then its drop-ins. */
+struct sbx_config_source {
+	const char *name;		/* for messages ("file:line") */
+	const char *buf;
+	size_t len;
+};
+
+/* Parse files as one config, in order: as if concatenated, except that
+ * each file starts outside any section, [global] and [ceiling] may appear
+ * once per file, and a once-only key or a [match] rule given again in a
+ * later file is an error naming both places (agent-sandbox.conf(5),
+ * "Drop-ins"). */
+int sbx_config_parse_sources(const struct sbx_config_source *src, size_t n,
+			     struct sbx_config **out, struct sbx_error *err);
+
 /* Open path with O_NOFOLLOW, check the opened fd and every parent directory
- * (root-owned, not group/world writable, regular file), then parse. */
+ * (root-owned, not group/world writable, regular file), then the same for
+ * <dir of path>/conf.d (optional) and each of its [A-Za-z0-9_.-]+.conf
+ * not starting with "." in bytewise order, and parse them as one config
+ * (sbx_config_parse_sources). -ENOENT only when path itself is missing. */
 int sbx_config_load(const char *path, unsigned flags,
 		    struct sbx_config **out, struct sbx_error *err);
 

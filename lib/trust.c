@@ -75,13 +75,18 @@ static int check_step(int fd, const char *what, bool want_dir, bool trusted,
 	return type_check(&st, what, want_dir, err);
 }
 
-int sbx_trust_open_file(const char *path, bool trusted, uint64_t max_bytes,
-			int *out_fd, struct sbx_error *err)
+/*
+ * Walk from "/" to the directory that holds path's last component: every
+ * directory opened O_PATH|O_NOFOLLOW relative to its checked parent and
+ * checked itself. On success *dir_out is that directory's fd and *last
+ * points at the last component inside path.
+ */
+static int walk_parent(const char *path, bool trusted, int *dir_out, const char **last,
+		       struct sbx_error *err)
 {
 	char sofar[SBX_PATH_MAX];
 	const char *comp;
-	struct stat st;
-	int dir = -1, fd = -1, r;
+	int dir, r;
 
 	if (!path || !sbx_path_is_canonical(path) || strlen(path) >= SBX_PATH_MAX ||
 	    strcmp(path, "/") == 0)
@@ -93,7 +98,7 @@ int sbx_trust_open_file(const char *path, bool trusted, uint64_t max_bytes,
 		return sbx_error_set(err, errno, "open(/): %s", strerror(errno));
 	r = check_step(dir, "/", true, trusted, err);
 	if (r < 0)
-		goto out;
+		goto fail;
 	sofar[0] = '\0';
 	comp = path + 1;
 	for (;;) {
@@ -103,61 +108,114 @@ int sbx_trust_open_file(const char *path, bool trusted, uint64_t max_bytes,
 		char name[SBX_PATH_MAX];
 		int next;
 
+		if (!slash)
+			break;
 		memcpy(name, comp, len);
 		name[len] = '\0';
 		/* sofar is a prefix of path, so it always fits. */
 		sofar[used] = '/';
 		memcpy(sofar + used + 1, comp, len);
 		sofar[used + 1 + len] = '\0';
-		if (!slash)
-			break;
 		/* O_PATH|O_NOFOLLOW opens a symlink itself; fstat then says so. */
 		next = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (next < 0) {
 			r = sbx_error_set(err, errno, "open(%s): %s", sofar, strerror(errno));
-			goto out;
+			goto fail;
 		}
 		close(dir);
 		dir = next;
 		r = check_step(dir, sofar, true, trusted, err);
 		if (r < 0)
-			goto out;
+			goto fail;
 		comp = slash + 1;
 	}
+	*dir_out = dir;
+	*last = comp;
+	return 0;
+fail:
+	close(dir);
+	return r;
+}
+
+int sbx_trust_open_at(int dir, const char *name, const char *what, bool trusted,
+		      uint64_t max_bytes, int *out_fd, struct sbx_error *err)
+{
+	struct stat st;
+	int fd, r;
+
 	/* O_NONBLOCK: a FIFO planted at the path must not hang the caller
 	 * before the regular-file check can refuse it. */
-	fd = openat(dir, comp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno == ELOOP)
-			r = sbx_error_set(err, ELOOP, "%s: is a symlink; refused", path);
-		else
-			r = sbx_error_set(err, errno, "open(%s): %s", path, strerror(errno));
-		goto out;
+			return sbx_error_set(err, ELOOP, "%s: is a symlink; refused", what);
+		return sbx_error_set(err, errno, "open(%s): %s", what, strerror(errno));
 	}
-	r = check_step(fd, path, false, trusted, err);
+	r = check_step(fd, what, false, trusted, err);
 	if (r < 0)
-		goto out;
+		goto fail;
 	if (fstat(fd, &st) != 0) {
-		r = sbx_error_set(err, errno, "fstat(%s): %s", path, strerror(errno));
-		goto out;
+		r = sbx_error_set(err, errno, "fstat(%s): %s", what, strerror(errno));
+		goto fail;
 	}
 	/* The link count is not checked: another name for this root-owned,
 	 * not group/world-writable inode changes nothing anyone can write,
 	 * while refusing it would let any local user lock every agent out
 	 * by making one (where fs.protected_hardlinks = 0). */
 	if ((uint64_t)st.st_size > max_bytes) {
-		r = sbx_error_set(err, EFBIG, "%s: larger than %" PRIu64 " bytes", path,
+		r = sbx_error_set(err, EFBIG, "%s: larger than %" PRIu64 " bytes", what,
 				  max_bytes);
-		goto out;
+		goto fail;
 	}
 	*out_fd = fd;
-	fd = -1;
+	return 0;
+fail:
+	close(fd);
+	return r;
+}
+
+int sbx_trust_open_file(const char *path, bool trusted, uint64_t max_bytes,
+			int *out_fd, struct sbx_error *err)
+{
+	const char *last;
+	int dir, r;
+
+	r = walk_parent(path, trusted, &dir, &last, err);
+	if (r < 0)
+		return r;
+	r = sbx_trust_open_at(dir, last, path, trusted, max_bytes, out_fd, err);
+	close(dir);
+	return r;
+}
+
+int sbx_trust_open_dir(const char *path, bool trusted, int *out_fd, struct sbx_error *err)
+{
+	const char *last;
+	int dir, fd = -1, rd, r;
+
+	r = walk_parent(path, trusted, &dir, &last, err);
+	if (r < 0)
+		return r;
+	fd = openat(dir, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		r = sbx_error_set(err, errno, "open(%s): %s", path, strerror(errno));
+		goto out;
+	}
+	r = check_step(fd, path, true, trusted, err);
+	if (r < 0)
+		goto out;
+	/* Listing needs a readable fd: reopen the checked inode itself. */
+	rd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rd < 0) {
+		r = sbx_error_set(err, errno, "open(%s): %s", path, strerror(errno));
+		goto out;
+	}
+	*out_fd = rd;
 	r = 0;
 out:
 	if (fd >= 0)
 		close(fd);
-	if (dir >= 0)
-		close(dir);
+	close(dir);
 	return r;
 }
 

@@ -168,14 +168,29 @@ bool sbx_path_is_under(const char *path, const char *prefix)
 int sbx_read_fd(int fd, const char *what, size_t max, char **out, size_t *len,
 		struct sbx_error *err)
 {
-	char *buf = malloc(max + 1);
-	size_t used = 0;
+	/* Grown as needed, not max + 1 up front: a login reads the config
+	 * and every drop-in with a 1 MiB cap, and a mapping of that size per
+	 * small file cost ~40 us each (mmap, fault, munmap). */
+	size_t cap = max < 16384 ? max + 1 : 16384, used = 0;
+	char *buf = malloc(cap);
 
 	if (!buf)
 		return sbx_error_set(err, ENOMEM, "read(%s): out of memory", what);
 	for (;;) {
-		ssize_t n = read(fd, buf + used, max + 1 - used);
+		ssize_t n;
 
+		if (used == cap) {
+			size_t ncap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
+			char *nbuf = realloc(buf, ncap);
+
+			if (!nbuf) {
+				free(buf);
+				return sbx_error_set(err, ENOMEM, "read(%s): out of memory", what);
+			}
+			buf = nbuf;
+			cap = ncap;
+		}
+		n = read(fd, buf + used, cap - used);
 		if (n < 0) {
 			int e = errno;
 

@@ -34,44 +34,21 @@ int shell_cmd_probe(bool json)
 	return 0;
 }
 
-/* "./draft.conf" -> "/abs/dir/draft.conf": the directory is resolved, the
- * last component kept as given, so a symlinked config is still refused. */
-static const char *absolute_config_path(const char *file, char *buf, size_t size)
+/* The live config, or the candidate of -f: trusted and parsed with its
+ * drop-ins, as a session would read it. */
+int shell_cmd_check_config(void)
 {
-	char dir[PATH_MAX], real[PATH_MAX];
-	const char *slash = strrchr(file, '/');
-	const char *base = slash ? slash + 1 : file;
-
-	if (file[0] == '/')
-		return file;
-	if (slash) {
-		if ((size_t)(slash - file) >= sizeof(dir))
-			return file;
-		memcpy(dir, file, (size_t)(slash - file));
-		dir[slash - file] = '\0';
-	} else {
-		dir[0] = '.';
-		dir[1] = '\0';
-	}
-	if (!realpath(dir, real) ||
-	    sbx_snprintf(buf, size, "%s/%s", strcmp(real, "/") ? real : "", base) != 0)
-		return file;
-	return buf;
-}
-
-int shell_cmd_check_config(const char *file)
-{
-	char abs_path[PATH_MAX + 256];
-	const char *path = file ? absolute_config_path(file, abs_path, sizeof(abs_path)) :
-				  shell_config_path();
+	const char *path = shell_config_path();
 	struct sbx_config *cfg = NULL;
 	struct sbx_error err = { 0 };
 	int ret, status = 0;
 
 	ret = sbx_config_load(path, 0, &cfg, &err);
 	if (ret == 0) {
-		printf("%s: OK (%zu profile(s), %zu match rule(s))\n", path, cfg->n_profiles,
-		       cfg->n_matches);
+		printf("%s: OK (%zu profile(s), %zu match rule(s), %zu drop-in(s))\n", path,
+		       cfg->n_profiles, cfg->n_matches, cfg->n_files - 1);
+		for (size_t i = 1; i < cfg->n_files; i++)
+			printf("  drop-in %s\n", cfg->files[i]);
 		sbx_config_free(cfg);
 		return 0;
 	}
@@ -81,7 +58,9 @@ int shell_cmd_check_config(const char *file)
 	if (ret == -EPERM || ret == -ELOOP) {
 		ret = sbx_config_load(path, SBX_CONFIG_SKIP_TRUST, &cfg, &err);
 		if (ret == 0) {
-			printf("%s: syntax OK, but not trusted as the live config (see above)\n", path);
+			printf("%s: syntax OK, but not trusted (see above): agent-shell and the PAM "
+			       "module would refuse it%s\n", path,
+			       shell_config_is_candidate() ? " once live" : "");
 			sbx_config_free(cfg);
 		} else {
 			fprintf(stderr, "%s\n", err.msg);

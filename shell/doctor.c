@@ -444,6 +444,24 @@ static void check_config_readable(struct doctor *d, const char *path)
 	}
 }
 
+/* agent-shell lists conf.d as the agent: without read and search for
+ * others, opening it fails (EACCES) and every agent session with it. */
+static void check_dropin_dir_readable(struct doctor *d, const char *path)
+{
+	char dir[SBX_PATH_MAX], fix[SBX_PATH_MAX + 32];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+
+	if (!slash || sbx_snprintf(dir, sizeof(dir), "%.*s/%s", (int)(slash - path), path,
+				   SBX_CONFIG_DROPIN_DIR) != 0 ||
+	    stat(dir, &st) != 0 || (st.st_mode & 0005) == 0005)
+		return;
+	snprintf(fix, sizeof(fix), "chmod o+rx %s", dir);
+	row(d, DOC_WARN, "config", dir, fix,
+	    "mode %04o: agents cannot list the drop-ins, so every agent session fails "
+	    "(Permission denied, exit 126)", (unsigned)(st.st_mode & 07777));
+}
+
 static void check_config(struct doctor *d)
 {
 	struct sbx_error err = { 0 };
@@ -466,8 +484,10 @@ static void check_config(struct doctor *d)
 		    "unusable, agent logins are refused: %s", err.msg);
 		return;
 	}
-	row(d, DOC_OK, "config", path, NULL, "trusted and parsed: %zu profile(s), %zu match rule(s)",
-	    d->cfg->n_profiles, d->cfg->n_matches);
+	row(d, DOC_OK, "config", path, NULL,
+	    "trusted and parsed: %zu profile(s), %zu match rule(s), %zu drop-in(s)%s",
+	    d->cfg->n_profiles, d->cfg->n_matches, d->cfg->n_files - 1,
+	    shell_config_is_candidate() ? " (a candidate given with -f: not what sessions read)" : "");
 	if (stat(d->cfg->agent_shell, &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
 		row(d, DOC_WARN, "config", "agent_shell", "install agent-shell there or fix agent_shell",
 		    "%s is not an executable file: agent logins will fail", d->cfg->agent_shell);
@@ -612,8 +632,8 @@ static void collect_agents(struct doctor *d)
 				agent_add(d, pw);
 			else
 				row(d, DOC_WARN, "accounts", m->name, "create the account or remove the rule",
-				    "[match] user rule (line %u) names an account that does not exist",
-				    m->line);
+				    "[match] user rule (%s:%u) names an account that does not exist",
+				    m->file, m->line);
 		}
 	}
 	for (size_t i = 0; i < d->cfg->n_matches; i++) {
@@ -1550,8 +1570,10 @@ static void print_json(const struct doctor *d, size_t n_ok, size_t n_warn, size_
 
 static void doctor_usage(FILE *out)
 {
-	fputs("usage: agent-shell --doctor [--json] [--pam-dir DIR] [--pam-vendor-dir DIR] [--sshd PATH]\n"
-	      "                           [--sshd-config FILE] [--unit-dirs DIR:DIR...]\n"
+	fputs("usage: agent-shell --doctor [--json] [-f FILE] [--pam-dir DIR] [--pam-vendor-dir DIR]\n"
+	      "                           [--sshd PATH] [--sshd-config FILE] [--unit-dirs DIR:DIR...]\n"
+	      "-f FILE (--config FILE): check a candidate config and its conf.d instead of the\n"
+	      "live one (the rest of the host as it is).\n"
 	      "Run as root. Exit 0: no FAIL; 1: an entry into an agent account is not confined;\n"
 	      "2: usage error.\n", out);
 }
@@ -1585,8 +1607,12 @@ static void check_dirs(struct doctor *d)
 static void check_accounts(struct doctor *d)
 {
 	collect_agents(d);
-	if (d->cfg)
-		check_config_readable(d, shell_config_path());
+	if (d->cfg) {
+		/* The drop-ins too: agent-shell reads every one as the agent. */
+		for (size_t i = 0; i < d->cfg->n_files; i++)
+			check_config_readable(d, d->cfg->files[i]);
+		check_dropin_dir_readable(d, shell_config_path());
+	}
 	if (!d->n_agents)
 		row(d, DOC_WARN, "accounts", "-", "agent-shell --enroll USER",
 		    "no agent accounts: nothing is matched by the config's [match] rules");
@@ -1615,8 +1641,10 @@ int shell_cmd_doctor(int argc, char **argv)
 		{ "sshd", required_argument, NULL, OPT_SSHD },
 		{ "sshd-config", required_argument, NULL, OPT_SSHD_CONFIG },
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "config", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *config_file = NULL;
 	struct doctor d = {
 		.pam_dir = "/etc/pam.d",
 		.pam_vendor_dir = "/usr/lib/pam.d",
@@ -1632,8 +1660,11 @@ int shell_cmd_doctor(int argc, char **argv)
 	/* argv[0] is "--doctor"; options follow. */
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'f':
+			config_file = optarg;
+			break;
 		case OPT_JSON:
 			json = true;
 			break;
@@ -1673,6 +1704,15 @@ int shell_cmd_doctor(int argc, char **argv)
 		fprintf(stderr, "agent-shell: --doctor: --pam-dir, --pam-vendor-dir, --unit-dirs, "
 			"--sshd and --sshd-config take absolute paths\n");
 		return 2;
+	}
+	if (config_file) {
+		int r = config_file[0] ? shell_config_use(config_file) : -EINVAL;
+
+		if (r != 0) {
+			fprintf(stderr, "agent-shell: --doctor: -f %s: %s\n", config_file,
+				r == -EINVAL ? "empty file name" : strerror(-r));
+			return 2;
+		}
 	}
 	if (geteuid() != 0) {
 		fprintf(stderr, "agent-shell: --doctor must run as root (it reads sshd's effective "

@@ -252,8 +252,16 @@ static void enroll_report_match(const struct enroll_opts *o, const struct sbx_co
 		ret = sbx_config_select(cfg, o->user, (const char *const *)id.groups, id.n_groups,
 					&selected, &err);
 	if (ret == -ENOENT || (ret == 0 && strcmp(selected->name, profile) != 0)) {
-		printf("not yet matched%s%s: add to the [match] section of %s:\n",
-		       ret == 0 ? " to profile " : "", ret == 0 ? profile : "", shell_config_path());
+		char dropin[SBX_PATH_MAX + 32];
+		const char *slash = strrchr(shell_config_path(), '/');
+
+		/* A drop-in of the admin's own, which package upgrades of the
+		 * main file never touch (agent-sandbox.conf(5), "Drop-ins"). */
+		snprintf(dropin, sizeof(dropin), "%.*s/%s/local.conf",
+			 slash ? (int)(slash - shell_config_path()) : 0, shell_config_path(),
+			 SBX_CONFIG_DROPIN_DIR);
+		printf("not yet matched%s%s: add to a [match] section, in a drop-in such as %s:\n",
+		       ret == 0 ? " to profile " : "", ret == 0 ? profile : "", dropin);
 		if (ret == 0 || rule_for(cfg, SBX_MATCH_GROUP, group))
 			printf("  user %s = %s\n", o->user, profile);
 		else
@@ -462,7 +470,7 @@ static int unenroll(const struct enroll_opts *o, struct sbx_config *cfg)
 	if (urule)
 		printf("still matched by \"user %s = %s\" (%s:%u): remove that line, or the PAM module "
 		       "keeps refusing %s (its login shell is no longer the agent shell)\n",
-		       o->user, urule->profile, shell_config_path(), urule->line, o->user);
+		       o->user, urule->profile, urule->file, urule->line, o->user);
 	if (!changes)
 		printf("%s was not enrolled: nothing changed\n", o->user);
 	printf("left in place: the account %s and its home %s", o->user, home);

@@ -35,11 +35,11 @@ static void usage(FILE *out)
 	      "                   -- CMD [ARG...]    (one confined command outside a login)\n"
 	      "       agent-shell --report [--json] [SESSION]\n"
 	      "       agent-shell --probe [--json]\n"
-	      "       agent-shell --check-config [FILE]\n"
-	      "       agent-shell --explain USER [--json]\n"
+	      "       agent-shell --check-config [-f FILE | FILE]\n"
+	      "       agent-shell --explain USER [--json] [-f FILE]\n"
 	      "       agent-shell --selftest\n"
-	      "       agent-shell --doctor [--json] [--pam-dir DIR] [--pam-vendor-dir DIR] [--sshd PATH]\n"
-	      "                    [--sshd-config FILE]\n"
+	      "       agent-shell --doctor [--json] [-f FILE] [--pam-dir DIR] [--pam-vendor-dir DIR]\n"
+	      "                    [--sshd PATH] [--sshd-config FILE]\n"
 	      "       agent-shell --enroll USER [--profile NAME] [--group GROUP] [--workspace DIR]\n"
 	      "       agent-shell --unenroll USER [--group GROUP] [--shell PATH]\n"
 	      "       agent-shell --sessions [--json]\n"
@@ -50,7 +50,8 @@ static void usage(FILE *out)
 	      "Every session and command runs in a sandbox (namespaces, read-only host,\n"
 	      "isolated home, Landlock, seccomp, no capabilities, no_new_privs, rlimits)\n"
 	      "and logs a guarantee report (syslog authpriv, ident agent-sandbox).\n"
-	      "Configuration: " SBX_CONFIG_PATH " (root-owned; see agent-sandbox.conf(5)).\n",
+	      "Configuration: " SBX_CONFIG_PATH " and its conf.d/*.conf (root-owned; see\n"
+	      "agent-sandbox.conf(5)). -f FILE (--config FILE) checks a candidate instead.\n",
 	      out);
 }
 
@@ -567,6 +568,7 @@ int main(int argc, char **argv)
 		{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
 		{ "explain", required_argument, NULL, OPT_EXPLAIN },
 		{ "selftest", no_argument, NULL, OPT_SELFTEST },
+		{ "config", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -576,6 +578,7 @@ int main(int argc, char **argv)
 	bool json = false;
 	const char *explain_user = NULL;
 	const char *command = NULL;
+	const char *config_file = NULL;
 
 	note_loader_env();
 	sanitise_process();
@@ -604,10 +607,13 @@ int main(int argc, char **argv)
 
 	/* "+": stop at the first non-option (the command of --run). */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+c:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:f:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			command = optarg;
+			break;
+		case 'f':
+			config_file = optarg;
 			break;
 		case OPT_RUN: case OPT_REPORT: case OPT_PROBE: case OPT_CHECK_CONFIG:
 		case OPT_SELFTEST: case OPT_HELP: case OPT_VERSION:
@@ -659,6 +665,8 @@ int main(int argc, char **argv)
 		default:
 			if (optopt == 'c')
 				fprintf(stderr, "agent-shell: -c needs a command\n");
+			else if (optopt == 'f')
+				fprintf(stderr, "agent-shell: -f needs a FILE\n");
 			else
 				fprintf(stderr, "agent-shell: unknown option %s\n",
 					argv[optind - 1] ? argv[optind - 1] : "?");
@@ -676,6 +684,30 @@ int main(int argc, char **argv)
 			"--scratch only go with --run\n");
 		return EXIT_USAGE;
 	}
+	/* A session (a login, -c, --run) reads the live config and nothing
+	 * else: whoever can pass it arguments (su USER -- ARGS) must not
+	 * choose its policy. Only the read-only checks take a candidate. */
+	if (config_file && verb != OPT_CHECK_CONFIG && verb != OPT_EXPLAIN) {
+		fprintf(stderr, "agent-shell: -f/--config only goes with --check-config, --explain and "
+			"--doctor; sessions always read %s\n", SBX_CONFIG_PATH);
+		return EXIT_USAGE;
+	}
+	if (verb == OPT_CHECK_CONFIG && optind < argc) {
+		if (config_file || optind < argc - 1) {
+			fprintf(stderr, "agent-shell: --check-config takes one FILE (-f FILE or FILE)\n");
+			return EXIT_USAGE;
+		}
+		config_file = argv[optind++];
+	}
+	if (config_file) {
+		int r = config_file[0] ? shell_config_use(config_file) : -EINVAL;
+
+		if (r != 0) {
+			fprintf(stderr, "agent-shell: -f %s: %s\n", config_file,
+				r == -EINVAL ? "empty file name" : strerror(-r));
+			return EXIT_USAGE;
+		}
+	}
 	if (!o.executor != !o.scratch || (o.scratch && o.scratch[0] != '/')) {
 		fprintf(stderr, "agent-shell: --executor KEY and --scratch DIR (absolute) go together\n");
 		return EXIT_USAGE;
@@ -691,11 +723,7 @@ int main(int argc, char **argv)
 	case OPT_PROBE:
 		return shell_cmd_probe(json);
 	case OPT_CHECK_CONFIG:
-		if (optind < argc - 1) {
-			fprintf(stderr, "agent-shell: --check-config takes at most one FILE\n");
-			return EXIT_USAGE;
-		}
-		return shell_cmd_check_config(optind < argc ? argv[optind] : NULL);
+		return shell_cmd_check_config();
 	case OPT_EXPLAIN:
 		return shell_cmd_explain(explain_user, json);
 	case OPT_REPORT:

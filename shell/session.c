@@ -17,18 +17,47 @@
 
 #include "shell.h"
 
+/* A candidate config named by -f (an admin verb's), or "" for the live one. */
+static char candidate[PATH_MAX + 256];
+
+/* "./draft.conf" -> "/abs/dir/draft.conf": the directory is resolved, the
+ * last component kept as given, so a symlinked config is still refused. */
+int shell_config_use(const char *file)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(file, '/');
+	const char *base = slash ? slash + 1 : file;
+
+	if (file[0] == '/')
+		return sbx_strlcpy(candidate, sizeof(candidate), file);
+	if (slash) {
+		if ((size_t)(slash - file) >= sizeof(dir))
+			return -ENAMETOOLONG;
+		memcpy(dir, file, (size_t)(slash - file));
+		dir[slash - file] = '\0';
+	} else {
+		dir[0] = '.';
+		dir[1] = '\0';
+	}
+	if (!realpath(dir, real))
+		return -errno;
+	return sbx_snprintf(candidate, sizeof(candidate), "%s/%s", strcmp(real, "/") ? real : "",
+			    base);
+}
+
+bool shell_config_is_candidate(void)
+{
+	return candidate[0] != '\0';
+}
+
 int shell_config_load(struct sbx_config **out, struct sbx_error *err)
 {
-	const char *path = SBX_CONFIG_PATH;
 	int ret;
 
-#ifdef SBX_TESTING
-	/* Test build only: the shipped binary has no way to pick its config. */
-	if (getenv("SBX_TEST_CONFIG"))
-		path = getenv("SBX_TEST_CONFIG");
-#endif
-	ret = sbx_config_load(path, 0, out, err);
-	if (ret == -ENOENT) {
+	ret = sbx_config_load(shell_config_path(), 0, out, err);
+	/* No live config means no agent accounts; a candidate that is not
+	 * there is an error of the admin's. */
+	if (ret == -ENOENT && !shell_config_is_candidate()) {
 		*out = NULL;
 		return 0;
 	}
@@ -37,7 +66,10 @@ int shell_config_load(struct sbx_config **out, struct sbx_error *err)
 
 const char *shell_config_path(void)
 {
+	if (candidate[0])
+		return candidate;
 #ifdef SBX_TESTING
+	/* Test build only: the shipped binary has no way to pick its config. */
 	if (getenv("SBX_TEST_CONFIG"))
 		return getenv("SBX_TEST_CONFIG");
 #endif

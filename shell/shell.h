@@ -8,6 +8,11 @@
 /* session.c */
 int shell_config_load(struct sbx_config **out, struct sbx_error *err);
 const char *shell_config_path(void);
+/* -f FILE of --check-config, --explain and --doctor: read the candidate
+ * FILE (and its conf.d) instead of the live config, under the same trust
+ * rules. Sessions never call it. */
+int shell_config_use(const char *file);
+bool shell_config_is_candidate(void);
 /* The caller's account (sbx_account_by_uid(getuid())); free with sbx_account_free. */
 int shell_identity(struct sbx_account *id, struct sbx_error *err);
 bool shell_group_is_privileged(const char *group);
@@ -52,7 +57,7 @@ bool shell_gate_allows(const struct sbx_profile *p, const char *path);
 
 /* admin.c */
 int shell_cmd_probe(bool json);
-int shell_cmd_check_config(const char *file);
+int shell_cmd_check_config(void);
 int shell_cmd_explain(const char *user, bool json);
 int shell_cmd_report(const char *session, bool json);
 int shell_cmd_selftest(void);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The sysadmin's verbs end to end: agent-shell --enroll/--unenroll and --doctor. */
+/* The sysadmin's verbs end to end: agent-shell --enroll/--unenroll, --doctor, and -f. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -659,6 +659,137 @@ static void test_doctor_config_breakers(void **state)
 	free(text);
 }
 
+/* A candidate config in its own trusted directory, with a conf.d drop-in
+ * that gives user3 profile "other" (the live config gives it "agent"). */
+static void write_candidate(char *main_path, size_t size, char *dropin, size_t dsize)
+{
+	char dir[128], text[4096], *live = file_text(fx.config), *match;
+
+	snprintf(dir, sizeof(dir), "%s/cand", fx.base);
+	if (mkdir(dir, 0755) != 0)
+		assert_int_equal(errno, EEXIST);
+	snprintf(main_path, size, "%s/cand.conf", dir);
+	/* The live text without its [match] section: nothing matches. */
+	match = strstr(live, "[match]");
+	assert_non_null(match);
+	*match = '\0';
+	write_text(main_path, live);
+	free(live);
+	snprintf(text, sizeof(text), "%s/conf.d", dir);
+	if (mkdir(text, 0755) != 0)
+		assert_int_equal(errno, EEXIST);
+	snprintf(dropin, dsize, "%s/conf.d/50-local.conf", dir);
+	snprintf(text, sizeof(text), "[match]\nuser %s = other\n", fx.user3);
+	write_text(dropin, text);
+}
+
+/* -f FILE: --check-config, --explain and --doctor read a candidate and
+ * its conf.d under the live config's trust rules; sessions refuse -f. */
+static void test_candidate_config(void **state)
+{
+	char *out = NULL, cand[PATH_MAX], dropin[PATH_MAX], want[PATH_MAX + 64], pam[PATH_MAX];
+	char untrusted[PATH_MAX];
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	enroll_user3();
+	write_candidate(cand, sizeof(cand), dropin, sizeof(dropin));
+	snprintf(pam, sizeof(pam), "%s/pam-candidate", fx.tmp);
+	write_pam_dir(pam, true);
+
+	/* Controls: the candidate and its drop-in check out, and --explain
+	 * answers from it, not from the live config. */
+	code = RUN(false, &out, "--check-config", "-f", cand);
+	assert_int_equal(code, 0);
+	snprintf(want, sizeof(want), "%s: OK (2 profile(s), 1 match rule(s), 1 drop-in(s))", cand);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "  drop-in %s\n", dropin);
+	assert_contains(out, want);
+	free(out);
+	code = RUN(false, &out, "--explain", fx.user3, "--config", cand);
+	assert_int_equal(code, 0);
+	snprintf(want, sizeof(want), "workspace_root   %s/other/%s\n", fx.base, fx.user3);
+	assert_contains(out, want);
+	free(out);
+	code = RUN(false, &out, "--explain", fx.user3);
+	assert_int_equal(code, 0);
+	snprintf(want, sizeof(want), "workspace_root   %s/ws/%s\n", fx.base, fx.user3);
+	assert_contains(out, want);
+	free(out);
+	code = RUN(false, &out, "--doctor", "--json", "-f", cand, "--pam-dir", pam, "--sshd",
+		   "/nonexistent/sshd");
+	assert_row(out, "config", cand, "OK");
+	assert_contains(out, "1 drop-in(s) (a candidate given with -f");
+	assert_null(strstr(out, "cannot list the drop-ins"));
+	free(out);
+
+	/* A drop-in others may write: the candidate is refused by every
+	 * verb, naming the drop-in. */
+	assert_int_equal(chmod(dropin, 0664), 0);
+	code = RUN(false, &out, "--check-config", "-f", cand);
+	assert_int_equal(code, 1);
+	snprintf(want, sizeof(want), "%s: group-writable (mode 0664)", dropin);
+	assert_contains(out, want);
+	assert_contains(out, "syntax OK, but not trusted");
+	free(out);
+	code = RUN(false, &out, "--explain", fx.user3, "-f", cand);
+	assert_int_equal(code, 1);
+	assert_contains(out, want);
+	free(out);
+	code = RUN(false, &out, "--doctor", "--json", "-f", cand, "--pam-dir", pam, "--sshd",
+		   "/nonexistent/sshd");
+	assert_int_equal(code, 1);
+	assert_row(out, "config", cand, "FAIL");
+	free(out);
+	assert_int_equal(chmod(dropin, 0644), 0);
+
+	/* Trusted but unreadable to agents: the doctor warns (agent-shell
+	 * reads the drop-ins as the agent). */
+	assert_int_equal(chmod(dropin, 0600), 0);
+	code = RUN(false, &out, "--doctor", "--json", "-f", cand, "--pam-dir", pam, "--sshd",
+		   "/nonexistent/sshd");
+	assert_row(out, "config", dropin, "WARN");
+	free(out);
+	assert_int_equal(chmod(dropin, 0644), 0);
+	snprintf(want, sizeof(want), "%s/cand/conf.d", fx.base);
+	assert_int_equal(chmod(want, 0750), 0);
+	code = RUN(false, &out, "--doctor", "--json", "-f", cand, "--pam-dir", pam, "--sshd",
+		   "/nonexistent/sshd");
+	assert_int_equal(chmod(want, 0755), 0);
+	assert_row(out, "config", want, "WARN");
+	assert_contains(out, "agents cannot list the drop-ins");
+	free(out);
+
+	/* A candidate under a world-writable directory (/tmp): refused, and
+	 * said to be only syntax-checked. */
+	snprintf(untrusted, sizeof(untrusted), "%s/cand.conf", fx.tmp);
+	write_text(untrusted, "[profile p]\nworkspace_root = /w\n");
+	code = RUN(false, &out, "--check-config", "-f", untrusted);
+	assert_int_equal(code, 1);
+	assert_contains(out, "world-writable");
+	assert_contains(out, "syntax OK, but not trusted");
+	free(out);
+	/* A missing candidate is an error, not "no configuration". */
+	snprintf(want, sizeof(want), "%s/cand/missing.conf", fx.base);
+	code = RUN(false, &out, "--explain", fx.user3, "-f", want);
+	assert_int_equal(code, 1);
+	assert_contains(out, "No such file or directory");
+	free(out);
+
+	/* Sessions never take -f: a login command, --run, and as the agent. */
+	code = RUN(true, &out, "-c", "true", "-f", cand);
+	assert_int_equal(code, 2);
+	assert_contains(out, "-f/--config only goes with --check-config, --explain and --doctor");
+	free(out);
+	code = RUN(true, &out, "-f", cand, "--run", "--", "/bin/true");
+	assert_int_equal(code, 2);
+	free(out);
+	code = RUN(true, &out, "--config", cand);
+	assert_int_equal(code, 2);
+	free(out);
+}
+
 /* --doctor --json with these PAM and unit directories and no sshd. */
 static int doctor_json(char **out, const char *pam, const char *vendor, const char *units)
 {
@@ -1126,6 +1257,7 @@ int main(void)
 		cmocka_unit_test(test_doctor_vendor_stacks),
 		cmocka_unit_test(test_doctor_session_limits),
 		cmocka_unit_test(test_doctor_config_breakers),
+		cmocka_unit_test(test_candidate_config),
 		cmocka_unit_test(test_doctor_probe_child_is_fresh),
 		cmocka_unit_test(test_doctor_probe_failure_warns),
 	};

@@ -259,8 +259,8 @@ static void test_select(void **state)
 	p = NULL;
 	assert_int_equal(sbx_config_select(cfg, "eve", g3, 2, &p, &err), -EINVAL);
 	assert_null(p);
-	assert_non_null(strstr(err.msg, "user eve matches group rules at line 7 (coder) "
-			       "and line 8 (reviewer); refusing"));
+	assert_non_null(strstr(err.msg, "user eve matches group rules at " NAME ":7 (coder) "
+			       "and " NAME ":8 (reviewer); refusing"));
 	/* No rule: not an agent account. */
 	assert_int_equal(sbx_config_select(cfg, "root", NULL, 0, &p, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "not an agent account"));
@@ -302,6 +302,25 @@ static void test_repo_example(void **state)
 		fail_msg("%s", err.msg);
 	if (sbx_config_parse_buffer(buf, len, "etc/agent-sandbox.conf", &cfg, &err) != 0)
 		fail_msg("%s", err.msg);
+	/* As shipped, nobody is an agent: installing confines no one. */
+	assert_int_equal(cfg->n_matches, 0);
+	assert_int_equal(sbx_config_select(cfg, "someone", agents, 1, &p, &err), -ENOENT);
+	assert_int_equal(sbx_config_select(cfg, "ci-runner", NULL, 0, &p, &err), -ENOENT);
+	sbx_config_free(cfg);
+	cfg = NULL;
+	{
+		/* The admin's drop-in: the header comment's example. */
+		static const char local[] = "[match]\ngroup agents = coder\nuser ci-runner = ci\n";
+		const struct sbx_config_source src[] = {
+			{ .name = "etc/agent-sandbox.conf", .buf = buf, .len = len },
+			{ .name = "conf.d/local.conf", .buf = local, .len = sizeof(local) - 1 },
+		};
+
+		if (sbx_config_parse_sources(src, 2, &cfg, &err) != 0)
+			fail_msg("%s", err.msg);
+	}
+	assert_int_equal(sbx_config_select(cfg, "ci-runner", NULL, 0, &p, &err), 0);
+	assert_string_equal(p->name, "ci");
 	assert_non_null(sbx_config_find_profile(cfg, "coder"));
 	assert_non_null(sbx_config_find_profile(cfg, "reviewer"));
 	p = sbx_config_find_profile(cfg, "ci");
@@ -332,6 +351,72 @@ static void test_repo_example(void **state)
 	}
 	sbx_config_free(cfg);
 	free(buf);
+}
+
+/* ---- several files: the main file, then drop-ins ------------------------- */
+
+static int parse2(const char *a, const char *b, struct sbx_config **cfg, struct sbx_error *err)
+{
+	const struct sbx_config_source src[] = {
+		{ .name = "main.conf", .buf = a, .len = strlen(a) },
+		{ .name = "conf.d/10-x.conf", .buf = b, .len = strlen(b) },
+	};
+
+	return sbx_config_parse_sources(src, 2, cfg, err);
+}
+
+static void test_sources(void **state)
+{
+	static const char main_text[] =
+		"[ceiling]\nnetwork = deny\n"			/* 1-2 */
+		"[profile p]\ninherit = q\n"			/* 3-4 */
+		"[match]\ngroup agents = p\n";			/* 5-6 */
+	const char *g[] = { "agents", "staff" };
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err = { 0 };
+	const struct sbx_profile *p = NULL;
+
+	(void)state;
+	/* A profile of the main file inherits one a drop-in defines; the
+	 * drop-in's [ceiling] continues the main file's. */
+	assert_int_equal(parse2(main_text,
+				"[profile q]\nworkspace_root = /q\n"
+				"[ceiling]\nroot = /srv rw\nroot = /opt ro\n"
+				"[match]\ngroup staff = p\n", &cfg, &err), 0);
+	p = sbx_config_find_profile(cfg, "p");
+	assert_non_null(p);
+	assert_string_equal(p->workspace_root, "/q");
+	assert_int_equal(cfg->ceiling.network, SBX_ACCESS_DENY);
+	assert_int_equal(cfg->ceiling.n_roots, 2);
+	assert_int_equal(sbx_config_select(cfg, "dave", g, 2, &p, &err), 0);
+	sbx_config_free(cfg);
+	cfg = NULL;
+
+	/* A once-only ceiling key again in the drop-in: both places named. */
+	assert_int_equal(parse2(main_text, "[profile q]\nworkspace_root = /q\n"
+				"[ceiling]\nnetwork = allow\n", &cfg, &err), -EINVAL);
+	assert_null(cfg);
+	assert_non_null(strstr(err.msg, "conf.d/10-x.conf:4: key 'network': duplicate key "
+			       "(first at main.conf:2)"));
+	/* A group rule conflicting with one in another file: select names
+	 * both files. */
+	assert_int_equal(parse2(main_text, "[profile q]\nworkspace_root = /q\n"
+				"[match]\ngroup staff = q\n", &cfg, &err), 0);
+	assert_int_equal(sbx_config_select(cfg, "eve", g, 2, &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "at main.conf:6 (p) and conf.d/10-x.conf:4 (q)"));
+	sbx_config_free(cfg);
+	cfg = NULL;
+	/* [ceiling] twice in one drop-in is still a duplicate section. */
+	assert_int_equal(parse2(main_text, "[profile q]\nworkspace_root = /q\n"
+				"[ceiling]\n[ceiling]\n", &cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "conf.d/10-x.conf:4: [ceiling]: duplicate section"));
+	/* Errors in a drop-in name it, not the main file. */
+	assert_int_equal(parse2(main_text, "[profile q]\nworkspace_root = q\n", &cfg, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err.msg, "conf.d/10-x.conf:2: key 'workspace_root'"));
+	assert_int_equal(parse2(main_text, "[profile q]\n", &cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "conf.d/10-x.conf:1: [profile q]: missing workspace_root"));
+	assert_null(cfg);
 }
 
 /* ---- bad input: one test per row ---------------------------------------- */
@@ -522,6 +607,7 @@ int main(void)
 		cmocka_unit_test(test_select),
 		cmocka_unit_test(test_comments_and_templates),
 		cmocka_unit_test(test_repo_example),
+		cmocka_unit_test(test_sources),
 		cmocka_unit_test(test_positive_controls),
 	};
 	struct CMUnitTest tests[ARRAY_SIZE(fixed) + ARRAY_SIZE(bad_rows)];

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Tests for trust.c and sbx_config_load: which config files are trusted, checked by fd walk. */
+/* Tests for trust.c and sbx_config_load: which config files and conf.d drop-ins are trusted,
+ * checked by fd walk, and how drop-ins join the main file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -343,6 +344,303 @@ static void test_bad_paths(void **state)
 	load_ok(good_conf());
 }
 
+/* ---- conf.d drop-ins ----------------------------------------------------- */
+
+static void write_text(const char *rel, const char *text, mode_t mode, uid_t uid)
+{
+	const char *p = pathf(rel);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	assert_int_equal(fchown(fd, uid, 0), 0);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+/* A main file and a conf.d under top/<dir>; returns the main file's path. */
+static const char *dropin_tree(const char *dir)
+{
+	static char main_path[SBX_PATH_MAX];
+	char rel[64];
+
+	make_dir(dir, 0755, 0);
+	snprintf(rel, sizeof(rel), "%s/conf.d", dir);
+	make_dir(rel, 0755, 0);
+	snprintf(rel, sizeof(rel), "%s/main.conf", dir);
+	write_text(rel, "[profile p]\nworkspace_root = /w\n[global]\nstate_dir = /s\n", 0644, 0);
+	/* pathf's buffers rotate: the caller keeps this one for the test. */
+	assert_int_equal(sbx_strlcpy(main_path, sizeof(main_path), pathf(rel)), 0);
+	return main_path;
+}
+
+static struct sbx_config *load_cfg(const char *path)
+{
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err = { 0 };
+
+	if (sbx_config_load(path, 0, &cfg, &err) != 0)
+		fail_msg("%s: %s", path, err.msg);
+	return cfg;
+}
+
+static void test_dropins_sorted_and_applied(void **state)
+{
+	const char *main_path;
+	const struct sbx_profile *p;
+	struct sbx_config *cfg;
+	const char *agents[] = { "agents" };
+	/* Text that refuses the whole config if it is ever read. */
+	const char *junk = "this is not a config\n";
+
+	(void)state;
+	REQUIRE_TREE();
+	main_path = dropin_tree("d1");
+	cfg = load_cfg(main_path);	/* control: an empty conf.d adds nothing */
+	assert_int_equal(cfg->n_files, 1);
+	assert_int_equal(cfg->n_matches, 0);
+	sbx_config_free(cfg);
+
+	/* Bytewise order: "Z" (0x5a) before "a" (0x61) before "b" whatever
+	 * the locale; digits first. The later file sees the earlier one's
+	 * profile (inherit) and rules. */
+	write_text("d1/conf.d/b-match.conf", "[match]\ngroup agents = q\nuser bob = p\n", 0644, 0);
+	write_text("d1/conf.d/a-profile.conf",
+		   "[profile q]\ninherit = p\nnetwork = deny\n[ceiling]\nroot = /srv rw\n", 0644, 0);
+	write_text("d1/conf.d/Z-global.conf", "[global]\nagent_shell = /x/agent-shell\n", 0644, 0);
+	write_text("d1/conf.d/10-ceiling.conf", "[ceiling]\nhost_write = deny\n", 0644, 0);
+	/* Not drop-ins: ignored, though their content is junk. */
+	write_text("d1/conf.d/README", junk, 0644, 0);
+	write_text("d1/conf.d/x.conf~", junk, 0644, 0);
+	write_text("d1/conf.d/x.conf.dpkg-old", junk, 0644, 0);
+	write_text("d1/conf.d/.hidden.conf", junk, 0644, 0);
+	write_text("d1/conf.d/.conf", junk, 0644, 0);
+	write_text("d1/conf.d/sp ace.conf", junk, 0644, 0);
+	write_text("d1/conf.d/x.CONF", junk, 0644, 0);
+	/* Not even trusted: a name that is not a drop-in is never opened. */
+	write_text("d1/conf.d/x.conf.bak", junk, 0666, sbx_test_uid());
+	make_dir("d1/conf.d/sub", 0755, 0);
+
+	cfg = load_cfg(main_path);
+	assert_int_equal(cfg->n_files, 5);
+	assert_string_equal(cfg->files[0], main_path);
+	assert_string_equal(cfg->path, main_path);
+	assert_non_null(strstr(cfg->files[1], "/d1/conf.d/10-ceiling.conf"));
+	assert_non_null(strstr(cfg->files[2], "/d1/conf.d/Z-global.conf"));
+	assert_non_null(strstr(cfg->files[3], "/d1/conf.d/a-profile.conf"));
+	assert_non_null(strstr(cfg->files[4], "/d1/conf.d/b-match.conf"));
+	assert_string_equal(cfg->state_dir, "/s");
+	assert_string_equal(cfg->agent_shell, "/x/agent-shell");
+	assert_int_equal(cfg->ceiling.host_write, SBX_ACCESS_DENY);
+	assert_int_equal(cfg->ceiling.n_roots, 1);
+	p = sbx_config_find_profile(cfg, "q");
+	assert_non_null(p);
+	assert_string_equal(p->workspace_root, "/w");	/* inherited from the main file */
+	assert_int_equal(sbx_config_select(cfg, "alice", agents, 1, &p, NULL), 0);
+	assert_string_equal(p->name, "q");
+	assert_ptr_equal(cfg->matches[0].file, cfg->files[4]);
+	assert_int_equal(cfg->matches[0].line, 2);
+	assert_int_equal(sbx_config_select(cfg, "bob", agents, 1, &p, NULL), 0);
+	assert_string_equal(p->name, "p");
+	sbx_config_free(cfg);
+}
+
+static void test_dropin_duplicate_key(void **state)
+{
+	const char *main_path;
+	char want[SBX_PATH_MAX + 64];
+
+	(void)state;
+	REQUIRE_TREE();
+	main_path = dropin_tree("d2");
+	/* Control: a [global] key the main file leaves unset. */
+	write_text("d2/conf.d/10-shell.conf", "[global]\nagent_shell = /x/agent-shell\n", 0644, 0);
+	sbx_config_free(load_cfg(main_path));
+	/* state_dir is the main file's (line 4): given again, refused, both
+	 * places named. */
+	write_text("d2/conf.d/20-state.conf", "# comment\n[global]\nstate_dir = /other\n", 0644, 0);
+	snprintf(want, sizeof(want), "first at %s:4", main_path);
+	load_refused(main_path, 0, -EINVAL, pathf("d2/conf.d/20-state.conf:3"), want);
+	load_refused(main_path, 0, -EINVAL, pathf("d2/conf.d/20-state.conf:3"),
+		     "key 'state_dir': duplicate key");
+	assert_int_equal(unlink(pathf("d2/conf.d/20-state.conf")), 0);
+	sbx_config_free(load_cfg(main_path));
+	/* The same between two drop-ins. */
+	write_text("d2/conf.d/30-shell.conf", "[global]\nagent_shell = /y/agent-shell\n", 0644, 0);
+	snprintf(want, sizeof(want), "first at %s:2", pathf("d2/conf.d/10-shell.conf"));
+	load_refused(main_path, 0, -EINVAL, pathf("d2/conf.d/30-shell.conf:2"), want);
+	assert_int_equal(unlink(pathf("d2/conf.d/30-shell.conf")), 0);
+	/* A profile defined twice, and a [match] rule given twice. */
+	write_text("d2/conf.d/40-profile.conf", "[profile p]\nworkspace_root = /v\n", 0644, 0);
+	snprintf(want, sizeof(want), "duplicate profile (first at %s:1)", main_path);
+	load_refused(main_path, 0, -EINVAL, pathf("d2/conf.d/40-profile.conf:1"), want);
+	assert_int_equal(unlink(pathf("d2/conf.d/40-profile.conf")), 0);
+	write_text("d2/conf.d/50-a.conf", "[match]\nuser bob = p\n", 0644, 0);
+	sbx_config_free(load_cfg(main_path));
+	write_text("d2/conf.d/51-b.conf", "[match]\nuser bob = p\n", 0644, 0);
+	snprintf(want, sizeof(want), "given twice (first at %s:2)", pathf("d2/conf.d/50-a.conf"));
+	load_refused(main_path, 0, -EINVAL, pathf("d2/conf.d/51-b.conf:2"), want);
+	assert_int_equal(unlink(pathf("d2/conf.d/51-b.conf")), 0);
+	sbx_config_free(load_cfg(main_path));
+}
+
+static void test_dropin_errors_name_the_file(void **state)
+{
+	const char *main_path;
+
+	(void)state;
+	REQUIRE_TREE();
+	main_path = dropin_tree("d3");
+	write_text("d3/conf.d/10-ok.conf", "[match]\nuser bob = p\n", 0644, 0);
+	sbx_config_free(load_cfg(main_path));
+	/* An unparsable drop-in refuses the whole config at its line. */
+	write_text("d3/conf.d/20-bad.conf", "[profile r]\nworkspace_root = /r\nnetwrok = deny\n",
+		   0644, 0);
+	load_refused(main_path, 0, -EINVAL, pathf("d3/conf.d/20-bad.conf:3"), "'netwrok'");
+	assert_int_equal(unlink(pathf("d3/conf.d/20-bad.conf")), 0);
+	/* Each file starts outside any section: the key is not the main
+	 * file's [global]'s. */
+	write_text("d3/conf.d/30-nosec.conf", "agent_shell = /x\n", 0644, 0);
+	load_refused(main_path, 0, -EINVAL, pathf("d3/conf.d/30-nosec.conf:1"),
+		     "outside any section");
+	assert_int_equal(unlink(pathf("d3/conf.d/30-nosec.conf")), 0);
+	/* A rule for a missing profile: -EINVAL, never -ENOENT (which
+	 * callers read as "no config at all"). */
+	write_text("d3/conf.d/40-rule.conf", "[match]\nuser carol = nope\n", 0644, 0);
+	load_refused(main_path, 0, -EINVAL, pathf("d3/conf.d/40-rule.conf:2"), "'nope'");
+	assert_int_equal(unlink(pathf("d3/conf.d/40-rule.conf")), 0);
+	sbx_config_free(load_cfg(main_path));
+}
+
+static void test_dropin_untrusted(void **state)
+{
+	const char *main_path;
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err = { 0 };
+	char target[SBX_PATH_MAX];
+
+	(void)state;
+	REQUIRE_TREE();
+	main_path = dropin_tree("d4");
+	write_text("d4/conf.d/10-ok.conf", "[match]\nuser bob = p\n", 0644, 0);
+	sbx_config_free(load_cfg(main_path));	/* control */
+
+	write_text("d4/conf.d/20-gw.conf", "[match]\nuser gw = p\n", 0664, 0);
+	load_refused(main_path, 0, -EPERM, pathf("d4/conf.d/20-gw.conf"), "group-writable");
+	assert_int_equal(chmod(pathf("d4/conf.d/20-gw.conf"), 0644), 0);
+	sbx_config_free(load_cfg(main_path));	/* fixed: loads */
+
+	write_text("d4/conf.d/30-ww.conf", "[match]\nuser ww = p\n", 0646, 0);
+	load_refused(main_path, 0, -EPERM, pathf("d4/conf.d/30-ww.conf"), "world-writable");
+	assert_int_equal(chmod(pathf("d4/conf.d/30-ww.conf"), 0644), 0);
+	sbx_config_free(load_cfg(main_path));
+
+	write_text("d4/conf.d/40-user.conf", "[match]\nuser u = p\n", 0644, sbx_test_uid());
+	load_refused(main_path, 0, -EPERM, pathf("d4/conf.d/40-user.conf"), "owned by uid");
+	/* A draft tree may still be checked for syntax without trust. */
+	assert_int_equal(sbx_config_load(main_path, SBX_CONFIG_SKIP_TRUST, &cfg, &err), 0);
+	assert_int_equal(cfg->n_files, 5);
+	sbx_config_free(cfg);
+	assert_int_equal(chown(pathf("d4/conf.d/40-user.conf"), 0, 0), 0);
+	sbx_config_free(load_cfg(main_path));
+
+	/* A symlink, even to a trusted file, is refused (and never
+	 * followed with SBX_CONFIG_SKIP_TRUST either). */
+	write_text("d4/target.conf", "[match]\nuser t = p\n", 0644, 0);
+	snprintf(target, sizeof(target), "%s", pathf("d4/target.conf"));
+	assert_int_equal(symlink(target, pathf("d4/conf.d/50-link.conf")), 0);
+	load_refused(main_path, 0, -ELOOP, pathf("d4/conf.d/50-link.conf"), "symlink");
+	load_refused(main_path, SBX_CONFIG_SKIP_TRUST, -ELOOP, pathf("d4/conf.d/50-link.conf"),
+		     "symlink");
+	assert_int_equal(unlink(pathf("d4/conf.d/50-link.conf")), 0);
+
+	/* A hard link: its inode decides. Another name for a root-owned,
+	 * not writable inode is as good as the file (the main file's rule,
+	 * test_hard_linked); one for an inode someone else owns is refused
+	 * by owner, whatever name it has. */
+	assert_int_equal(link(target, pathf("d4/conf.d/60-hard.conf")), 0);
+	sbx_config_free(load_cfg(main_path));
+	assert_int_equal(chown(target, sbx_test_uid(), 0), 0);
+	load_refused(main_path, 0, -EPERM, pathf("d4/conf.d/60-hard.conf"), "owned by uid");
+	assert_int_equal(unlink(pathf("d4/conf.d/60-hard.conf")), 0);
+
+	/* Neither a directory nor a FIFO with a drop-in's name. */
+	make_dir("d4/conf.d/70-dir.conf", 0755, 0);
+	load_refused(main_path, 0, -EINVAL, pathf("d4/conf.d/70-dir.conf"), "not a regular file");
+	assert_int_equal(rmdir(pathf("d4/conf.d/70-dir.conf")), 0);
+	assert_int_equal(mkfifo(pathf("d4/conf.d/71-fifo.conf"), 0644), 0);
+	load_refused(main_path, 0, -EINVAL, pathf("d4/conf.d/71-fifo.conf"), "not a regular file");
+	assert_int_equal(unlink(pathf("d4/conf.d/71-fifo.conf")), 0);
+	sbx_config_free(load_cfg(main_path));
+}
+
+static void test_dropin_dir_untrusted(void **state)
+{
+	const char *main_path;
+	char target[SBX_PATH_MAX];
+
+	(void)state;
+	REQUIRE_TREE();
+	main_path = dropin_tree("d5");
+	write_text("d5/conf.d/10-ok.conf", "[match]\nuser bob = p\n", 0644, 0);
+	sbx_config_free(load_cfg(main_path));	/* control */
+
+	assert_int_equal(chmod(pathf("d5/conf.d"), 0775), 0);
+	load_refused(main_path, 0, -EPERM, pathf("d5/conf.d"), "group-writable");
+	assert_int_equal(chmod(pathf("d5/conf.d"), 01777), 0);
+	load_refused(main_path, 0, -EPERM, pathf("d5/conf.d"), "world-writable");
+	assert_int_equal(chmod(pathf("d5/conf.d"), 0755), 0);
+	assert_int_equal(chown(pathf("d5/conf.d"), sbx_test_uid(), 0), 0);
+	load_refused(main_path, 0, -EPERM, pathf("d5/conf.d"), "owned by uid");
+	assert_int_equal(chown(pathf("d5/conf.d"), 0, 0), 0);
+	sbx_config_free(load_cfg(main_path));
+
+	/* conf.d a symlink to a trusted directory, or not a directory. */
+	assert_int_equal(rename(pathf("d5/conf.d"), pathf("d5/real.d")), 0);
+	snprintf(target, sizeof(target), "%s", pathf("d5/real.d"));
+	assert_int_equal(symlink(target, pathf("d5/conf.d")), 0);
+	load_refused(main_path, 0, -ELOOP, pathf("d5/conf.d"), "symlink");
+	assert_int_equal(unlink(pathf("d5/conf.d")), 0);
+	write_text("d5/conf.d", "[match]\n", 0644, 0);
+	load_refused(main_path, 0, -ENOTDIR, pathf("d5/conf.d"), "not a directory");
+	assert_int_equal(unlink(pathf("d5/conf.d")), 0);
+	/* Missing: fine, the main file alone. */
+	sbx_config_free(load_cfg(main_path));
+}
+
+static void test_dropin_limits(void **state)
+{
+	const char *main_path;
+	char rel[64], *big;
+	size_t half = SBX_CONFIG_MAX_BYTES / 2 + 1;
+
+	(void)state;
+	REQUIRE_TREE();
+	main_path = dropin_tree("d6");
+	/* Each file under the budget, together over it. */
+	big = malloc(half + 1);
+	assert_non_null(big);
+	memset(big, '#', half);
+	for (size_t i = 99; i < half; i += 100)
+		big[i] = '\n';
+	big[half - 1] = '\n';
+	big[half] = '\0';
+	write_text("d6/conf.d/10-big.conf", big, 0644, 0);
+	sbx_config_free(load_cfg(main_path));	/* control: one fits */
+	write_text("d6/conf.d/20-big.conf", big, 0644, 0);
+	load_refused(main_path, 0, -EFBIG, pathf("d6/conf.d/20-big.conf"), "together");
+	free(big);
+	assert_int_equal(unlink(pathf("d6/conf.d/10-big.conf")), 0);
+	assert_int_equal(unlink(pathf("d6/conf.d/20-big.conf")), 0);
+	for (int i = 0; i < SBX_CONFIG_MAX_DROPINS; i++) {
+		snprintf(rel, sizeof(rel), "d6/conf.d/%03d.conf", i);
+		write_text(rel, "# empty\n", 0644, 0);
+	}
+	sbx_config_free(load_cfg(main_path));	/* control: the most there may be */
+	write_text("d6/conf.d/999.conf", "# one too many\n", 0644, 0);
+	load_refused(main_path, 0, -E2BIG, pathf("d6/conf.d"), "drop-ins");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +656,12 @@ int main(void)
 		cmocka_unit_test(test_symlinked_parent),
 		cmocka_unit_test(test_bad_paths),
 		cmocka_unit_test(test_resolve_trusted),
+		cmocka_unit_test(test_dropins_sorted_and_applied),
+		cmocka_unit_test(test_dropin_duplicate_key),
+		cmocka_unit_test(test_dropin_errors_name_the_file),
+		cmocka_unit_test(test_dropin_untrusted),
+		cmocka_unit_test(test_dropin_dir_untrusted),
+		cmocka_unit_test(test_dropin_limits),
 	};
 	return cmocka_run_group_tests_name("trust", tests, setup, teardown);
 }

@@ -37,7 +37,8 @@
 #   the world's (ns-setup-shipped.sh) stands for a Debian host that followed
 #   README "Deploying on a host": etc/agent-sandbox.conf at
 #   /etc/agent-sandbox/agent-sandbox.conf as "make install" writes it (only
-#   agent_shell rewritten, by the Makefile's own rule), the module in the
+#   agent_shell rewritten, by the Makefile's own rule) with the [match]
+#   rules in /etc/agent-sandbox/conf.d/local.conf (README step 3), the module in the
 #   system PAM directory, /etc/pam.d/{sshd,login,su,runuser,runuser-l} edited
 #   with the lines of etc/pam.d/agent-sandbox-* where step 2 says, the drop-in
 #   in /etc/ssh/sshd_config.d, packaging/postinst run, accounts enrolled with
@@ -102,8 +103,9 @@ LIMIT=sbxl-$R		# max_sessions = 2
 SVC=sbxe2e-$R
 OPEN=/var/tmp/sbxe2e-$R	# agent-writable by Unix permissions, outside the workspace
 HOLDER="" SINK="" LISTENER="" ULISTENER="" AGENT_PID="" SSHD_PIDS=()
-# The shipped-config world. The group and ci-runner names are the shipped
-# [match] rules'; they exist only in that namespace's /etc.
+# The shipped-config world. The group and ci-runner names are those of the
+# shipped [match] examples, which the test's conf.d/local.conf makes live;
+# they exist only in that namespace's /etc.
 S_HOLDER=""
 S_CODER=sbxc-$R		# in group agents     -> profile coder
 S_REV=sbxr-$R		# in group reviewers  -> profile reviewer
@@ -387,7 +389,7 @@ after_last_session() {
 
 setup_shipped() {
 	local pamdir base u i port
-	# The names the shipped [match] rules use must be this world's alone: a
+	# The names the [match] examples use must be this world's alone: a
 	# host that has them would lend it its own accounts and members.
 	for u in agents reviewers; do
 		! NS getent group "$u" >/dev/null || { echo "the host has a group $u: its members would be checked here"; return 1; }
@@ -428,6 +430,17 @@ setup_shipped() {
 	NSS install -m 0644 "$WN/bin/pam_agent_sandbox.so" "$pamdir/pam_agent_sandbox.so" || return 1
 	NSS install -d -m 0755 /etc/agent-sandbox /etc/agent-sandbox/skel || return 1
 	NSS install -m 0644 "$S_CONF" /etc/agent-sandbox/agent-sandbox.conf || return 1
+	# As shipped it matches nobody: the admin says who is an agent in a
+	# drop-in of their own, as the file's header comment shows (the
+	# profiles themselves stay exactly as shipped).
+	NSS "$WN/bin/agent-shell" --check-config >"$T/s-check-config-bare.out" 2>&1 ||
+		{ cat "$T/s-check-config-bare.out"; return 1; }
+	grep -q ', 0 match rule(s), 0 drop-in(s))$' "$T/s-check-config-bare.out" ||
+		{ echo "the shipped config matches someone:"; cat "$T/s-check-config-bare.out"; return 1; }
+	NSS install -d -m 0755 /etc/agent-sandbox/conf.d || return 1
+	printf '[match]\ngroup agents = coder\ngroup reviewers = reviewer\nuser %s = ci\n' "$S_CI" \
+		>"$T/local.conf"
+	NSS install -m 0644 "$T/local.conf" /etc/agent-sandbox/conf.d/local.conf || return 1
 	NSS install -m 0644 "$SRC/etc/skel/.bashrc" "$SRC/etc/skel/.profile" /etc/agent-sandbox/skel/ || return 1
 	NSS install -d -m 0755 /etc/ssh/sshd_config.d || return 1
 	# Only the shipped drop-in in sshd_config.d (a host's own would be read too).
@@ -1177,7 +1190,8 @@ EOF
 t_shipped_installed_as_make_install() {
 	local u ok=0 key
 	echo "  config: only agent_shell differs from etc/agent-sandbox.conf ($(grep '^>' "$T/conf.diff" | cut -c3- | cut -d'#' -f1))"
-	echo "  --check-config: $(head -1 "$T/s-check-config.out")"
+	echo "  --check-config, as shipped: $(head -1 "$T/s-check-config-bare.out")"
+	echo "  --check-config, with conf.d/local.conf: $(head -1 "$T/s-check-config.out")"
 	NSS cmp "$SRC/etc/sshd_config.d/agent-sandbox.conf" /etc/ssh/sshd_config.d/agent-sandbox.conf ||
 		{ echo "  the drop-in is not the shipped one"; ok=1; }
 	[ "$(NSS head -1 /etc/ssh/sshd_config)" = "Include /etc/ssh/sshd_config.d/*.conf" ] || ok=1

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libFuzzer target: the config parser, then select/expand/restrict/describe on what it accepts. */
+/* libFuzzer target: the config parser (one file, or a main file and drop-ins split at NUL),
+ * then select/expand/restrict/describe on what it accepts. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +21,44 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FILE *devnull;
 	size_t i;
 
-	if (sbx_config_parse_buffer((const char *)data, size, "fuzz.conf", &cfg, &err) != 0)
-		return 0;
+	/* A NUL (which no config may hold) splits the input into the main
+	 * file and its drop-ins: the multi-file parse, as sbx_config_load
+	 * runs it; without one, the single-buffer entry point. */
+	if (!memchr(data, '\0', size)) {
+		if (sbx_config_parse_buffer((const char *)data, size, "fuzz.conf", &cfg, &err) != 0)
+			return 0;
+	} else {
+		static const char *const names[] = {
+			"main.conf", "conf.d/a.conf", "conf.d/b.conf", "conf.d/c.conf",
+			"conf.d/d.conf", "conf.d/e.conf", "conf.d/f.conf", "conf.d/g.conf",
+		};
+		struct sbx_config_source src[8];
+		size_t n = 0, off = 0;
+
+		while (n < 8) {
+			const uint8_t *nul = memchr(data + off, '\0', size - off);
+			size_t len = nul ? (size_t)(nul - (data + off)) : size - off;
+
+			src[n] = (struct sbx_config_source){ .name = names[n],
+							     .buf = (const char *)data + off,
+							     .len = len };
+			n++;
+			if (!nul)
+				break;
+			off += len + 1;
+		}
+		if (sbx_config_parse_sources(src, n, &cfg, &err) != 0)
+			return 0;
+		/* Every rule names one of the files it came from. */
+		for (i = 0; i < cfg->n_matches; i++) {
+			size_t k;
+
+			for (k = 0; k < cfg->n_files && cfg->matches[i].file != cfg->files[k]; k++)
+				;
+			if (k == cfg->n_files || cfg->n_files != n)
+				abort();
+		}
+	}
 	e = malloc(sizeof(*e));
 	r = malloc(sizeof(*r));
 	devnull = fopen("/dev/null", "w");
