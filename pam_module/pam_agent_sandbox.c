@@ -763,13 +763,22 @@ static int step_tmp(struct open_ctx *c)
 static int step_secrets(struct open_ctx *c)
 {
 	const struct sbx_profile *p = c->p;
+	char confd[SBX_PATH_MAX];
+	const char *slash = strrchr(c->a->conf, '/');
 
+	/* The config's drop-ins (conf.d beside it) are read by agent-shell
+	 * too: a secret inside conf.d, or covering it, hides them. */
+	if (!slash || snprintf(confd, sizeof(confd), "%.*s/conf.d", (int)(slash - c->a->conf),
+			       c->a->conf) >= (int)sizeof(confd))
+		confd[0] = '\0';
 	for (size_t i = 0; i < p->n_deny_read; i++) {
 		bool masked = false;
 		int r;
 
 		if (sbx_path_is_under(SBX_CONFIG_PATH, p->deny_read[i]) ||
 		    sbx_path_is_under(c->a->conf, p->deny_read[i]) ||
+		    (confd[0] && (sbx_path_is_under(confd, p->deny_read[i]) ||
+				  sbx_path_is_under(p->deny_read[i], confd))) ||
 		    sbx_path_is_under(c->cfg->agent_shell, p->deny_read[i])) {
 			mlog(c->pamh, LOG_NOTICE, "warning", "deny_read_deferred", c->acc->user,
 				   "user %s: deny_read %s covers agent-shell or its config; "

@@ -28,8 +28,13 @@ systemctl reload ssh
 # The doctor before any agent exists (the suite reads it).
 agent-shell --doctor >doctor-before.out 2>&1 || true
 
-# The shipped [match] rules: group agents = coder, group reviewers =
-# reviewer, user ci-runner = ci. One agent per shipped profile.
+# The shipped config matches nobody; the admin's rules go in a drop-in
+# (the header's example): one agent per shipped profile.
+step "conf.d/local.conf: the admin's [match] rules"
+install -d -m 0755 /etc/agent-sandbox/conf.d
+printf '[match]\ngroup agents = coder\ngroup reviewers = reviewer\nuser ci-runner = ci\n' \
+	>/etc/agent-sandbox/conf.d/local.conf
+chmod 0644 /etc/agent-sandbox/conf.d/local.conf
 step "enrol coder1 (coder), rev1 (reviewer), ci-runner (ci)"
 getent group reviewers >/dev/null || groupadd reviewers
 agent-shell --enroll coder1 >enroll.log
@@ -48,9 +53,9 @@ done
 # Session limits (cgroup v2 through systemd), as an admin adds them: a
 # profile of its own and a user rule, which beats the group rule.
 step "profile limited (memory_max, pids_max, cpu_max) for lim1"
-sed -i '/^\[match\]/i [profile limited]\ninherit = coder\nmemory_max = 256M\npids_max = 64\ncpu_max = 50\n' \
-	/etc/agent-sandbox/agent-sandbox.conf
-sed -i '/^\[match\]/a user lim1 = limited' /etc/agent-sandbox/agent-sandbox.conf
+printf '[profile limited]\ninherit = coder\nmemory_max = 256M\npids_max = 64\ncpu_max = 50\n\n[match]\nuser lim1 = limited\n' \
+	>/etc/agent-sandbox/conf.d/limited.conf
+chmod 0644 /etc/agent-sandbox/conf.d/limited.conf
 agent-shell --check-config >/dev/null
 agent-shell --enroll lim1 --profile limited >>enroll.log
 install -d -m 0750 -o lim1 -g lim1 /srv/agents/lim1/cache
