@@ -132,11 +132,13 @@ static int load_groups(struct sbx_account *out, char **buf, size_t *size,
 		}
 		if (!found)
 			continue;
-		if (strlen(gr.gr_name) >= SBX_NAME_MAX) {
-			r = sbx_error_set(err, ENAMETOOLONG, "group %u of %s: name too long",
-					  (unsigned)gids[i], out->user);
-			goto out;
-		}
+		/* A name no config can hold (names are shorter than
+		 * SBX_NAME_MAX) matches no rule and is not "agents": leave it
+		 * out. Refusing here refused every account in such a group
+		 * (an AD group with a long qualified name), root's sudo
+		 * included, since the module runs in every stack. */
+		if (strlen(gr.gr_name) >= SBX_NAME_MAX)
+			continue;
 		out->groups[out->n_groups] = strdup(gr.gr_name);
 		if (!out->groups[out->n_groups]) {
 			r = sbx_error_set(err, ENOMEM, "groups of %s: out of memory", out->user);

@@ -775,13 +775,45 @@ static int pam_locate(const struct doctor *d, const char *name, char *path, size
 }
 
 /* A control that makes a refusal from the module end the stack. */
-static bool control_enforces(const char *control)
+/* The action a [...] control gives return code `code` (its own entry,
+ * else default=), copied to act; false when neither is there. */
+static bool control_action(const char *control, const char *code, char *act, size_t size)
 {
+	char want[64], dflt[32] = "";
+	const char *p = control + 1;
+	bool found = false;
+
+	snprintf(want, sizeof(want), "%s=", code);
+	while (*p && *p != ']') {
+		size_t n = strcspn(p, " \t]");
+
+		if (n > strlen(want) && !strncmp(p, want, strlen(want))) {
+			snprintf(act, size, "%.*s", (int)(n - strlen(want)), p + strlen(want));
+			found = true;
+		} else if (n > 8 && !strncmp(p, "default=", 8)) {
+			snprintf(dflt, sizeof(dflt), "%.*s", (int)(n - 8), p + 8);
+		}
+		p += n;
+		p += strspn(p, " \t");
+	}
+	if (!found && dflt[0])
+		snprintf(act, size, "%s", dflt);
+	return found || dflt[0];
+}
+
+/* Does the control end the stack on the module's refusal? code is the
+ * PAM code the module refuses with in that phase: perm_denied (account),
+ * session_err (session). A jump or ignore for that code lets the stack
+ * go on past the refusal, whatever default= says. */
+static bool control_enforces(const char *control, const char *code)
+{
+	char act[32];
+
 	if (!strcmp(control, "required") || !strcmp(control, "requisite"))
 		return true;
-	return control[0] == '[' &&
-	       (strstr(control, "default=die") || strstr(control, "default=bad") ||
-		strstr(control, "perm_denied=die") || strstr(control, "perm_denied=bad"));
+	if (control[0] != '[' || !control_action(control, code, act, sizeof(act)))
+		return false;
+	return !strcmp(act, "die") || !strcmp(act, "bad");
 }
 
 static bool module_is_ours(const char *module)
@@ -870,10 +902,10 @@ static int pam_scan(const struct doctor *d, const char *name, const char *only_t
 		if (!module_is_ours(module))
 			continue;
 		if (!strcmp(type, "account")) {
-			f->account_weak |= !control_enforces(control);
+			f->account_weak |= !control_enforces(control, "perm_denied");
 			f->account = true;
 		} else if (!strcmp(type, "session")) {
-			f->session_weak |= !control_enforces(control);
+			f->session_weak |= !control_enforces(control, "session_err");
 			f->session = true;
 		}
 	}

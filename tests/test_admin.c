@@ -940,6 +940,32 @@ static void test_doctor_pam_and_sshd_failures(void **state)
 	assert_row(out, "sshd", "/nonexistent/sshd", "WARN");
 	free(out);
 
+	/* Controls that ignore the module's own refusal code while saying
+	 * default=die: the stack goes on past a refused agent. The same
+	 * stacks with the shipped control are OK (the control row). */
+	snprintf(pam, sizeof(pam), "%s/pam-lax", fx.tmp);
+	write_pam_dir(pam, true);
+	{
+		char path[PATH_MAX + 16];
+
+		snprintf(path, sizeof(path), "%s/sshd", pam);
+		write_text(path, "account [perm_denied=ignore default=die] pam_agent_sandbox.so\n"
+				 "@include common-account\n@include common-session\n"
+				 "session [session_err=ignore success=ok default=die] "
+				 "pam_agent_sandbox.so netns\n");
+		snprintf(path, sizeof(path), "%s/login", pam);
+		write_text(path, "account [success=ok perm_denied=ignore default=die] "
+				 "pam_agent_sandbox.so\naccount include common-account\n"
+				 "session substack common-session\n"
+				 "session [success=ok default=bad] pam_agent_sandbox.so\n");
+	}
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	assert_int_equal(code, 1);
+	assert_row(out, "pam", "sshd", "FAIL");		/* session_err=ignore */
+	assert_row(out, "pam", "login", "WARN");	/* perm_denied=ignore */
+	assert_row(out, "pam", "su", "OK");		/* control */
+	free(out);
+
 	if (!fx.sshd[0]) {
 		print_message("[  SKIP    ] sshd half: no sshd installed (/usr/sbin/sshd)\n");
 		return;

@@ -191,17 +191,25 @@ printf 'session required pam_agent_sandbox.so\n' >"$P/runuser.dpkg-old"
 # the log), so that one still counts.
 printf -- '-account [module_unknown=ignore default=die] pam_agent_sandbox.so\naccount required pam_permit.so\n' >"$P/runuser-l"
 printf -- '-account [default=die] pam_agent_sandbox.so\n' >"$P/login"
+# module_unknown=ignore in a comment or an argument is not in the control:
+# libpam refuses with the module gone, so both count.
+printf 'account [default=die] pam_agent_sandbox.so # module_unknown=ignore\nsession required pam_agent_sandbox.so module_unknown=ignore\n' >"$P/su"
 sed -e "s|/etc/pam.d/\*|$P/*|" -e '/^case "\$1"/,$d' "$A/DEBIAN/prerm" >"$T/refs.sh"
 hand0=$(sh -c ". '$T/refs.sh'; stack_refs hand")
 all0=$(sh -c ". '$T/refs.sh'; stack_refs all")
 printf 'session required pam_unix.so\nsession [default=die] pam_agent_sandbox.so\n' >"$P/runuser"
 hand1=$(sh -c ". '$T/refs.sh'; stack_refs hand")
-dash="$P/login:1: -account [default=die] pam_agent_sandbox.so"
-if [ "$hand0" = "$dash" ] &&
+login="$P/login:1: -account [default=die] pam_agent_sandbox.so"
+su="$P/su:1: account [default=die] pam_agent_sandbox.so # module_unknown=ignore
+$P/su:2: session required pam_agent_sandbox.so module_unknown=ignore"
+if [ "$hand0" = "$login
+$su" ] &&
 	[ "$all0" = "$P/common-account:6: account	[success=ok ignore=ignore default=die]	pam_agent_sandbox.so
-$dash" ] &&
-	[ "$hand1" = "$dash
-$P/runuser:2: session [default=die] pam_agent_sandbox.so" ]; then
+$login
+$su" ] &&
+	[ "$hand1" = "$login
+$P/runuser:2: session [default=die] pam_agent_sandbox.so
+$su" ]; then
 	ok prerm_finds_hand_written_stack_lines
 else
 	bad prerm_finds_hand_written_stack_lines "hand before: '$hand0', all: '$all0', hand after: '$hand1'"
