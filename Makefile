@@ -44,7 +44,7 @@ LIBS        := -lseccomp -lcap
 
 LIB_SRCS   := $(sort $(wildcard lib/*.c))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
-SHELL_SRCS := $(sort $(wildcard shell/*.c))
+SHELL_SRCS := $(filter-out shell/launcher.c,$(sort $(wildcard shell/*.c)))
 SHELL_OBJS := $(SHELL_SRCS:%.c=$(BUILD)/%.o)
 PAM_SRCS   := $(sort $(wildcard pam_module/*.c))
 PAM_OBJS   := $(PAM_SRCS:%.c=$(BUILD)/%.o)
@@ -61,6 +61,10 @@ LIBSBX_SO  := $(BUILD)/libsbx.so.0
 LIBSBX_PC  := $(BUILD)/libsbx.pc
 EXAMPLE    := $(BUILD)/examples/confine
 SHELL_BIN  := $(BUILD)/agent-shell
+# The login shell as installed: a static launcher (shell/launcher.c) that
+# clears the loader's variables, then runs agent-shell proper from
+# $(BINDIR)/../lib/agent-sandbox.
+LAUNCHER   := $(BUILD)/agent-shell-launcher
 SHELL_TEST_BIN := $(BUILD)/tests/agent-shell-testable
 PAM_SO     := $(BUILD)/pam_agent_sandbox.so
 
@@ -71,7 +75,7 @@ ESCAPE_TEST := $(BUILD)/tests/test_escape
 
 .PHONY: all check check-asan check-vm fuzz lint deps demo install uninstall install-conf-file deb deb-lint clean bench
 
-all: $(LIBSBX) $(LIBSBX_SO) $(LIBSBX_PC) $(SHELL_BIN) $(PAM_SO) $(EXAMPLE)
+all: $(LIBSBX) $(LIBSBX_SO) $(LIBSBX_PC) $(SHELL_BIN) $(LAUNCHER) $(PAM_SO) $(EXAMPLE)
 
 $(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
@@ -102,6 +106,12 @@ $(EXAMPLE): examples/confine.c lib/libsbx.h $(LIBSBX_SO)
 
 $(SHELL_BIN): $(SHELL_OBJS) $(LIBSBX)
 	$(CC) -pie -o $@ $(SHELL_OBJS) $(LIBSBX) $(HARDEN_LD) $(LIBS)
+
+# Static (no dynamic loader to read LD_PRELOAD), and never sanitized: ASan
+# cannot be linked statically, and the launcher is a few lines of libc.
+$(LAUNCHER): shell/launcher.c Makefile
+	$(CC) $(BASE) -O2 -D_FORTIFY_SOURCE=3 $(WARN) $(CFLAGS) $(DEPFLAGS) -static-pie -o $@ $< \
+		-Wl,-z,relro -Wl,-z,now -Wl,-z,noexecstack
 
 # Same shell, built so a test may force a probe result (SBX_TESTING); never installed.
 $(BUILD)/tests/shell/%.o: shell/%.c Makefile
@@ -264,6 +274,9 @@ bench: all
 # while unedited. agent_shell in the shipped config names /usr/local/bin; the
 # installed copy names $(BINDIR), where the binary really goes.
 DOCDIR      ?= $(PREFIX)/share/doc/agent-sandbox
+# agent-shell proper, where the launcher at $(BINDIR)/agent-shell looks for
+# it: beside the bin directory, never a path the environment could name.
+SHELL_REAL_DIR = $(abspath $(BINDIR)/../lib/agent-sandbox)
 LIBDIR      ?= $(PREFIX)/lib/$(MULTIARCH)
 INCLUDEDIR  ?= $(PREFIX)/include
 SSHDCONFDIR ?= $(SYSCONFDIR)/ssh/sshd_config.d
@@ -306,7 +319,9 @@ install: all install-conf-file
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
 		$(DESTDIR)$(COMPLDIR) $(DESTDIR)$(PAMCONFDIR)
-	install -m 0755 $(SHELL_BIN) $(DESTDIR)$(BINDIR)/agent-shell
+	install -d $(DESTDIR)$(SHELL_REAL_DIR)
+	install -m 0755 $(LAUNCHER) $(DESTDIR)$(BINDIR)/agent-shell
+	install -m 0755 $(SHELL_BIN) $(DESTDIR)$(SHELL_REAL_DIR)/agent-shell
 	install -m 0644 $(LIBSBX_SO) $(DESTDIR)$(LIBDIR)/libsbx.so.0
 	ln -sf libsbx.so.0 $(DESTDIR)$(LIBDIR)/libsbx.so
 	$(PC_SED) >$(DESTDIR)$(LIBDIR)/pkgconfig/libsbx.pc
@@ -346,7 +361,9 @@ uninstall: install-conf-file
 			printf '%s\n' "uninstall: these PAM lines still load pam_agent_sandbox.so; take them out first:" \
 				"$$refs" >&2; exit 1; fi; \
 	fi
-	rm -f $(DESTDIR)$(BINDIR)/agent-shell $(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
+	rm -f $(DESTDIR)$(BINDIR)/agent-shell $(DESTDIR)$(SHELL_REAL_DIR)/agent-shell \
+		$(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
+	-@rmdir $(DESTDIR)$(SHELL_REAL_DIR) 2>/dev/null || true
 	rm -f $(DESTDIR)$(UM_DROPIN_DST)
 	rm -f $(DESTDIR)$(PAMCONFDIR)/agent-sandbox $(DESTDIR)$(COMPLDIR)/agent-shell
 	-@rmdir $(DESTDIR)$(PAMCONFDIR) $(DESTDIR)$(COMPLDIR) \

@@ -61,13 +61,19 @@ for pkg in agent-sandbox libsbx0 libsbx-dev; do
 	for m in "$root"/usr/share/man/man*/*; do
 		[ -f "$m" ] && gzip -9n "$m"
 	done
-	find "$root" -type f \( -name '*.so*' -o -path '*/usr/bin/*' \) -exec \
+	# usr/lib/agent-sandbox holds agent-shell proper (the launcher in
+	# usr/bin runs it): a program, so stripped and 0755 as well.
+	find "$root" -type f \( -name '*.so*' -o -path '*/usr/bin/*' \
+		-o -path '*/usr/lib/agent-sandbox/*' \) -exec \
 		strip --strip-unneeded --remove-section=.comment --remove-section=.note {} +
 	find "$root" -type d -exec chmod 0755 {} +
-	find "$root" -type f ! -path '*/usr/bin/*' ! -path '*/DEBIAN/*' -exec chmod 0644 {} +
+	find "$root" -type f ! -path '*/usr/bin/*' ! -path '*/usr/lib/agent-sandbox/*' \
+		! -path '*/DEBIAN/*' -exec chmod 0644 {} +
 done
 
 install -m 0755 "$here/postinst" "$here/prerm" "$here/postrm" "$out/agent-sandbox/DEBIAN/"
+install -D -m 0644 "$here/lintian-overrides" \
+	"$out/agent-sandbox/usr/share/lintian/overrides/agent-sandbox"
 (cd "$out/agent-sandbox" && find etc -type f | sed 's|^|/|' | sort >DEBIAN/conffiles)
 echo "libsbx 0 libsbx0 (>= $version)" >"$out/libsbx0/DEBIAN/shlibs"
 chmod 0644 "$out/libsbx0/DEBIAN/shlibs"
@@ -84,7 +90,7 @@ shlibdeps() {
 	(cd "$out/shlibs" && dpkg-shlibdeps -O "$@" 2>/dev/null) | sed -n 's/^shlibs:Depends=//p'
 }
 abs=$(cd "$out" && pwd)
-dep_app=$(shlibdeps "$abs/agent-sandbox/usr/bin/agent-shell" \
+dep_app=$(shlibdeps "$abs/agent-sandbox/usr/lib/agent-sandbox/agent-shell" \
 	"$abs/agent-sandbox/$libdir/security/pam_agent_sandbox.so")
 dep_lib=$(shlibdeps "$abs/libsbx0/$libdir/libsbx.so.0")
 [ -n "$dep_app" ] || dep_app="libc6, libpam0g, libseccomp2, libcap2"

@@ -373,6 +373,23 @@ static bool user_manager_guarded(struct doctor *d)
 
 /* ---- config and directories ------------------------------------------- */
 
+/* Does the login shell have a dynamic loader (PT_INTERP), which reads
+ * LD_PRELOAD and friends from the session's environment before main()?
+ * The installed launcher is static. Unreadable counts as yes. */
+static bool agent_shell_has_loader(const char *path)
+{
+	struct sbx_elf_info *info = calloc(1, sizeof(*info));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool yes = true;
+
+	if (info && fd >= 0 && sbx_elf_parse_fd(fd, path, info, NULL) == 0 && info->is_elf)
+		yes = info->interp[0] != '\0';
+	if (fd >= 0)
+		close(fd);
+	free(info);
+	return yes;
+}
+
 /* agent_shell names this program (the same file), or a file called
  * agent-shell (another installed copy). */
 static bool is_agent_shell(const char *path, const struct stat *st)
@@ -502,8 +519,16 @@ static void check_config(struct doctor *d)
 		    "%s is not agent-shell: the PAM module checks that agents have this login "
 		    "shell, so their logins would run it, outside any sandbox",
 		    d->cfg->agent_shell);
+	else if (agent_shell_has_loader(d->cfg->agent_shell))
+		row(d, DOC_FAIL, "config", "agent_shell",
+		    "point agent_shell (and the agents' login shell) at the installed launcher, "
+		    "<prefix>/bin/agent-shell, which runs <prefix>/lib/agent-sandbox/agent-shell",
+		    "%s is dynamically linked: sshd starts it with the PAM environment, which "
+		    "pam_env fills from the agent's ~/.pam_environment, so LD_PRELOAD there runs "
+		    "the agent's code in it before any sandbox", d->cfg->agent_shell);
 	else
-		row(d, DOC_OK, "config", "agent_shell", NULL, "%s", d->cfg->agent_shell);
+		row(d, DOC_OK, "config", "agent_shell", NULL, "%s (static launcher)",
+		    d->cfg->agent_shell);
 }
 
 /* A root-side directory the PAM stage writes into: every component from

@@ -139,9 +139,19 @@ static const char *const loader_vars[] = {
 
 /* Names of loader_vars present at entry, space-separated ("" = none). */
 static char loader_env_seen[80];
+/* What the installed launcher (shell/launcher.c) removed before this
+ * program's loader ran: logged, not refused (the loader never saw it). */
+static char loader_env_dropped[256];
 
 static void note_loader_env(void)
 {
+	const char *dropped = getenv("AGENT_SANDBOX_LOADER_DROPPED");
+
+	if (dropped) {
+		sbx_strlcpy(loader_env_dropped, sizeof(loader_env_dropped), dropped);
+		sbx_text_scrub(loader_env_dropped);
+		unsetenv("AGENT_SANDBOX_LOADER_DROPPED");
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(loader_vars); i++) {
 		if (getenv(loader_vars[i]) &&
 		    sbx_snprintf(loader_env_seen + strlen(loader_env_seen),
@@ -417,6 +427,18 @@ static int start_session(const struct run_opts *o)
 	}
 	if ((ret = shell_identity(&id, &err)) != 0)
 		goto refuse;
+	if (loader_env_dropped[0]) {
+		struct sbx_logline l;
+
+		sbx_log_begin(&l, "warning");
+		sbx_log_add(&l, "reason", "loader_env_dropped");
+		sbx_log_add(&l, "user", "%s", id.user);
+		sbx_log_add(&l, "dropped", "%s", loader_env_dropped);
+		sbx_log_add(&l, "msg", "the session's environment set %s (a PAM module such as "
+			    "pam_env with user_readenv, or the home's ~/.pam_environment); the "
+			    "launcher removed it before the dynamic loader ran", loader_env_dropped);
+		shell_log_send(LOG_WARNING, &l);
+	}
 	if (loader_env_seen[0]) {
 		reason = "loader_env";
 		ret = sbx_error_set(&err, EPERM,

@@ -31,7 +31,10 @@ struct fx {
 	char base[64];		/* /run/sbx-test-admin-XXXXXX: config, state, workspaces */
 	char *tmp;		/* /tmp/sbx-test-admin-XXXXXX: PAM dirs, sshd configs */
 	char config[128];
-	char shell[PATH_MAX];	/* the testable agent-shell, also the config's agent_shell */
+	char shell[PATH_MAX];	/* the testable agent-shell, run by the tests */
+	char login[PATH_MAX];	/* the config's agent_shell: <base>/bin/agent-shell, the
+				 * static launcher, which runs <base>/lib/agent-sandbox/
+				 * agent-shell (a link to the testable one), as installed */
 	char sshd[PATH_MAX];	/* "" when no sshd is installed */
 	char group[32], group2[32];
 	char user1[32], user2[32], user3[32];
@@ -280,6 +283,25 @@ static int group_setup(void **state)
 	if (!mkdtemp(fx.base) || chmod(fx.base, 0755) != 0)
 		return -1;
 	fx.tmp = sbx_test_mkdtemp("admin");
+	{
+		char dir[200], launcher[PATH_MAX];
+		char *const cp[] = { (char *)"/bin/cp", launcher, fx.login, NULL };
+
+		snprintf(launcher, sizeof(launcher), "%s/agent-shell-launcher", build);
+		snprintf(dir, sizeof(dir), "%s/bin", fx.base);
+		snprintf(fx.login, sizeof(fx.login), "%s/agent-shell", dir);
+		if (mkdir(dir, 0755) != 0 || run_quiet(cp) != 0 || chmod(fx.login, 0755) != 0)
+			return -1;
+		snprintf(dir, sizeof(dir), "%s/lib", fx.base);
+		if (mkdir(dir, 0755) != 0)
+			return -1;
+		snprintf(dir, sizeof(dir), "%s/lib/agent-sandbox", fx.base);
+		if (mkdir(dir, 0755) != 0)
+			return -1;
+		snprintf(launcher, sizeof(launcher), "%s/agent-shell", dir);
+		if (symlink(fx.shell, launcher) != 0)
+			return -1;
+	}
 	snprintf(fx.config, sizeof(fx.config), "%s/agent-sandbox.conf", fx.base);
 	snprintf(text, sizeof(text),
 		 "[global]\nstate_dir = %s/state\nagent_shell = %s\n"
@@ -287,7 +309,7 @@ static int group_setup(void **state)
 		 "home = isolated\n"
 		 "[profile other]\ninherit = agent\nworkspace_root = %s/other/%%u\n"
 		 "[match]\ngroup %s = agent\n",
-		 fx.base, fx.shell, fx.base, fx.base, fx.group);
+		 fx.base, fx.login, fx.base, fx.base, fx.group);
 	write_text(fx.config, text);
 	return 0;
 }
@@ -344,7 +366,7 @@ static void test_enroll_unenroll(void **state)
 
 	pw = getpwnam(fx.user1);
 	assert_non_null(pw);
-	assert_string_equal(pw->pw_shell, fx.shell);
+	assert_string_equal(pw->pw_shell, fx.login);
 	assert_true(member_of(fx.user1, fx.group));
 	assert_int_equal(lstat(ws, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
@@ -361,7 +383,7 @@ static void test_enroll_unenroll(void **state)
 	free(out);
 
 	assert_int_equal(RUN(false, &out, "--unenroll", fx.user1), 0);
-	snprintf(want, sizeof(want), "changed login shell of %s: %s -> /bin/bash", fx.user1, fx.shell);
+	snprintf(want, sizeof(want), "changed login shell of %s: %s -> /bin/bash", fx.user1, fx.login);
 	assert_contains(out, want);
 	snprintf(want, sizeof(want), "removed %s from group %s", fx.user1, fx.group);
 	assert_contains(out, want);
@@ -568,7 +590,7 @@ static void test_doctor_good_then_wrong_shell(void **state)
 	assert_contains(out, "fix: usermod -s");
 	free(out);
 	assert_int_equal(run_quiet((char *const[]){ (char *)"/usr/sbin/usermod", (char *)"-s",
-						    fx.shell, fx.user3, NULL }), 0);
+						    fx.login, fx.user3, NULL }), 0);
 }
 
 /* A profile with memory_max: the doctor says whether this host can hold
@@ -654,6 +676,21 @@ static void test_doctor_config_breakers(void **state)
 	assert_int_equal(code, 1);
 	assert_row(out, "config", "agent_shell", "FAIL");
 	assert_contains(out, "/bin/bash is not agent-shell");
+	free(out);
+	free(edited);
+	/* agent-shell proper, dynamically linked, as the login shell: the
+	 * session's LD_PRELOAD would reach its loader. A FAIL; the launcher
+	 * the config names otherwise is OK (the control above). */
+	edited = malloc(strlen(text) + PATH_MAX);
+	assert_non_null(edited);
+	snprintf(edited, strlen(text) + PATH_MAX, "%.*sagent_shell = %s%s", (int)(at - text), text,
+		 fx.shell, strchr(at, '\n'));
+	write_text(fx.config, edited);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	write_text(fx.config, text);
+	assert_int_equal(code, 1);
+	assert_row(out, "config", "agent_shell", "FAIL");
+	assert_contains(out, "is dynamically linked");
 	free(out);
 	free(edited);
 	free(text);

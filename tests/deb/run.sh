@@ -59,6 +59,7 @@ want() {
 echo "[ RUN      ] file_list"
 r=0
 want agent-sandbox usr/bin/agent-shell f 755 || r=1
+want agent-sandbox usr/lib/agent-sandbox/agent-shell f 755 || r=1
 want agent-sandbox "usr/lib/$MA/security/pam_agent_sandbox.so" f 644 || r=1
 want agent-sandbox usr/share/bash-completion/completions/agent-shell f 644 || r=1
 want agent-sandbox usr/share/pam-configs/agent-sandbox f 644 || r=1

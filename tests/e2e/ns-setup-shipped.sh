@@ -21,7 +21,7 @@ case "$pamdir" in /*/security) ;; *) echo "ns-setup-shipped.sh: odd PAMDIR $pamd
 mount --make-rprivate /
 # Upper layers on the world's /run tmpfs: gone with the world.
 base=/run/ovl-shipped
-for d in etc var pam; do
+for d in etc var pam pamcfg; do
 	mkdir -p "$base/$d/upper" "$base/$d/work"
 done
 # /etc over the world's /etc: the config, the PAM edits, sshd_config and
@@ -34,6 +34,11 @@ mount -t overlay -o "lowerdir=/var,upperdir=$base/var/upper,workdir=$base/var/wo
 # The system PAM directory, where "make install" puts the module: the
 # shipped snippets name it without a path.
 mount -t overlay -o "lowerdir=$pamdir,upperdir=$base/pam/upper,workdir=$base/pam/work" e2e-s-pam "$pamdir"
+# pam-auth-update's profiles, where the package puts its own: the
+# postinst's pam-auth-update then writes this world's common-* stacks.
+mkdir -p /usr/share/pam-configs
+mount -t overlay -o "lowerdir=/usr/share/pam-configs,upperdir=$base/pamcfg/upper,workdir=$base/pamcfg/work" \
+	e2e-s-pamcfg /usr/share/pam-configs
 # The profiles' trees and the passwd homes (useradd --create-home).
 for d in /srv /opt /home; do
 	mount -t tmpfs -o mode=0755,size=64m,nosuid,nodev e2e-s-tree "$d"

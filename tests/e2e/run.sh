@@ -165,7 +165,11 @@ setup() {
 	chmod 0755 "$W" "$W"/{bin,keys,sshd,ws,home,state} || return 1
 	chmod 0700 "$W/secret" "$W/client"
 	echo "top secret $R" >"$W/secret/token"
-	install -m 0755 "$BUILD/agent-shell" "$W/bin/agent-shell" || return 1
+	# As "make install" lays it out: the static launcher is the login
+	# shell, agent-shell proper beside the bin directory.
+	install -m 0755 "$BUILD/agent-shell-launcher" "$W/bin/agent-shell" || return 1
+	install -d -m 0755 "$W/lib" "$W/lib/agent-sandbox" || return 1
+	install -m 0755 "$BUILD/agent-shell" "$W/lib/agent-sandbox/agent-shell" || return 1
 	install -m 0644 "$BUILD/pam_agent_sandbox.so" "$W/bin/pam_agent_sandbox.so" || return 1
 	# A PAM line that proves the stack in effect is ours (a missing
 	# /etc/pam.d/X would silently fall back to "other").
@@ -447,11 +451,20 @@ setup_shipped() {
 	NSS find /etc/ssh/sshd_config.d -mindepth 1 -maxdepth 1 ! -name agent-sandbox.conf -print -delete
 	NSS install -m 0644 "$SRC/etc/sshd_config.d/agent-sandbox.conf" /etc/ssh/sshd_config.d/agent-sandbox.conf ||
 		return 1
-	NSS sh "$SRC/packaging/postinst" configure "" >"$T/postinst.out" 2>&1 ||
-		{ cat "$T/postinst.out"; return 1; }
+	NSS install -m 0644 "$SRC/etc/pam-configs/agent-sandbox" /usr/share/pam-configs/agent-sandbox ||
+		return 1
+	NSS env DEBIAN_FRONTEND=noninteractive sh "$SRC/packaging/postinst" configure "" \
+		>"$T/postinst.out" 2>&1 || { cat "$T/postinst.out"; return 1; }
+	# Its pam-auth-update put the module in the common stacks, once each.
+	for u in common-account common-session; do
+		[ "$(NSS grep -c '^[^#]*pam_agent_sandbox\.so' "/etc/pam.d/$u")" = 1 ] ||
+			{ echo "postinst: /etc/pam.d/$u does not name the module once"; NSS cat "/etc/pam.d/$u"; return 1; }
+	done
 
-	# Step 2, PAM, as README says: sshd (the netns session line last),
-	# login and su, runuser and runuser-l.
+	# Step 2, PAM: the postinst's pam-auth-update above, then the
+	# hand-written snippets too, as on a host that had them before (a
+	# stack naming the module twice opens one session): sshd (the netns
+	# session line last), login and su, runuser and runuser-l.
 	pam_edit sshd sed "/^@include common-account/i $S_A" || return 1
 	pam_edit sshd after_last_session "$S_S" || return 1
 	for u in login su; do
@@ -1326,6 +1339,41 @@ s_report() {
 		"$PY" "$HELPER" report "$3.json" >"$3"
 }
 
+# pam-auth-update puts the module in common-session, before Debian's
+# "pam_env.so user_readenv=1", which then reads ~/.pam_environment from the
+# agent's isolated home (already bound at $HOME). LD_PRELOAD there must not
+# reach a dynamic loader outside the sandbox: the login shell is the static
+# launcher, which drops it (and logs that) before agent-shell proper runs.
+t_shipped_pam_environment_preload() {
+	local ok=0 h uid out
+	h=/var/lib/agent-sandbox/homes/$S_CODER
+	uid=$(NSS id -u "$S_CODER")
+	cc -shared -fPIC -o "$T/preload.so" -x c - <<'EOF' || return 1
+#include <stdio.h>
+#include <unistd.h>
+__attribute__((constructor)) static void c(void) { dprintf(2, "PRELOADED uid=%d\n", (int)getuid()); }
+EOF
+	printf 'LD_PRELOAD DEFAULT=/home/%s/preload.so\n' "$S_CODER" >"$T/pamenv"
+	NSS install -m 0644 -o "$uid" "$T/preload.so" "$h/preload.so" || return 1
+	NSS install -m 0644 -o "$uid" "$T/pamenv" "$h/.pam_environment" || return 1
+	# Control: the library runs, as the agent, in agent-shell proper when its
+	# loader sees it.
+	out=$(NSS setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+		env LD_PRELOAD="$h/preload.so" "$WN/lib/agent-sandbox/agent-shell" --version 2>&1)
+	[[ $out == *"PRELOADED uid=$uid"* ]] || { echo "  control: the library did not run: $out"; ok=1; }
+	sshs "$S_CODER" 'echo "inside=${LD_PRELOAD:-unset}"; echo done' >"$T/preload.out" 2>&1 ||
+		{ echo "  ssh exit $?"; ok=1; }
+	sed 's/^/  | /' "$T/preload.out"
+	grep -q PRELOADED "$T/preload.out" && { echo "  the agent's library ran outside the sandbox"; ok=1; }
+	grep -qx 'inside=unset' "$T/preload.out" && grep -qx done "$T/preload.out" ||
+		{ echo "  the session did not run"; ok=1; }
+	# pam_env did set it: the launcher says what it dropped.
+	wait_for syslog_has "event=warning reason=loader_env_dropped user=$S_CODER dropped=LD_PRELOAD" ||
+		{ echo "  no loader_env_dropped warning: pam_env did not set it, or it was not logged"; ok=1; }
+	NSS rm -f "$h/preload.so" "$h/.pam_environment"
+	return $ok
+}
+
 t_shipped_coder() {
 	local ok=0 before sid1 sid2 g out
 	before=$(listener_count)
@@ -1543,7 +1591,7 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 done
 # The shipped files: their own world, set up once the tests above are done.
 shipped_tests=(t_shipped_installed_as_make_install t_shipped_doctor t_shipped_pam_stacks
-	t_shipped_coder t_shipped_pam_stage_required t_shipped_reviewer t_shipped_ci_gated
+	t_shipped_coder t_shipped_pam_environment_preload t_shipped_pam_stage_required t_shipped_reviewer t_shipped_ci_gated
 	t_shipped_su_runuser_login)
 [ -z "${SBX_E2E_ONLY:-}" ] || [[ " ${shipped_tests[*]}" =~ $SBX_E2E_ONLY ]] || shipped_tests=()
 t0=$SECONDS
