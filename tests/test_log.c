@@ -184,6 +184,7 @@ static void test_send_syslog(void **state)
 	assert_string_equal(buf + 19 + strlen(want), "event=refused reason=floor");
 	close(s);
 	sbx_test_rmtree(dir);
+	free(dir);
 	free(l);
 }
 
@@ -218,6 +219,7 @@ static void test_send_journal(void **state)
 	assert_non_null(strstr(buf, "]: event=session_end session=0123abcd exit_status=3"));
 	close(s);
 	sbx_test_rmtree(dir);
+	free(dir);
 	free(l);
 }
 
@@ -260,6 +262,7 @@ static void test_send_never_blocks(void **state)
 	assert_true(t1.tv_sec - t0.tv_sec < 5);
 	close(s);
 	sbx_test_rmtree(dir);
+	free(dir);
 	free(l);
 }
 
