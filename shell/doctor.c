@@ -711,6 +711,50 @@ static void check_account(struct doctor *d, const struct doc_agent *a)
 }
 
 /*
+ * A root the profile asks to write that the ceiling leaves read-only: the
+ * session works, but writes there fail (EROFS), and nothing said why. (The
+ * README's "create the cache directory" step did nothing under the old
+ * shipped ceiling's host_write = deny.) The profile as written, expanded
+ * for the account, against the one the session gets.
+ */
+static void check_ceiling_narrows(struct doctor *d, const struct doc_agent *a,
+				  const struct sbx_profile *named, const struct sbx_profile *eff,
+				  const char *home)
+{
+	struct sbx_profile *asked = malloc(sizeof(*asked));
+	char fix[SBX_PATH_MAX + 128];
+
+	if (!asked) {
+		d->out_of_memory = true;
+		return;
+	}
+	*asked = *named;
+	if (sbx_profile_expand(asked, a->user, home, NULL) != 0)
+		goto out;
+	for (size_t i = 0; i < asked->n_roots; i++) {
+		const struct sbx_root *want = &asked->roots[i];
+
+		if (want->write != SBX_ACCESS_ALLOW)
+			continue;
+		for (size_t j = 0; j < eff->n_roots; j++) {
+			const struct sbx_root *got = &eff->roots[j];
+
+			if (strcmp(got->path, want->path) != 0 || got->write == SBX_ACCESS_ALLOW)
+				continue;
+			snprintf(fix, sizeof(fix), "add \"root = %s rw\" (or a parent) to [ceiling], "
+				 "or make the profile's root ro", want->path);
+			row(d, DOC_WARN, "paths", a->user, fix,
+			    "profile %s: root %s rw is %s in the session: the [ceiling] (its "
+			    "host_write and root lines) does not let a profile write there",
+			    named->name, want->path, got->read == SBX_ACCESS_DENY ? "hidden" :
+			    "read-only");
+		}
+	}
+out:
+	free(asked);
+}
+
+/*
  * The paths a session of this account needs, as PAM and the shell compute
  * its profile. Each problem below refuses every login (fail closed, so WARN,
  * not FAIL), found walking through the README on a fresh Debian 12 host:
@@ -763,6 +807,7 @@ static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 		    "profile %s: root %s %s: %s: every session is refused", named->name, rt->path,
 		    rt->write == SBX_ACCESS_ALLOW ? "rw" : "ro", strerror(e));
 	}
+	check_ceiling_narrows(d, a, named, p, id.home);
 out:
 	sbx_account_free(&id);
 	free(p);

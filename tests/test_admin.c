@@ -693,6 +693,34 @@ static void test_doctor_config_breakers(void **state)
 	assert_contains(out, "is dynamically linked");
 	free(out);
 	free(edited);
+	/* A profile root rw that the ceiling leaves read-only: a WARN naming
+	 * it; a root the ceiling lets it write is not named (the control). */
+	{
+		char ro[128], rw[128], want[256];
+		const char *sec = strstr(text, "[profile agent]\n");
+
+		assert_non_null(sec);
+		snprintf(ro, sizeof(ro), "%s/ceil-ro", fx.base);
+		snprintf(rw, sizeof(rw), "%s/ceil-rw", fx.base);
+		assert_true(mkdir(ro, 0755) == 0 || errno == EEXIST);
+		assert_true(mkdir(rw, 0755) == 0 || errno == EEXIST);
+		edited = malloc(strlen(text) + 1024);
+		assert_non_null(edited);
+		snprintf(edited, strlen(text) + 1024,
+			 "%.*s[profile agent]\nroot = %s rw\nroot = %s rw\n%s"
+			 "[ceiling]\nhost_write = deny\nroot = %s rw\n",
+			 (int)(sec - text), text, ro, rw, sec + strlen("[profile agent]\n"), rw);
+		write_text(fx.config, edited);
+		code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd",
+			   "/nonexistent/sshd");
+		write_text(fx.config, text);
+		snprintf(want, sizeof(want), "profile agent: root %s rw is read-only in the session", ro);
+		assert_contains(out, want);
+		snprintf(want, sizeof(want), "root %s rw is", rw);
+		assert_null(strstr(out, want));
+		free(out);
+		free(edited);
+	}
 	free(text);
 }
 
