@@ -805,14 +805,17 @@ static bool record_is_live(const struct sbx_record *rec, const unsigned long *se
 	return n && bsearch(&rec->mntns, set, n, sizeof(*set), ulong_cmp) != NULL;
 }
 
-/* Count the live records of uid in the open sessions/ directory; remove
- * the stale ones (of every uid) when prune is set. */
-static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
-		      unsigned *live_out, unsigned *stale_out, struct sbx_error *err)
+/* Called for each well-formed, trusted record of the open sessions/
+ * directory with whether it is live; dir_fd and name let the visitor
+ * unlink it. A nonzero return (-errno, err set) ends the walk. */
+typedef int (*record_visit_fn)(int dir_fd, const char *name, const struct sbx_record *rec,
+			       bool live, void *arg, struct sbx_error *err);
+
+static int records_walk(int path_fd, const char *sessions, record_visit_fn visit, void *arg,
+			struct sbx_error *err)
 {
 	struct sbx_record rec;
 	struct dirent *de;
-	unsigned live = 0, stale = 0;
 	unsigned long *set = NULL;
 	size_t n_set = SIZE_MAX;
 	bool set_loaded = false;
@@ -822,7 +825,7 @@ static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
 
 	buf = malloc(SBX_RECORD_MAX_BYTES + 1);
 	if (!buf) {
-		r = sbx_error_set(err, ENOMEM, "count(%s): out of memory", sessions);
+		r = sbx_error_set(err, ENOMEM, "records(%s): out of memory", sessions);
 		goto out;
 	}
 	fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -845,27 +848,55 @@ static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
 			set = mntns_in_use(&n_set);
 			set_loaded = true;
 		}
-		if (!record_is_live(&rec, set, n_set)) {
-			if (prune && unlinkat(dirfd(dir), de->d_name, 0) == 0)
-				stale++;
-			continue;
-		}
-		if (rec.uid == uid)
-			live++;
+		r = visit(dirfd(dir), de->d_name, &rec, record_is_live(&rec, set, n_set), arg, err);
+		if (r)
+			goto out;
 	}
-	if (errno) {
+	if (errno)
 		r = sbx_error_set(err, errno, "readdir(%s): %s", sessions, strerror(errno));
-		goto out;
-	}
-	*live_out = live;
-	if (stale_out)
-		*stale_out = stale;
 out:
 	if (dir)
 		closedir(dir);
 	free(buf);
 	free(set);
 	return r;
+}
+
+struct count_ctx {
+	uid_t uid;
+	bool prune;
+	unsigned live, stale;
+};
+
+static int count_visit(int dir_fd, const char *name, const struct sbx_record *rec, bool live,
+		       void *arg, struct sbx_error *err)
+{
+	struct count_ctx *c = arg;
+
+	(void)err;
+	if (!live) {
+		if (c->prune && unlinkat(dir_fd, name, 0) == 0)
+			c->stale++;
+	} else if (rec->uid == c->uid) {
+		c->live++;
+	}
+	return 0;
+}
+
+/* Count the live records of uid in the open sessions/ directory; remove
+ * the stale ones (of every uid) when prune is set. */
+static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
+		      unsigned *live_out, unsigned *stale_out, struct sbx_error *err)
+{
+	struct count_ctx c = { .uid = uid, .prune = prune };
+	int r = records_walk(path_fd, sessions, count_visit, &c, err);
+
+	if (r)
+		return r;
+	*live_out = c.live;
+	if (stale_out)
+		*stale_out = c.stale;
+	return 0;
 }
 
 int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *live,
@@ -901,17 +932,38 @@ static int entry_cmp(const void *a, const void *b)
 	return strcmp(x->rec.session, y->rec.session);
 }
 
+struct list_ctx {
+	struct sbx_record_entry *list;
+	size_t n, cap;
+};
+
+static int list_visit(int dir_fd, const char *name, const struct sbx_record *rec, bool live,
+		      void *arg, struct sbx_error *err)
+{
+	struct list_ctx *c = arg;
+
+	(void)dir_fd;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		struct sbx_record_entry *grown = realloc(c->list, cap * sizeof(*grown));
+
+		if (!grown)
+			return sbx_error_set(err, ENOMEM, "session list at %s: out of memory", name);
+		c->list = grown;
+		c->cap = cap;
+	}
+	c->list[c->n].rec = *rec;
+	c->list[c->n].live = live;
+	c->n++;
+	return 0;
+}
+
 int sbx_record_list(const char *runtime_dir, struct sbx_record_entry **out, size_t *n_out,
 		    struct sbx_error *err)
 {
-	struct sbx_record_entry *list = NULL;
-	char sessions[SBX_PATH_MAX], *buf = NULL;
-	unsigned long *set = NULL;
-	size_t n = 0, cap = 0, n_set = SIZE_MAX;
-	bool set_loaded = false;
-	struct dirent *de;
-	DIR *dir = NULL;
-	int path_fd = -1, fd, r;
+	struct list_ctx c = { 0 };
+	char sessions[SBX_PATH_MAX];
+	int path_fd = -1, r;
 
 	r = sessions_path(runtime_dir, sessions, sizeof(sessions), err);
 	if (r)
@@ -925,60 +977,17 @@ int sbx_record_list(const char *runtime_dir, struct sbx_record_entry **out, size
 	}
 	if (r)
 		return r;
-	buf = malloc(SBX_RECORD_MAX_BYTES + 1);
-	fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (!buf || fd < 0 || !(dir = fdopendir(fd))) {
-		r = sbx_error_set(err, buf ? errno : ENOMEM, "opendir(%s): %s", sessions,
-				  strerror(buf ? errno : ENOMEM));
-		if (fd >= 0 && !dir)
-			close(fd);
-		goto out;
-	}
-	while ((errno = 0, de = readdir(dir)) != NULL) {
-		struct sbx_record rec;
-
-		if (!sbx_session_id_is_valid(de->d_name))
-			continue;
-		if (record_read_for_count(dirfd(dir), de->d_name, buf, &rec) != 0 ||
-		    strcmp(rec.session, de->d_name) != 0)
-			continue;
-		/* NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult) */
-		if (rec.opener_pid <= 0 && !set_loaded) {
-			set = mntns_in_use(&n_set);
-			set_loaded = true;
-		}
-		if (n == cap) {
-			struct sbx_record_entry *grown;
-
-			cap = cap ? cap * 2 : 16;
-			grown = realloc(list, cap * sizeof(*list));
-			if (!grown) {
-				r = sbx_error_set(err, ENOMEM, "list(%s): out of memory", sessions);
-				goto out;
-			}
-			list = grown;
-		}
-		list[n].rec = rec;
-		list[n].live = record_is_live(&rec, set, n_set);
-		n++;
-	}
-	if (errno) {
-		r = sbx_error_set(err, errno, "readdir(%s): %s", sessions, strerror(errno));
-		goto out;
-	}
-	if (n)
-		qsort(list, n, sizeof(*list), entry_cmp);
-	*out = list;
-	*n_out = n;
-	list = NULL;
-out:
-	if (dir)
-		closedir(dir);
+	r = records_walk(path_fd, sessions, list_visit, &c, err);
 	close(path_fd);
-	free(list);
-	free(buf);
-	free(set);
-	return r;
+	if (r) {
+		free(c.list);
+		return r;
+	}
+	if (c.n)
+		qsort(c.list, c.n, sizeof(*c.list), entry_cmp);
+	*out = c.list;
+	*n_out = c.n;
+	return 0;
 }
 
 int sbx_record_prune(const char *runtime_dir, unsigned *removed, struct sbx_error *err)
