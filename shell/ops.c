@@ -380,24 +380,23 @@ static void prune_reports(struct prune *p, const char *state_dir)
  * deleted (they hold what the agent made). */
 static unsigned list_orphan_homes(const struct sbx_config *cfg)
 {
+	struct sbx_profile *prof = malloc(sizeof(*prof));
 	char path[SBX_PATH_MAX];
 	struct dirent *de;
 	unsigned n = 0;
 	DIR *d;
 
-	if (sbx_snprintf(path, sizeof(path), "%s/homes", cfg->state_dir) != 0 ||
-	    !(d = opendir(path)))
+	if (!prof || sbx_snprintf(path, sizeof(path), "%s/homes", cfg->state_dir) != 0 ||
+	    !(d = opendir(path))) {
+		free(prof);
 		return 0;
+	}
 	while ((de = readdir(d)) != NULL) {
 		struct sbx_account acc;
-		struct sbx_profile *prof;
 		const char *why = NULL;
 
 		if (de->d_name[0] == '.')
 			continue;
-		prof = calloc(1, sizeof(*prof));
-		if (!prof)
-			break;
 		if (sbx_account_by_name(de->d_name, &acc, NULL) != 0) {
 			why = "no such account";
 		} else {
@@ -405,7 +404,6 @@ static unsigned list_orphan_homes(const struct sbx_config *cfg)
 				why = "the account matches no profile";
 			sbx_account_free(&acc);
 		}
-		free(prof);
 		if (!why)
 			continue;
 		printf("home %s/%s: %s; kept (remove it by hand once its contents are "
@@ -413,6 +411,7 @@ static unsigned list_orphan_homes(const struct sbx_config *cfg)
 		n++;
 	}
 	closedir(d);
+	free(prof);
 	return n;
 }
 
