@@ -939,7 +939,7 @@ int sbx_config_parse_sources(const struct sbx_config_source *src, size_t n,
 	}
 	ps.file = cfg->files[0];
 	snprintf(cfg->path, sizeof(cfg->path), "%s", cfg->files[0]);
-	sbx_strlcpy(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/agent-sandbox");
+	sbx_strlcpy(cfg->state_dir, sizeof(cfg->state_dir), SBX_STATE_DIR);
 	sbx_strlcpy(cfg->agent_shell, sizeof(cfg->agent_shell), "/usr/local/bin/agent-shell");
 
 	for (i = 0; i < n; i++) {

@@ -37,6 +37,9 @@ int sbx_strlcpy(char *dst, size_t size, const char *src);
 int sbx_snprintf(char *dst, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The value of one hex digit (either case), or -1. */
+int sbx_hexval(char c);
+
 /* Replace control characters (below 0x20, 0x7f, and UTF-8 C1 U+0080-U+009F)
  * with '?', in place: text that ends up on a terminal. */
 void sbx_text_scrub(char *s);
@@ -408,9 +411,11 @@ int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 /* Root, in the session's own mount namespace (propagation to the host cut):
  * mount a read-only tmpfs on <runtime_dir>/session (made 0755 when missing)
  * holding the record as "record" (root, 0444): the copy the session's shell
- * reads; nobody outside the session sees it. Undo: unmount that path. */
+ * reads; nobody outside the session sees it. Undo: unmount that path.
+ * With channel_fd, the ledger's channel is bound there too (ledger.c):
+ * *channel_fd is the listening socket, for the close to collect. */
 int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
-		       struct sbx_error *err);
+		       int *channel_fd, struct sbx_error *err);
 /* "<runtime_dir>/session": 0 or -ENAMETOOLONG. */
 int sbx_record_view_path(const char *runtime_dir, char *out, size_t size);
 
@@ -938,5 +943,65 @@ void sbx_report_log(struct sbx_logline *l, const struct sbx_report *r);
 /* report.c: achieved and proven by a canary, the only thing a guarantee
  * may rest on. */
 bool sbx_report_holds(const struct sbx_report *r, enum sbx_feature f);
+
+/* ---- ledger.c: root's copy of each report, and its events -------------- */
+
+#define SBX_LEDGER_CHANNEL "channel"
+#define SBX_LEDGER_KEYS_MAX 40
+
+struct ucred;
+
+/* Root: bind the channel in the detached view mount_fd (owned by uid:gid,
+ * 0600) and listen with a backlog of 0 (one pending connection). */
+int sbx_ledger_channel_bind(int mount_fd, uid_t uid, gid_t gid, int *out_fd,
+			    struct sbx_error *err);
+/* agent-shell: connect to <runtime_dir>/session/channel without waiting;
+ * -ENOENT (no PAM stage), -EAGAIN (the slot is taken), -EPERM (the
+ * listener is not root's), or 0 with *out_fd. */
+int sbx_ledger_channel_connect(const char *runtime_dir, int *out_fd);
+/* Everything or -errno, never waiting (-EAGAIN when the peer's queue is
+ * full). */
+int sbx_ledger_channel_send(int fd, const char *buf, size_t len);
+/* Root at close: accept the pending connection and read what it queued,
+ * at most max bytes (NUL-terminated, the caller's to free), with the
+ * peer's credentials from its connect. -ENOENT: nobody connected. */
+int sbx_ledger_channel_collect(int listen_fd, size_t max, char **out, size_t *len,
+			       struct ucred *peer, struct sbx_error *err);
+
+/* <state_dir>/ledger/<id>.json (root 0600, the directory 0700), replaced
+ * atomically. */
+int sbx_ledger_store_report(const char *state_dir, const char *session_id, const char *json,
+			    size_t len, struct sbx_error *err);
+int sbx_ledger_read_report(const char *state_dir, const char *session_id, char **out,
+			   size_t *len, struct sbx_error *err);
+/* "<UTC time> <l->line>\n" appended to <state_dir>/ledger/events.log,
+ * rotated to events.log.1 past 4 MiB. */
+int sbx_ledger_append(const char *state_dir, const struct sbx_logline *l,
+		      struct sbx_error *err);
+
+struct sbx_ledger_event {
+	char time[21];
+	int64_t when;
+	size_t n;
+	const char *key[SBX_LEDGER_KEYS_MAX];
+	const char *value[SBX_LEDGER_KEYS_MAX];
+	char text[SBX_LOG_LINE_MAX + 2 * SBX_LEDGER_KEYS_MAX];
+};
+/* One events.log line (without its newline): the time, then key=value in
+ * lib/log.c's grammar, event= first. 0 or -EINVAL / -E2BIG. */
+int sbx_ledger_parse_line(const char *line, size_t len, struct sbx_ledger_event *ev);
+/* The same without the time: one line of lib/log.c's grammar. */
+int sbx_ledger_parse_fields(const char *line, size_t len, struct sbx_ledger_event *ev);
+const char *sbx_ledger_get(const struct sbx_ledger_event *ev, const char *key);
+/* Every event at or after since, oldest first (events.log.1, then
+ * events.log); fn's non-zero return stops the walk and is returned. Lines
+ * that do not parse are counted in *bad. No ledger yet: 0. */
+int sbx_ledger_events(const char *state_dir, int64_t since,
+		      int (*fn)(const struct sbx_ledger_event *, void *), void *arg,
+		      unsigned *bad, struct sbx_error *err);
+/* Root's report copies last changed before older_than: counted in *n, and
+ * removed when apply. */
+int sbx_ledger_prune(const char *state_dir, int64_t older_than, bool apply, unsigned *n,
+		     struct sbx_error *err);
 
 #endif /* SBX_INTERNAL_H */

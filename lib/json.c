@@ -86,7 +86,7 @@ int sbx_jr_expect(struct sbx_jr *j, char c)
 	return sbx_jr_fail(j, msg);
 }
 
-static int hexval(char c)
+int sbx_hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -135,7 +135,7 @@ static int jr_string(struct sbx_jr *j, char *out, size_t size)
 				if (j->end - j->p < 4)
 					return sbx_jr_fail(j, "short \\u escape");
 				for (k = 0; k < 4; k++) {
-					h = hexval(j->p[k]);
+					h = sbx_hexval(j->p[k]);
 					if (h < 0)
 						return sbx_jr_fail(j, "bad \\u escape");
 					v = v * 16 + h;

@@ -521,12 +521,12 @@ int sbx_record_view_path(const char *runtime_dir, char *out, size_t size)
  * the empty mountpoint.
  */
 int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
-		       struct sbx_error *err)
+		       int *channel_fd, struct sbx_error *err)
 {
 	char view[SBX_PATH_MAX], *buf = NULL;
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	size_t len = 0;
-	int rt_fd = -1, view_fd = -1, fsfd = -1, mfd = -1, fd = -1, r;
+	int rt_fd = -1, view_fd = -1, fsfd = -1, mfd = -1, fd = -1, chan = -1, r;
 
 	if (sbx_record_view_path(runtime_dir, view, sizeof(view)) != 0)
 		return sbx_error_set(err, ENAMETOOLONG, "record: runtime dir path too long");
@@ -565,13 +565,23 @@ int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
 	 * read-only (EBUSY). */
 	close(fd);
 	fd = -1;
+	/* The ledger's channel (ledger.c), bound while the mount is ours
+	 * alone; a bound socket holds no write access to the mount. */
+	if (channel_fd &&
+	    (r = sbx_ledger_channel_bind(mfd, rec->uid, (gid_t)-1, &chan, err)) != 0)
+		goto out;
 	if (mount_setattr(mfd, "", AT_EMPTY_PATH, &ro, sizeof(ro)) != 0 ||
 	    move_mount(mfd, "", view_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
 		r = sbx_error_set(err, errno, "record view %s: mount: %s", view, strerror(errno));
 		goto out;
 	}
 	r = 0;
+	if (channel_fd) {
+		*channel_fd = chan;
+		chan = -1;
+	}
 out:
+	sbx_close_if(chan);
 	sbx_close_if(fd);
 	sbx_close_if(mfd);
 	sbx_close_if(fsfd);

@@ -213,6 +213,7 @@ int sbx_guarantee_parse(const char *s, enum sbx_guarantee *out);
 /* ---- configuration ----------------------------------------------------- */
 
 #define SBX_CONFIG_PATH "/etc/agent-sandbox/agent-sandbox.conf"
+#define SBX_STATE_DIR "/var/lib/agent-sandbox"
 /* The main file and its drop-ins together (each is read whole). */
 #define SBX_CONFIG_MAX_BYTES (1u << 20)
 /* Drop-ins: <directory of the main file>/conf.d/NAME.conf. A login reads

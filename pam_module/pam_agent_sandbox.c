@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <poll.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -64,6 +65,7 @@ struct args {
 	bool netns;
 	const char *conf;
 	const char *runtime_dir;
+	const char *state_dir;	/* the ledger's: the config's once loaded */
 	const char *skel;
 	const char *group;
 	const char *phase;	/* "account" or "session", for the log */
@@ -84,7 +86,12 @@ struct session_state {
 	uid_t uid;
 	gid_t gid;
 	char runtime_dir[SBX_PATH_MAX];
+	char state_dir[SBX_PATH_MAX];
 	char home[SBX_PATH_MAX];
+	char profile[SBX_NAME_MAX];
+	char client[128];
+	char service[64];
+	int channel_fd;		/* the ledger's channel, -1 when none */
 	unsigned long mntns;
 	unsigned did;
 	time_t started;
@@ -102,12 +109,32 @@ static void msend(pam_handle_t *pamh, int prio, const struct sbx_logline *l)
 		pam_syslog(pamh, LOG_AUTHPRIV | prio, "%s", l->line);
 }
 
+/* The same line in root's ledger (lib/ledger.c), when state_dir is given;
+ * a ledger that cannot be written is said in the log, and stops nothing. */
+static void ledger_note(pam_handle_t *pamh, const char *state_dir, const struct sbx_logline *l)
+{
+	struct sbx_error err = { 0 };
+	struct sbx_logline *w;
+
+	if (!state_dir || sbx_ledger_append(state_dir, l, &err) == 0)
+		return;
+	w = malloc(sizeof(*w));
+	if (!w)
+		return;
+	sbx_log_begin(w, "warning");
+	sbx_log_add(w, "reason", "ledger");
+	sbx_log_add(w, "msg", "%s", err.msg);
+	msend(pamh, LOG_ERR, w);
+	free(w);
+}
+
 /* event=EVENT [stage=STAGE] [reason=REASON] service= [user=] [rhost=] msg="..." */
-static void mlog_v(pam_handle_t *pamh, int prio, const char *event, const char *stage,
-		   const char *reason, const char *user, const char *fmt, va_list ap)
-	__attribute__((format(printf, 7, 0)));
-static void mlog_v(pam_handle_t *pamh, int prio, const char *event, const char *stage,
-		   const char *reason, const char *user, const char *fmt, va_list ap)
+static void mlog_v(pam_handle_t *pamh, int prio, const char *ledger, const char *event,
+		   const char *stage, const char *reason, const char *user, const char *fmt,
+		   va_list ap) __attribute__((format(printf, 8, 0)));
+static void mlog_v(pam_handle_t *pamh, int prio, const char *ledger, const char *event,
+		   const char *stage, const char *reason, const char *user, const char *fmt,
+		   va_list ap)
 {
 	const void *service = NULL, *rhost = NULL;
 	struct sbx_logline *l;
@@ -135,6 +162,7 @@ static void mlog_v(pam_handle_t *pamh, int prio, const char *event, const char *
 		sbx_log_add(l, "rhost", "%s", (const char *)rhost);
 	sbx_log_add(l, "msg", "%s", msg);
 	msend(pamh, prio, l);
+	ledger_note(pamh, ledger, l);
 	free(l);
 }
 
@@ -146,7 +174,7 @@ static void mlog(pam_handle_t *pamh, int prio, const char *event, const char *re
 	va_list ap;
 
 	va_start(ap, fmt);
-	mlog_v(pamh, prio, event, NULL, reason, user, fmt, ap);
+	mlog_v(pamh, prio, NULL, event, NULL, reason, user, fmt, ap);
 	va_end(ap);
 }
 
@@ -157,6 +185,7 @@ static void parse_args(pam_handle_t *pamh, int argc, const char **argv, struct a
 	memset(a, 0, sizeof(*a));
 	a->conf = SBX_CONFIG_PATH;
 	a->runtime_dir = SBX_RUNTIME_DIR;
+	a->state_dir = NULL;	/* no ledger until a config names its place */
 	a->skel = DEFAULT_SKEL;
 	a->group = SBX_DEFAULT_GROUP;
 	for (i = 0; i < argc; i++) {
@@ -187,15 +216,17 @@ static void parse_args(pam_handle_t *pamh, int argc, const char **argv, struct a
  * (a macro, so the static analyzer sees the value).
  */
 /* event=refused stage=PHASE reason=REASON ... */
-static void refuse_log(pam_handle_t *pamh, const char *phase, const char *reason,
-		       const char *user, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void refuse_log(pam_handle_t *pamh, const char *phase, const char *reason,
-		       const char *user, const char *fmt, ...)
+static void refuse_log(pam_handle_t *pamh, const char *ledger, const char *phase,
+		       const char *reason, const char *user, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+static void refuse_log(pam_handle_t *pamh, const char *ledger, const char *phase,
+		       const char *reason, const char *user, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	mlog_v(pamh, LOG_ERR, "refused", phase ? phase : "account", reason, user, fmt, ap);
+	mlog_v(pamh, LOG_ERR, ledger, "refused", phase ? phase : "account", reason, user, fmt,
+	       ap);
 	va_end(ap);
 }
 
@@ -210,7 +241,7 @@ static void refuse_msg(pam_handle_t *pamh, const struct args *a, const char *rea
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	refuse_log(pamh, a->phase, reason, user, "%s", msg);
+	refuse_log(pamh, a->state_dir, a->phase, reason, user, "%s", msg);
 	if (!a->silent)
 		pam_error(pamh, "agent-sandbox: %s", msg);
 }
@@ -257,9 +288,15 @@ static int account_load(pam_handle_t *pamh, struct sbx_account *acc)
  * config and record, so an agent that slips past this still gets no
  * unconfined shell.
  */
-static int config_failure(pam_handle_t *pamh, const struct args *a,
+static int config_failure(pam_handle_t *pamh, struct args *a,
 			  const struct sbx_account *acc, const struct sbx_error *err)
 {
+	struct stat st;
+
+	/* The refusal goes to the default place's ledger only where the
+	 * package made that place: nothing is created from a broken config. */
+	if (stat(SBX_STATE_DIR, &st) == 0 && S_ISDIR(st.st_mode))
+		a->state_dir = SBX_STATE_DIR;
 	if (sbx_account_looks_like_agent(acc, a->group))
 		return REFUSE(pamh, a, PAM_PERM_DENIED, "config", acc->user,
 			      "user %s: refused: config %s unusable: %s", acc->user, a->conf, err->msg);
@@ -274,7 +311,7 @@ static int config_failure(pam_handle_t *pamh, const struct args *a,
  * ceiling and expanded. Returns 0 for an agent (*cfg_out owned by the
  * caller), PAM_IGNORE for a non-agent, or a PAM error code (logged).
  */
-static int agent_select(pam_handle_t *pamh, const struct args *a,
+static int agent_select(pam_handle_t *pamh, struct args *a,
 			const struct sbx_account *acc, struct sbx_config **cfg_out,
 			struct sbx_profile *prof)
 {
@@ -285,18 +322,22 @@ static int agent_select(pam_handle_t *pamh, const struct args *a,
 	r = sbx_config_load(a->conf, 0, &cfg, &err);
 	if (r)
 		return config_failure(pamh, a, acc, &err);
+	a->state_dir = cfg->state_dir;	/* for the ledger; lives as long as cfg */
 	r = sbx_account_profile(cfg, acc, prof, &err);
 	if (r == -ENOENT) {
 		if (a->debug)
 			mlog(pamh, LOG_DEBUG, "debug", NULL, acc->user,
 			     "user %s: not an agent account", acc->user);
 		sbx_config_free(cfg);
+		a->state_dir = NULL;
 		return PAM_IGNORE;
 	}
 	if (r) {
+		r = REFUSE(pamh, a, PAM_PERM_DENIED, "profile", acc->user,
+			   "user %s: refused: profile: %s", acc->user, err.msg);
 		sbx_config_free(cfg);
-		return REFUSE(pamh, a, PAM_PERM_DENIED, "profile", acc->user,
-			      "user %s: refused: profile: %s", acc->user, err.msg);
+		a->state_dir = NULL;
+		return r;
 	}
 	*cfg_out = cfg;
 	return 0;
@@ -599,6 +640,10 @@ static void sanitize(char *dst, size_t size, const char *src)
 
 static void state_cleanup(pam_handle_t *pamh, void *data, int error_status)
 {
+	struct session_state *ss = data;
+
+	if (ss && ss->channel_fd >= 0)
+		close(ss->channel_fd);
 	free(data);
 }
 
@@ -865,7 +910,7 @@ static int step_record(struct open_ctx *c)
 static int step_record_view(struct open_ctx *c)
 {
 	char view[SBX_PATH_MAX];
-	int r = sbx_record_publish(c->a->runtime_dir, &c->rec, &c->err);
+	int r = sbx_record_publish(c->a->runtime_dir, &c->rec, &c->ss->channel_fd, &c->err);
 
 	if (r)
 		return r;
@@ -885,7 +930,11 @@ static int step_handoff(struct open_ctx *c)
 	ss->uid = c->acc->uid;
 	ss->gid = c->acc->gid;
 	sbx_strlcpy(ss->runtime_dir, sizeof(ss->runtime_dir), c->a->runtime_dir);
+	sbx_strlcpy(ss->state_dir, sizeof(ss->state_dir), c->cfg->state_dir);
 	sbx_strlcpy(ss->home, sizeof(ss->home), c->acc->home);
+	sbx_strlcpy(ss->profile, sizeof(ss->profile), c->rec.profile);
+	sbx_strlcpy(ss->client, sizeof(ss->client), c->rec.client);
+	sbx_strlcpy(ss->service, sizeof(ss->service), c->rec.service);
 	ss->mntns = c->rec.mntns;
 	ss->started = (time_t)c->rec.started;
 	snprintf(env, sizeof(env), "AGENT_SANDBOX_SESSION=%s", ss->id);
@@ -924,6 +973,7 @@ static void log_opened(pam_handle_t *pamh, const struct open_ctx *c, const struc
 	sbx_log_add(l, "mntns", "%lu", c->rec.mntns);
 	sbx_log_add(l, "pam_stage", "%s", c->done);
 	msend(pamh, LOG_INFO, l);
+	ledger_note(pamh, c->cfg->state_dir, l);
 	free(l);
 }
 
@@ -950,6 +1000,7 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 		free(c);
 		return PAM_BUF_ERR;
 	}
+	c->ss->channel_fd = -1;
 	r = sbx_session_id_new(c->ss->id, &c->err);
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(open_steps); i++)
 		r = open_steps[i](c);
@@ -967,6 +1018,8 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 	refuse_msg(pamh, a, "session_setup", acc->user,
 		   "user %s: session refused: %s (pam stage had done: %s)", acc->user, c->err.msg,
 		   c->done[0] ? c->done : "nothing");
+	if (c->ss->channel_fd >= 0)
+		close(c->ss->channel_fd);
 	free(c->ss);
 	free(c);
 	return PAM_SESSION_ERR;
@@ -1187,11 +1240,126 @@ static void kill_all_of_uid(void *arg)
 	k->ended = true;
 }
 
-/* event=pam_close: what the close did, FAILED parts in msg. */
-static void log_closed(pam_handle_t *pamh, const struct session_state *ss, bool failed,
-		       unsigned killed, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void log_closed(pam_handle_t *pamh, const struct session_state *ss, bool failed,
-		       unsigned killed, const char *fmt, ...)
+/*
+ * What agent-shell sent over the ledger's channel (lib/ledger.c), read at
+ * the close: its last report that names this session and uid becomes
+ * root's copy; its refusal and warning lines go to the ledger, parsed and
+ * written again (bounded, scrubbed), marked origin=shell. Nothing else of
+ * the text is kept.
+ */
+#define CHANNEL_LINES_MAX 16
+
+struct shell_said {
+	const char *report;	/* "kept", "none" (nobody connected), "invalid" */
+	char level[16];
+	int exit_status;	/* -1: not sent */
+	bool floor_met;
+	char refusal[160];
+};
+
+static void channel_lines(pam_handle_t *pamh, const struct session_state *ss, char *buf,
+			  size_t len, const struct ucred *peer, struct shell_said *said)
+{
+	struct sbx_ledger_event *ev = malloc(sizeof(*ev));
+	struct sbx_report *rep = malloc(sizeof(*rep));
+	struct sbx_logline *l = malloc(sizeof(*l));
+	const char *kept = NULL;
+	size_t kept_len = 0;
+	unsigned lines = 0;
+	struct sbx_error err = { 0 };
+
+	if (!ev || !rep || !l)
+		goto out;
+	for (char *p = buf, *nl; p < buf + len; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(buf + len - p));
+		if (!nl)
+			break;	/* cut short: not a whole line */
+		if (*p == '{') {
+			if (sbx_report_from_json(p, (size_t)(nl - p), rep, NULL) == 0 &&
+			    !strcmp(rep->session_id, ss->id) && rep->uid == ss->uid) {
+				kept = p;
+				kept_len = (size_t)(nl - p) + 1;
+				sbx_strlcpy(said->level, sizeof(said->level),
+					    sbx_level_name(rep->level));
+				said->exit_status = rep->exit_status;
+				said->floor_met = rep->floor_met;
+				sbx_strlcpy(said->refusal, sizeof(said->refusal), rep->refusal);
+			} else {
+				said->report = "invalid";
+			}
+			continue;
+		}
+		if (lines >= CHANNEL_LINES_MAX ||
+		    sbx_ledger_parse_fields(p, (size_t)(nl - p), ev) != 0 ||
+		    (strcmp(ev->value[0], "refused") && strcmp(ev->value[0], "warning")))
+			continue;
+		lines++;
+		sbx_log_begin(l, ev->value[0]);
+		for (size_t i = 1; i < ev->n; i++)
+			if (strcmp(ev->key[i], "origin") && strcmp(ev->key[i], "peer_pid"))
+				sbx_log_add(l, ev->key[i], "%s", ev->value[i]);
+		if (!sbx_ledger_get(ev, "session"))
+			sbx_log_add(l, "session", "%s", ss->id);
+		sbx_log_add(l, "origin", "shell");
+		sbx_log_add(l, "peer_pid", "%d", (int)peer->pid);
+		ledger_note(pamh, ss->state_dir, l);
+	}
+	if (kept) {
+		said->report = "kept";
+		if (sbx_ledger_store_report(ss->state_dir, ss->id, kept, kept_len, &err) != 0) {
+			said->report = "not_stored";
+			mlog(pamh, LOG_ERR, "warning", "ledger", ss->user, "session=%s: %s", ss->id,
+			     err.msg);
+		}
+	}
+out:
+	free(ev);
+	free(rep);
+	free(l);
+}
+
+static void channel_collect(pam_handle_t *pamh, struct session_state *ss,
+			    struct shell_said *said)
+{
+	struct sbx_error err = { 0 };
+	struct ucred peer;
+	char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	said->report = "none";
+	said->exit_status = -1;
+	if (ss->channel_fd < 0)
+		return;
+	r = sbx_ledger_channel_collect(ss->channel_fd, 2 * SBX_REPORT_JSON_MAX +
+				       CHANNEL_LINES_MAX * SBX_LOG_LINE_MAX, &buf, &len, &peer,
+				       &err);
+	close(ss->channel_fd);
+	ss->channel_fd = -1;
+	if (r == -ENOENT)
+		return;
+	if (r) {
+		mlog(pamh, LOG_ERR, "warning", "ledger", ss->user, "session=%s: %s", ss->id,
+		     err.msg);
+		return;
+	}
+	/* Only the session's own uid could connect (the socket is 0600,
+	 * its); say it if the kernel names anyone else. */
+	if (peer.uid != ss->uid)
+		said->report = "invalid";
+	else
+		channel_lines(pamh, ss, buf, len, &peer, said);
+	free(buf);
+}
+
+/* event=pam_close: what the close did, FAILED parts in msg; with what the
+ * shell said, and in the ledger too. */
+static void log_closed(pam_handle_t *pamh, const struct session_state *ss,
+		       const struct shell_said *said, bool failed, unsigned killed,
+		       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void log_closed(pam_handle_t *pamh, const struct session_state *ss,
+		       const struct shell_said *said, bool failed, unsigned killed,
+		       const char *fmt, ...)
 {
 	struct sbx_logline *l = malloc(sizeof(*l));
 	char msg[2 * SBX_ERROR_MAX];
@@ -1205,17 +1373,32 @@ static void log_closed(pam_handle_t *pamh, const struct session_state *ss, bool 
 	sbx_log_begin(l, "pam_close");
 	sbx_log_add(l, "session", "%s", ss->id);
 	sbx_log_add(l, "user", "%s", ss->user);
+	sbx_log_add(l, "uid", "%u", (unsigned)ss->uid);
+	sbx_log_add(l, "service", "%s", ss->service);
+	sbx_log_add(l, "client", "%s", ss->client);
+	sbx_log_add(l, "profile", "%s", ss->profile);
 	sbx_log_add(l, "duration_s", "%lld", (long long)(time(NULL) - ss->started));
+	sbx_log_add(l, "report", "%s", said->report);
+	if (said->level[0]) {
+		sbx_log_add(l, "level", "%s", said->level);
+		sbx_log_add(l, "floor_met", "%s", said->floor_met ? "yes" : "no");
+	}
+	if (said->refusal[0])
+		sbx_log_add(l, "refusal", "%s", said->refusal);
+	if (said->exit_status >= 0)
+		sbx_log_add(l, "exit_status", "%d", said->exit_status);
 	sbx_log_add(l, "killed", "%u", killed);
 	sbx_log_add(l, "result", "%s", failed ? "failed" : "ok");
 	sbx_log_add(l, "msg", "%s", msg);
 	msend(pamh, failed ? LOG_ERR : LOG_INFO, l);
+	ledger_note(pamh, ss->state_dir, l);
 	free(l);
 }
 
 int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
 	struct sbx_error err = { 0 }, lerr = { 0 };
+	struct shell_said said = { 0 };
 	struct session_state *ss = NULL;
 	struct kill_all k;
 	const void *data = NULL;
@@ -1231,6 +1414,7 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 	if (ss->did & DID_CLOSED)
 		return PAM_SUCCESS;	/* closing twice is fine */
 	ss->did |= DID_CLOSED;
+	channel_collect(pamh, ss, &said);
 
 	r = sbx_record_remove(ss->runtime_dir, ss->id, &err);
 	if (r == -ENOENT)
@@ -1287,7 +1471,7 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 		(void)umount2(view, MNT_DETACH | UMOUNT_NOFOLLOW);
 	if (r && r != -ENOENT)
 		failed = true;
-	log_closed(pamh, ss, failed, killed,
+	log_closed(pamh, ss, &said, failed, killed,
 		   "closed after %llds: %s, %u leftover process(es) killed in %u pass(es)%s%s",
 		   (long long)(time(NULL) - ss->started), outcome, killed, passes, account,
 		   same_ns ? "" : " (other mount namespace: mounts left to it)");

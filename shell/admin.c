@@ -205,24 +205,36 @@ int shell_cmd_report(const char *session, bool json)
 		fprintf(stderr, "agent-shell: --report: %s is not a session id\n", sid);
 		goto out;
 	}
+	/* Root: its own copy, from the ledger, which no agent wrote. */
+	if (sid && session && geteuid() == 0) {
+		int lr = shell_ledger_report(sid, &buf, &len, &err);
+
+		if (lr != 0 && lr != -ENOENT) {
+			fprintf(stderr, "agent-shell: --report: %s\n",
+				err.msg[0] ? err.msg : "the config is unusable");
+			goto out;
+		}
+		if (lr == -ENOENT)
+			err = (struct sbx_error){ 0 };
+	}
 	/* Inside a session the copy in $HOME; outside, the agent's own copies. */
-	if (sid && home && home[0] == '/') {
+	if (!buf && sid && home && home[0] == '/') {
 		snprintf(path, sizeof(path), "%s/.agent-sandbox/reports/%s.json", home, sid);
 		if (access(path, R_OK) != 0)
 			path[0] = '\0';
 	}
-	if (!path[0] && shell_report_dir(dir, sizeof(dir)) == 0) {
+	if (!buf && !path[0] && shell_report_dir(dir, sizeof(dir)) == 0) {
 		if (sid)
 			snprintf(path, sizeof(path), "%s/%s.json", dir, sid);
 		else if (newest_report(dir, path, sizeof(path)) != 0)
 			path[0] = '\0';
 	}
-	if (!path[0]) {
+	if (!buf && !path[0]) {
 		fprintf(stderr, "agent-shell: --report: no report found%s%s\n", sid ? " for session " : "",
 			sid ? sid : "");
 		goto out;
 	}
-	if (sbx_read_file(path, SBX_REPORT_JSON_MAX, &buf, &len, &err) != 0 ||
+	if ((!buf && sbx_read_file(path, SBX_REPORT_JSON_MAX, &buf, &len, &err) != 0) ||
 	    sbx_report_from_json(buf, len, r, &err) != 0) {
 		fprintf(stderr, "agent-shell: --report: %s\n", err.msg);
 		goto out;

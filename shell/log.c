@@ -48,11 +48,51 @@ bool shell_syslog_available(void)
 	return sink_listens(SBX_LOG_JOURNAL_PATH) || sink_listens(SBX_LOG_SYSLOG_PATH);
 }
 
+/* The PAM stage's ledger channel (lib/ledger.c), when this session has
+ * one: root's copy of the report and of the refusals goes over it. */
+static int channel_fd = -1;
+
+void shell_ledger_connect(void)
+{
+	struct sbx_logline l;
+	int r;
+
+	if (channel_fd >= 0 || !getenv("AGENT_SANDBOX_SESSION"))
+		return;
+	r = sbx_ledger_channel_connect(SBX_RUNTIME_DIR, &channel_fd);
+	if (r == 0 || r == -ENOENT || r == -ECONNREFUSED)
+		return;
+	/* Taken before this shell (it connects first thing), or not
+	 * root's: root's copy of this session will not be this shell's. */
+	channel_fd = -1;
+	sbx_log_begin(&l, "warning");
+	sbx_log_add(&l, "reason", "ledger_channel");
+	sbx_log_add(&l, "session", "%s", getenv("AGENT_SANDBOX_SESSION"));
+	sbx_log_add(&l, "msg", "the PAM stage's ledger channel: %s", strerror(-r));
+	(void)sbx_log_send(LOG_WARNING, &l);
+}
+
+static void channel_send(const char *buf, size_t len)
+{
+	if (channel_fd >= 0 && sbx_ledger_channel_send(channel_fd, buf, len) != 0) {
+		close(channel_fd);
+		channel_fd = -1;
+	}
+}
+
 void shell_log_send(int priority, const struct sbx_logline *l)
 {
 	(void)sbx_log_send(priority, l);
 	if (sidecar_fd >= 0)
 		dprintf(sidecar_fd, "%s\n", l->line);
+	if (channel_fd >= 0) {
+		char line[SBX_LOG_LINE_MAX + 1];
+		size_t n = l->lb.len < SBX_LOG_LINE_MAX ? l->lb.len : SBX_LOG_LINE_MAX - 1;
+
+		memcpy(line, l->line, n);
+		line[n++] = '\n';
+		channel_send(line, n);
+	}
 }
 
 void shell_log_refused(const char *stage, const char *reason, const char *session,
@@ -157,7 +197,20 @@ void shell_log_session_begin(const char *session_id)
 static void write_report_copy(const struct sbx_report *r)
 {
 	char name[64];
-	int dir_fd = shell_report_dir_open(NULL, 0);
+	int dir_fd;
+
+	if (channel_fd >= 0) {
+		char *json = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&json, &len);
+
+		if (m && sbx_report_to_json(r, m) == 0 && fflush(m) == 0)
+			channel_send(json, len);
+		if (m)
+			(void)fclose(m);
+		free(json);
+	}
+	dir_fd = shell_report_dir_open(NULL, 0);
 
 	if (dir_fd < 0)
 		return;

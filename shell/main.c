@@ -44,6 +44,7 @@ static void usage(FILE *out)
 	      "       agent-shell --unenroll USER [--group GROUP] [--shell PATH]\n"
 	      "       agent-shell --sessions [--json]\n"
 	      "       agent-shell --end SESSION|USER\n"
+	      "       agent-shell --log [USER] [--since AGE|DATE] [--json]\n"
 	      "       agent-shell --prune [--older-than DAYS] [--yes]\n"
 	      "       agent-shell --help | --version\n"
 	      "\n"
@@ -419,6 +420,9 @@ static int start_session(const struct run_opts *o)
 	int exit_code = EXIT_REFUSED;
 	int ret;
 
+	/* Before anything else: the slot is this login's (lib/ledger.c). */
+	if (o->login_mode)
+		shell_ledger_connect();
 	p = calloc(1, sizeof(*p));
 	report = calloc(1, sizeof(*report));
 	if (!p || !report) {
@@ -623,6 +627,8 @@ int main(int argc, char **argv)
 		return shell_cmd_end(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "--prune") == 0)
 		return shell_cmd_prune(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "--log") == 0)
+		return shell_cmd_log(argc - 1, argv + 1);
 	o.argv0 = argc > 0 ? argv[0] : NULL;
 	if (getenv("SSH_CONNECTION"))
 		o.service = "sshd";

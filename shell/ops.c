@@ -5,6 +5,9 @@
  *   agent-shell --sessions [--json]          live sessions, from the PAM
  *                                            stage's records
  *   agent-shell --end SESSION|USER           end a session's whole tree
+ *   agent-shell --log [USER] [--since AGE] [--json]
+ *                                            recent sessions and refusals,
+ *                                            from root's ledger
  *   agent-shell --prune [--older-than DAYS] [--yes]
  *                                            stale records, old report files
  *                                            (dry run unless --yes)
@@ -38,8 +41,28 @@ static int need_root(const char *verb)
 	if (geteuid() == 0)
 		return 0;
 	fprintf(stderr, "agent-shell %s: only root can read the session records "
-		"(%s/sessions is root-only)\n", verb, SBX_RUNTIME_DIR);
+		"(%s/sessions and the ledger are root-only)\n", verb, SBX_RUNTIME_DIR);
 	return 1;
+}
+
+/* The config's state_dir, or the default where there is no config; a
+ * config that is there but unusable is an error (1, said). */
+static int state_dir_of_config(const char *verb, char *out, size_t size)
+{
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err = { 0 };
+
+	if (sbx_config_load(shell_config_path(), 0, &cfg, &err) != 0) {
+		if (err.code != ENOENT) {
+			fprintf(stderr, "agent-shell %s: %s\n", verb, err.msg);
+			return 1;
+		}
+		sbx_strlcpy(out, size, SBX_STATE_DIR);
+		return 0;
+	}
+	sbx_strlcpy(out, size, cfg->state_dir);
+	sbx_config_free(cfg);
+	return 0;
 }
 
 static void utc(int64_t t, char *buf, size_t size)
@@ -425,7 +448,7 @@ int shell_cmd_prune(int argc, char **argv)
 	struct prune p = { .days = 30 };
 	struct sbx_config *cfg = NULL;
 	struct sbx_error err = { 0 };
-	unsigned stale = 0, orphans = 0;
+	unsigned stale = 0, orphans = 0, copies = 0;
 	char *end;
 	int c;
 
@@ -481,12 +504,19 @@ int shell_cmd_prune(int argc, char **argv)
 			stale += !list[i].live;
 		free(list);
 	}
-	prune_reports(&p, cfg ? cfg->state_dir : "/var/lib/agent-sandbox");
+	prune_reports(&p, cfg ? cfg->state_dir : SBX_STATE_DIR);
 	if (cfg)
 		orphans = list_orphan_homes(cfg);
+	/* Root's own copies (the ledger) age out the same way; its events
+	 * file rotates by itself. */
+	if (sbx_ledger_prune(cfg ? cfg->state_dir : SBX_STATE_DIR,
+			     (int64_t)time(NULL) - (int64_t)p.days * 86400, p.yes, &copies,
+			     &err) != 0)
+		fprintf(stderr, "agent-shell --prune: %s\n", err.msg);
 	printf("%s %u stale session record(s) and %u report file(s) older than %ld day(s) "
-	       "(%llu bytes); %u newer kept; %u home(s) of former agents kept%s\n",
-	       p.yes ? "removed" : "would remove", stale, p.files, p.days, p.bytes, p.kept,
+	       "(%llu bytes), and %u of root's report copies; %u newer kept; %u home(s) of "
+	       "former agents kept%s\n",
+	       p.yes ? "removed" : "would remove", stale, p.files, p.days, p.bytes, copies, p.kept,
 	       orphans, p.yes ? "" : " (dry run: --yes to remove)");
 	if (p.yes) {
 		struct sbx_logline l;
@@ -494,10 +524,154 @@ int shell_cmd_prune(int argc, char **argv)
 		sbx_log_begin(&l, "prune");
 		sbx_log_add(&l, "records", "%u", stale);
 		sbx_log_add(&l, "reports", "%u", p.files);
+		sbx_log_add(&l, "ledger_copies", "%u", copies);
 		sbx_log_add(&l, "bytes", "%llu", p.bytes);
 		sbx_log_add(&l, "days", "%ld", p.days);
 		shell_log_send(LOG_NOTICE, &l);
 	}
 	sbx_config_free(cfg);
 	return 0;
+}
+
+/* ---- --log ---------------------------------------------------------------- */
+
+/* "30" (days), "12h", "45m", "7d", or a UTC date "YYYY-MM-DD[THH:MM:SS]":
+ * the time from which on events are shown. */
+static int parse_since(const char *s, int64_t *out)
+{
+	struct tm tm = { 0 };
+	const char *end;
+	char *e;
+	long n;
+
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end || *end) {
+		memset(&tm, 0, sizeof(tm));
+		end = strptime(s, "%Y-%m-%d", &tm);
+	}
+	if (end && !*end) {
+		*out = (int64_t)timegm(&tm);
+		return 0;
+	}
+	errno = 0;
+	n = strtol(s, &e, 10);
+	if (errno || e == s || n < 0 || n > 36500L * 24 * 60)
+		return -EINVAL;
+	if (!*e || !strcmp(e, "d"))
+		n *= 86400;
+	else if (!strcmp(e, "h"))
+		n *= 3600;
+	else if (!strcmp(e, "m"))
+		n *= 60;
+	else
+		return -EINVAL;
+	*out = (int64_t)time(NULL) - n;
+	return 0;
+}
+
+struct log_walk {
+	const char *user;
+	bool json;
+	size_t shown;
+};
+
+static int log_row(const struct sbx_ledger_event *ev, void *arg)
+{
+	struct log_walk *w = arg;
+	const char *user = sbx_ledger_get(ev, "user");
+	const char *session = sbx_ledger_get(ev, "session");
+	const char *msg = sbx_ledger_get(ev, "msg");
+
+	if (w->user && (!user || strcmp(user, w->user)))
+		return 0;
+	if (w->json) {
+		printf("%s{", w->shown ? "," : "");
+		json_kv("time", ev->time, true);
+		for (size_t i = 0; i < ev->n; i++)
+			json_kv(ev->key[i], ev->value[i], i + 1 < ev->n);
+		printf("}");
+	} else {
+		printf("%s  %-10s %-16s %-12.12s", ev->time, ev->value[0], user ? user : "-",
+		       session ? session : "-");
+		for (size_t i = 1; i < ev->n; i++) {
+			const char *k = ev->key[i];
+
+			if (!strcmp(k, "user") || !strcmp(k, "session") || !strcmp(k, "msg") ||
+			    !strcmp(k, "hash") || !strcmp(k, "mntns") || !strcmp(k, "home"))
+				continue;
+			printf(" %s=%s", k, ev->value[i]);
+		}
+		if (msg)
+			printf(" : %s", msg);
+		putchar('\n');
+	}
+	w->shown++;
+	return 0;
+}
+
+int shell_cmd_log(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "since", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char usage[] = "usage: agent-shell --log [USER] [--since AGE|DATE] [--json]\n";
+	struct log_walk w = { 0 };
+	struct sbx_error err = { 0 };
+	char state_dir[SBX_PATH_MAX];
+	int64_t since = (int64_t)time(NULL) - 86400;
+	unsigned bad = 0;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'j') {
+			w.json = true;
+		} else if (c == 's' && parse_since(optarg, &since) == 0) {
+			continue;
+		} else {
+			if (c == 's')
+				fprintf(stderr, "agent-shell --log: --since %s: a number of days, Nh, "
+					"Nm, Nd, or a UTC date YYYY-MM-DD[THH:MM:SS]\n", optarg);
+			fputs(usage, stderr);
+			return EXIT_OPS_USAGE;
+		}
+	}
+	if (optind < argc)
+		w.user = argv[optind++];
+	if (optind != argc) {
+		fputs(usage, stderr);
+		return EXIT_OPS_USAGE;
+	}
+	if (need_root("--log") || state_dir_of_config("--log", state_dir, sizeof(state_dir)))
+		return 1;
+	if (w.json)
+		printf("[");
+	if (sbx_ledger_events(state_dir, since, log_row, &w, &bad, &err) != 0) {
+		if (w.json)
+			printf("]\n");
+		fprintf(stderr, "agent-shell --log: %s\n", err.msg);
+		return 1;
+	}
+	if (w.json)
+		printf("]\n");
+	else if (!w.shown)
+		printf("no event%s%s in %s/ledger since then\n", w.user ? " of " : "",
+		       w.user ? w.user : "", state_dir);
+	if (bad)
+		fprintf(stderr, "agent-shell --log: %u line(s) of the ledger did not parse; "
+			"skipped\n", bad);
+	return 0;
+}
+
+/* --report ID as root: root's copy from the ledger. 0, or -errno. */
+int shell_ledger_report(const char *session_id, char **buf, size_t *len, struct sbx_error *err)
+{
+	char state_dir[SBX_PATH_MAX];
+
+	if (state_dir_of_config("--report", state_dir, sizeof(state_dir)) != 0)
+		return -EINVAL;
+	return sbx_ledger_read_report(state_dir, session_id, buf, len, err);
 }

@@ -29,6 +29,9 @@ int shell_build_session(const struct sbx_config *cfg, const struct sbx_account *
 /* log.c */
 /* Send a line (lib/log.c), and keep it in the session's sidecar file
  * when no log daemon listens. */
+/* Connect to the PAM stage's ledger channel, when AGENT_SANDBOX_SESSION
+ * is set and it exists: first thing, before anything of the agent runs. */
+void shell_ledger_connect(void);
 void shell_log_send(int priority, const struct sbx_logline *l);
 /* event=refused stage=STAGE reason=REASON [session=] user= [command=] msg= */
 void shell_log_refused(const char *stage, const char *reason, const char *session,
@@ -80,6 +83,9 @@ int shell_cmd_user_manager(int argc, char **argv);
 /* shell/ops.c: root's --sessions, --end, --prune (argv[0] is the verb). */
 int shell_cmd_sessions(int argc, char **argv);
 int shell_cmd_end(int argc, char **argv);
+int shell_cmd_log(int argc, char **argv);
+/* Root's copy of a session's report (lib/ledger.c), read for --report. */
+int shell_ledger_report(const char *session_id, char **buf, size_t *len, struct sbx_error *err);
 int shell_cmd_prune(int argc, char **argv);
 
 #endif

@@ -997,6 +997,139 @@ static void test_stack_names_module_twice(void **state)
 }
 
 /*
+ * Root's ledger: what the session's first connection sends over the PAM
+ * stage's channel becomes root's copy at the close (its last report that
+ * names this session and uid; its refusal lines, re-written). Run twice:
+ * an honest report is kept; one naming another session is not.
+ */
+struct ledger_case {
+	bool honest;
+	char id[SBX_SESSION_ID_HEX + 1];
+};
+
+static int agent_sends(const struct ledger_case *lc)
+{
+	struct sbx_profile p;
+	struct sbx_report *r = calloc(1, sizeof(*r));
+	char *json = NULL;
+	size_t len = 0;
+	FILE *m;
+	int fd = -1, second = -1;
+	static const char refusal[] = "event=refused stage=gate reason=not_allowed "
+				      "user=forged origin=root msg=\"no\"\n";
+
+	if (!r || setresgid(W.agent_gid, W.agent_gid, W.agent_gid) != 0 ||
+	    setresuid(W.agent_uid, W.agent_uid, W.agent_uid) != 0)
+		return 1;
+	if (sbx_ledger_channel_connect(W.rt, &fd) != 0)
+		return 2;
+	/* The one slot is this connection's. */
+	if (sbx_ledger_channel_connect(W.rt, &second) != -EAGAIN)
+		return 3;
+	sbx_profile_init_default(&p);
+	sbx_report_init(r, &p);
+	if (lc->honest)
+		sbx_strlcpy(r->session_id, sizeof(r->session_id), lc->id);
+	else if (sbx_session_id_new(r->session_id, NULL) != 0)
+		return 4;
+	r->uid = W.agent_uid;
+	sbx_strlcpy(r->user, sizeof(r->user), W.agent);
+	r->exit_status = 7;
+	m = open_memstream(&json, &len);
+	if (!m || sbx_report_to_json(r, m) != 0 || fclose(m) != 0)
+		return 5;
+	if (sbx_ledger_channel_send(fd, json, len) != 0 ||
+	    sbx_ledger_channel_send(fd, refusal, strlen(refusal)) != 0)
+		return 6;
+	free(json);
+	free(r);
+	close(fd);
+	return 0;
+}
+
+static int child_ledger(void *arg)
+{
+	struct ledger_case *lc = arg;
+	pam_handle_t *h = NULL;
+	const char *v;
+	int st;
+	pid_t pid;
+
+	CHECK(pam_start_confdir("sbxtest", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS, 110);
+	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 111);
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, 112);
+	v = pam_getenv(h, "AGENT_SANDBOX_SESSION");
+	CHECK(v && sbx_session_id_is_valid(v), 113);
+	sbx_strlcpy(lc->id, sizeof(lc->id), v);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(agent_sends(lc));
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, 114);
+	if (sbx_test_status_code(st) != 0) {
+		fprintf(stderr, "agent_sends: %d\n", sbx_test_status_code(st));
+		return 115;
+	}
+	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 116);
+	CHECK(pam_end(h, PAM_SUCCESS) == PAM_SUCCESS, 117);
+	/* The id for the parent, through a file: this is a forked child. */
+	return 0;
+}
+
+static bool events_have(const char *a, const char *b, const char *c)
+{
+	char path[256], *buf = NULL, *save = NULL;
+	size_t len = 0;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "%s/ledger/events.log", W.state);
+	if (sbx_read_file(path, 1 << 20, &buf, &len, NULL) != 0)
+		return false;
+	for (char *line = strtok_r(buf, "\n", &save); line && !found;
+	     line = strtok_r(NULL, "\n", &save))
+		found = strstr(line, a) && (!b || strstr(line, b)) && (!c || strstr(line, c));
+	free(buf);
+	return found;
+}
+
+static void test_ledger_channel(void **state)
+{
+	struct ledger_case *lc = mmap(NULL, sizeof(*lc), PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct sbx_error err = { 0 };
+	char key[80], *buf = NULL;
+	size_t len = 0;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_true(lc != MAP_FAILED);
+	lc->honest = true;
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_ledger, lc)), 0);
+	assert_int_equal(sbx_ledger_read_report(W.state, lc->id, &buf, &len, &err), 0);
+	assert_non_null(strstr(buf, lc->id));
+	assert_non_null(strstr(buf, "\"exit_status\":7"));
+	free(buf);
+	buf = NULL;
+	snprintf(key, sizeof(key), "session=%s", lc->id);
+	assert_true(events_have("event=pam_close", key, "report=kept"));
+	assert_true(events_have("exit_status=7", key, NULL));
+	/* The shell's refusal line, re-written: its own origin= is replaced,
+	 * and it is attributed to this session. */
+	assert_true(events_have("event=refused stage=gate reason=not_allowed", key,
+				"origin=shell"));
+	assert_false(events_have("origin=root", NULL, NULL));
+
+	/* A report that names another session is not root's copy. */
+	lc->honest = false;
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_ledger, lc)), 0);
+	assert_int_equal(sbx_ledger_read_report(W.state, lc->id, &buf, &len, &err), -ENOENT);
+	snprintf(key, sizeof(key), "session=%s", lc->id);
+	assert_true(events_have("event=pam_close", key, "report=invalid"));
+	munmap(lc, sizeof(*lc));
+	assert_no_records();
+}
+
+/*
  * max_sessions (4 for the scratch profile), end to end: eight logins race
  * for the four slots and exactly four get a session; a fifth account
  * phase is refused; two holders then die without closing (a crashed
@@ -1363,6 +1496,7 @@ int main(void)
 		cmocka_unit_test(test_ephemeral_netns),
 		cmocka_unit_test(test_max_sessions),
 		cmocka_unit_test(test_stack_names_module_twice),
+		cmocka_unit_test(test_ledger_channel),
 		cmocka_unit_test(test_fork_chain_ended),
 		cmocka_unit_test(test_open_failure_undone),
 	};

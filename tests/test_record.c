@@ -124,30 +124,6 @@ static int agent_read(const char *rt, const char *id, uid_t uid, unsigned long m
 
 /* Run fn(arg) in a forked root child with a mount namespace of its own
  * (propagation to ours cut), as pam_open_session's caller has. */
-static int in_own_mntns(int (*fn)(void *), void *arg)
-{
-	struct ns_call {
-		int (*fn)(void *);
-		void *arg;
-	};
-	pid_t pid;
-	int status = 0;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		if (unshare(CLONE_NEWNS) != 0 ||
-		    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
-			_exit(90);
-		_exit(fn(arg));
-	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return sbx_test_status_code(status);
-}
-
 struct publish_case {
 	const struct fixture *fx;
 	uid_t uid;
@@ -165,7 +141,7 @@ static int publish_and_read(void *arg)
 
 	fill(&rec, pc->uid);
 	rec.private_tmp = true;
-	CHILD_CHECK(sbx_record_publish(pc->fx->rt, &rec, &err) == 0);
+	CHILD_CHECK(sbx_record_publish(pc->fx->rt, &rec, NULL, &err) == 0);
 	snprintf(view, sizeof(view), "%s/session", pc->fx->rt);
 	snprintf(file, sizeof(file), "%s/record", view);
 	CHILD_CHECK(lstat(file, &st) == 0);
@@ -230,7 +206,7 @@ static void test_round_trip(void **state)
 	/* The shell's copy lives in the session's mount namespace only. */
 	pc.fx = fx;
 	pc.uid = u;
-	assert_int_equal(in_own_mntns(publish_and_read, &pc), 0);
+	assert_int_equal(sbx_test_in_own_mntns(publish_and_read, &pc), 0);
 	/* Here, outside that namespace, there is no record to read. */
 	assert_int_equal(sbx_record_read_verified(fx->rt, rec.session, u, rec.mntns, &got,
 						  &err), -ENOENT);
@@ -415,7 +391,7 @@ static void test_verify_refusals(void **state)
 
 	SBX_TEST_REQUIRE_ROOT();
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		if (in_own_mntns(craft_and_read, (void *)&cases[i]) != 0)
+		if (sbx_test_in_own_mntns(craft_and_read, (void *)&cases[i]) != 0)
 			fail_msg("craft case %zu failed", i);
 	}
 }
@@ -434,7 +410,7 @@ static void test_untrusted_dirs_refused(void **state)
 	snprintf(rt, sizeof(rt), "%s/rt", tmp);
 	assert_int_equal(sbx_record_write(rt, &rec, 0, &err), -EPERM);
 	assert_non_null(strstr(err.msg, "/tmp: mode 1777"));
-	assert_int_equal(sbx_record_publish(rt, &rec, &err), -EPERM);
+	assert_int_equal(sbx_record_publish(rt, &rec, NULL, &err), -EPERM);
 	sbx_test_rmtree(tmp);
 	free(tmp);
 }

@@ -474,3 +474,23 @@ const struct sbx_decision *sbx_test_decision(const struct sbx_profile *p, bool n
 	d.deny_read = SBX_DENY_READ_LANDLOCK;
 	return &d;
 }
+
+int sbx_test_in_own_mntns(int (*fn)(void *), void *arg)
+{
+	pid_t pid;
+	int status = 0;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) != 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
+			_exit(90);
+		_exit(fn(arg));
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return sbx_test_status_code(status);
+}

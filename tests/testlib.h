@@ -131,6 +131,11 @@ void sbx_test_cleanup_on_signal(int (*teardown)(void **state));
  * teardown (cmocka skips the group teardown after a failed set-up). */
 int sbx_test_group_setup(int (*inner)(void), int (*teardown)(void **state));
 
+/* fn(arg) in a forked child (root stays root) that has its own mount
+ * namespace, propagation from the host kept (MS_SLAVE) and none back: its
+ * exit code, or -1 when it cannot fork. */
+int sbx_test_in_own_mntns(int (*fn)(void *), void *arg);
+
 /* Checks inside a forked child (a function returning its exit code): on
  * failure say what and where on stderr and return 1. CHILD_ERRNO wants the
  * call to fail with exactly that errno. */

@@ -1187,7 +1187,7 @@ EOF
 		install -d -m 0700 -o $uid $WN/state/homes/sbxgone-$R" || { echo "  prune fixtures"; ok=1; }
 	NS "$WN/bin/agent-shell" --prune --older-than 30 >"$T/ops.prune" 2>&1 || { echo "  --prune: exit $?"; ok=1; }
 	sed 's/^/  | /' "$T/ops.prune"
-	grep -q "would remove 0 stale session record(s) and 1 report file(s) older than 30 day(s)" "$T/ops.prune" &&
+	grep -q "would remove 0 stale session record(s) and 1 report file(s) older than 30 day(s) ([0-9]* bytes), and [0-9]* of root.s report copies" "$T/ops.prune" &&
 		grep -q "home $WN/state/homes/sbxgone-$R: no such account; kept" "$T/ops.prune" ||
 		{ echo "  --prune dry run said otherwise"; ok=1; }
 	NS test -e "$old" || { echo "  the dry run removed $old"; ok=1; }
@@ -1197,6 +1197,71 @@ EOF
 	[ "$(NS cat "$decoy")" = keep ] || { echo "  the link's target was touched"; ok=1; }
 	NS test -d "$WN/state/homes/sbxgone-$R" || { echo "  --prune deleted a home"; ok=1; }
 	NS rm -rf "$WN/state/homes/sbxgone-$R" "$decoy" "$reports/ffffffffffffffffffffffffffffffff.json"
+	return $ok
+}
+
+# Root's ledger over the real sshd: each session's report as agent-shell
+# sent it over the PAM stage's channel, and the refusals with their reasons,
+# read back with --log and --report. What the agent does to its own copies,
+# or tries on the channel, changes nothing in root's.
+t_ops_log_and_root_report() {
+	local ok=0 sid rc uid out
+	uid=$(NS id -u "$AGENT")
+	wait_for no_agent_record
+	cat >"$T/ledger.sh" <<'EOF'
+echo "sid=$AGENT_SANDBOX_SESSION"
+python3 -c '
+import socket, errno
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.setblocking(False)
+try:
+    s.connect("/run/agent-sandbox/session/channel")
+    print("channel=connected")
+except OSError as e:
+    print("channel=" + errno.errorcode[e.errno])
+'
+for f in "$HOME"/.agent-sandbox/reports/*.json; do echo '{"forged":1}' >"$f"; done
+exit 3
+EOF
+	sshc a "$AGENT" 'sh -s' <"$T/ledger.sh" >"$T/ledger.out" 2>&1
+	rc=$?
+	sed 's/^/  | /' "$T/ledger.out"
+	sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/ledger.out")
+	[ "$rc" = 3 ] && [ -n "$sid" ] || { echo "  the session: exit $rc, id '$sid'"; return 1; }
+	grep -q '^channel=connected' "$T/ledger.out" && { echo "  the sandboxed program reached the channel"; ok=1; }
+	wait_for no_agent_record
+	# A refusal by the floor (the shell's), and one by the account phase.
+	sshc a "$FLOOR" 'echo ran' >/dev/null 2>&1
+	timeout 60 ssh "${SSH_OPTS[@]}" -p "$PORT_a" "$WRONG@127.0.0.1" true >/dev/null 2>&1
+	NS "$WN/bin/agent-shell" --report --json "$sid" >"$T/ledger.report" 2>&1 ||
+		{ echo "  --report $sid as root: $(cat "$T/ledger.report")"; ok=1; }
+	python3 - "$T/ledger.report" "$sid" <<'EOF' || ok=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+if r.get("session_id") != sys.argv[2] or r.get("exit_status") != 3 or "forged" in r or r.get("level") not in ("full", "degraded"):
+    print("  root's copy: %r" % {k: r.get(k) for k in ("session_id", "exit_status", "level", "forged")}); sys.exit(1)
+print("  root's copy: session %s, level %s, exit %d" % (r["session_id"][:12], r["level"], r["exit_status"]))
+EOF
+	[ "$(NS stat -c '%a %U' "$WN/state/ledger")" = "700 root" ] || { echo "  the ledger is not root-only"; ok=1; }
+	NS "$WN/bin/agent-shell" --log --since 1h >"$T/ledger.log" 2>&1 || { echo "  --log: exit $?"; ok=1; }
+	grep -E "pam_close +$AGENT +${sid:0:12}" "$T/ledger.log" | grep -q "report=kept .*exit_status=3" ||
+		{ echo "  --log has no end of $sid with its exit status"; ok=1; }
+	grep -E "refused +$FLOOR " "$T/ledger.log" | grep -q "stage=shell reason=floor .*origin=shell" ||
+		{ echo "  --log has no floor refusal of $FLOOR"; ok=1; }
+	grep -E "refused +$WRONG " "$T/ledger.log" | grep -q "stage=account reason=login_shell" ||
+		{ echo "  --log has no account-phase refusal of $WRONG"; ok=1; }
+	grep -E "$sid|$FLOOR|$WRONG" "$T/ledger.log" | cut -c1-220 | sed 's/^/  | /' | tail -6
+	NS "$WN/bin/agent-shell" --log "$FLOOR" --json >"$T/ledger.json" 2>&1 || { echo "  --log --json: exit $?"; ok=1; }
+	python3 - "$T/ledger.json" "$FLOOR" <<'EOF' || ok=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+if not d or any(e.get("user") != sys.argv[2] for e in d) or not any(e["event"] == "pam_close" and e.get("floor_met") == "no" for e in d):
+    print("  --log USER --json: %r" % d[:3]); sys.exit(1)
+EOF
+	out=$(NS setpriv --reuid="$uid" --regid="$uid" --clear-groups "$WN/bin/agent-shell" --log 2>&1)
+	[ $? = 1 ] && [[ $out == *"only root"* ]] || { echo "  --log as the agent: $out"; ok=1; }
+	out=$(NS "$WN/bin/agent-shell" --log --since yesterday 2>&1)
+	[ $? = 2 ] && [[ $out == *"--since yesterday"* ]] || { echo "  --log --since yesterday: $out"; ok=1; }
 	return $ok
 }
 
@@ -1586,7 +1651,7 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 	t_forwarding_refused_with_dropin t_forwarding_netns_without_dropin \
 	t_forwarding_hole_without_dropin_and_netns t_wrong_login_shell_refused \
 	t_floor_unmet_refused t_profile_changed_between_stages t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd \
-	t_ops_sessions_end_prune; do
+	t_ops_sessions_end_prune t_ops_log_and_root_report; do
 	run_test "$t"
 done
 # The shipped files: their own world, set up once the tests above are done.

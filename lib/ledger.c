@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ledger.c — root's own account of every session the PAM stage opened:
+ * the report as agent-shell sent it, and one line per event (refusals with
+ * their reasons, opens, ends), under <state_dir>/ledger, root-only.
+ *
+ * The copies the agent-shell writes (its report directory, $HOME) belong to
+ * the agent, which may rewrite them. Root's copy must not: nothing of the
+ * agent's may write into the ledger, and what reaches it must come from
+ * agent-shell before the agent's program could have spoken.
+ *
+ * The channel. No root process of ours runs during a session; the process
+ * that opened it (sshd's monitor, su, login) only waits, and closes it. So
+ * the PAM stage leaves a listening unix stream socket that nobody accepts
+ * until the close:
+ *   - bound in the session's own read-only view (record.c), so no other
+ *     session, and nothing on the host, can reach the path;
+ *   - listening with a backlog of 0, which admits exactly one pending
+ *     connection (af_unix refuses a connect while the listener's queue
+ *     holds more than sk_max_ack_backlog), and a connection is complete
+ *     and can carry data before it is accepted;
+ *   - agent-shell connects to it first thing, before it reads the config,
+ *     long before it forks the sandbox, so the one slot is its own. What
+ *     it sends later (the report, its end, its refusals) goes over that
+ *     connection, which the sandboxed program never holds (close-on-exec,
+ *     another pid namespace, not dumpable).
+ * At close, the module accepts (non-blocking) and reads what is queued:
+ * the peer's credentials are the kernel's (SO_PEERCRED, taken at connect),
+ * the report must name this session and this uid, and every line is
+ * parsed and written again through the log grammar, never copied.
+ *
+ * The events file is appended with O_APPEND (one write per line), rotated
+ * to events.log.1 past EVENTS_ROTATE_AT under a lock on the root-only file
+ * itself, so two closing sessions never rotate twice.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define LEDGER_DIR "ledger"
+#define LEDGER_MODE 0700
+#define FILE_MODE 0600
+#define EVENTS_NAME "events.log"
+#define EVENTS_OLD "events.log.1"
+#define EVENTS_ROTATE_AT (4u << 20)
+#define LOCK_WAIT_MS 2000
+
+/* ---- the channel --------------------------------------------------------- */
+
+int sbx_ledger_channel_bind(int mount_fd, uid_t uid, gid_t gid, int *out_fd,
+			    struct sbx_error *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	/* The mount is still detached: it has no path but the fd's. */
+	if (sbx_snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", mount_fd,
+			 SBX_LEDGER_CHANNEL) != 0)
+		return sbx_error_set(err, ENAMETOOLONG, "ledger channel: path too long");
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return sbx_error_set(err, errno, "ledger channel: socket: %s", strerror(errno));
+	/* Only the session's uid may connect (write permission on the
+	 * socket's inode); the socket stays root's. */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    fchownat(mount_fd, SBX_LEDGER_CHANNEL, uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    fchmodat(mount_fd, SBX_LEDGER_CHANNEL, 0600, 0) != 0 ||
+	    listen(fd, 0) != 0) {
+		int e = errno;
+
+		close(fd);
+		return sbx_error_set(err, e, "ledger channel %s: %s", SBX_LEDGER_CHANNEL,
+				     strerror(e));
+	}
+	*out_fd = fd;
+	return 0;
+}
+
+int sbx_ledger_channel_connect(const char *runtime_dir, int *out_fd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	char view[SBX_PATH_MAX];
+	int fd, r;
+
+	if ((r = sbx_record_view_path(runtime_dir, view, sizeof(view))) != 0)
+		return r;
+	if (sbx_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", view,
+			 SBX_LEDGER_CHANNEL) != 0)
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* Non-blocking: a taken slot is -EAGAIN at once, never a wait. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	/* The listener's credentials, from when it listened: root's, or
+	 * this is not the PAM stage's channel. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != 0) {
+		close(fd);
+		return -EPERM;
+	}
+	*out_fd = fd;
+	return 0;
+}
+
+int sbx_ledger_channel_send(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int sbx_ledger_channel_collect(int listen_fd, size_t max, char **out, size_t *len,
+			       struct ucred *peer, struct sbx_error *err)
+{
+	socklen_t crl = sizeof(*peer);
+	size_t got = 0;
+	char *buf;
+	int fd, r = 0;
+
+	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return -ENOENT;	/* nobody connected */
+		return sbx_error_set(err, errno, "ledger channel: accept: %s", strerror(errno));
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, peer, &crl) != 0) {
+		r = sbx_error_set(err, errno, "ledger channel: SO_PEERCRED: %s", strerror(errno));
+		close(fd);
+		return r;
+	}
+	buf = malloc(max + 1);
+	if (!buf) {
+		close(fd);
+		return sbx_error_set(err, ENOMEM, "ledger channel: out of memory");
+	}
+	/* What is queued, never waiting for more: the session is over. */
+	while (got < max) {
+		ssize_t n = recv(fd, buf + got, max - got, MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+/* ---- the directory and its files ----------------------------------------- */
+
+static int ledger_open(const char *state_dir, bool create, int *out_fd, struct sbx_error *err)
+{
+	char path[SBX_PATH_MAX];
+	struct stat st;
+	int sd_fd, fd, r;
+
+	if (sbx_snprintf(path, sizeof(path), "%s/" LEDGER_DIR,
+			 strcmp(state_dir, "/") ? state_dir : "") != 0)
+		return sbx_error_set(err, ENAMETOOLONG, "ledger: state_dir path too long");
+	if (create) {
+		r = sbx_dir_open_walk(state_dir, true, 0755, &sd_fd, err);
+		if (r)
+			return r;
+		close(sd_fd);
+	}
+	r = sbx_dir_open_walk(path, true, create ? LEDGER_MODE : 0, &fd, err);
+	if (r)
+		return r;
+	/* Root-only, whatever made it: an agent must not list the reports. */
+	if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
+		close(fd);
+		return sbx_error_set(err, EPERM, "ledger %s: not a root-only directory (mode %04o)",
+				     path, (unsigned)(st.st_mode & 07777));
+	}
+	*out_fd = fd;
+	return 0;
+}
+
+int sbx_ledger_store_report(const char *state_dir, const char *session_id, const char *json,
+			    size_t len, struct sbx_error *err)
+{
+	char name[SBX_SESSION_ID_HEX + 8], tmp[SBX_SESSION_ID_HEX + 16];
+	int dir_fd, fd, r;
+
+	if (!sbx_session_id_is_valid(session_id))
+		return sbx_error_set(err, EINVAL, "ledger: not a session id");
+	r = ledger_open(state_dir, true, &dir_fd, err);
+	if (r)
+		return r;
+	snprintf(name, sizeof(name), "%s.json", session_id);
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", session_id);
+	(void)unlinkat(dir_fd, tmp, 0);
+	fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
+	if (fd < 0) {
+		r = sbx_error_set(err, errno, "ledger %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (sbx_write_all(fd, json, len) != 0 || fsync(fd) != 0) {
+		r = sbx_error_set(err, errno, "ledger %s: write: %s", tmp, strerror(errno));
+		close(fd);
+		(void)unlinkat(dir_fd, tmp, 0);
+		goto out;
+	}
+	close(fd);
+	if (renameat(dir_fd, tmp, dir_fd, name) != 0) {
+		r = sbx_error_set(err, errno, "ledger %s: rename: %s", name, strerror(errno));
+		(void)unlinkat(dir_fd, tmp, 0);
+	}
+out:
+	close(dir_fd);
+	return r;
+}
+
+int sbx_ledger_read_report(const char *state_dir, const char *session_id, char **out,
+			   size_t *len, struct sbx_error *err)
+{
+	char name[SBX_SESSION_ID_HEX + 8];
+	int dir_fd, fd, r;
+
+	if (!sbx_session_id_is_valid(session_id))
+		return sbx_error_set(err, EINVAL, "ledger: not a session id");
+	r = ledger_open(state_dir, false, &dir_fd, err);
+	if (r)
+		return r;
+	snprintf(name, sizeof(name), "%s.json", session_id);
+	fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dir_fd);
+	if (fd < 0)
+		return sbx_error_set(err, errno, "ledger: report %s: %s", session_id,
+				     strerror(errno));
+	r = sbx_read_fd(fd, name, SBX_REPORT_JSON_MAX, out, len, err);
+	close(fd);
+	return r;
+}
+
+static int lock_wait(int fd)
+{
+	int waited = 0;
+
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK || waited >= LOCK_WAIT_MS)
+			return -errno;
+		usleep(5 * 1000);
+		waited += 5;
+	}
+	return 0;
+}
+
+/* events.log, opened for appending, locked, and still the file its name
+ * gives (a rotation may have renamed the one opened). */
+static int events_open_locked(int dir_fd, struct sbx_error *err)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		struct stat st, now;
+		int fd = openat(dir_fd, EVENTS_NAME,
+				O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+				FILE_MODE);
+
+		if (fd < 0)
+			return sbx_error_set(err, errno, "ledger " EVENTS_NAME ": %s",
+					     strerror(errno));
+		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+		    st.st_nlink != 1 || (st.st_mode & 077)) {
+			close(fd);
+			return sbx_error_set(err, EPERM,
+					     "ledger " EVENTS_NAME ": not a root-only regular file");
+		}
+		if (lock_wait(fd) != 0) {
+			close(fd);
+			return sbx_error_set(err, ETIMEDOUT, "ledger " EVENTS_NAME ": lock held");
+		}
+		if (fstatat(dir_fd, EVENTS_NAME, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    now.st_ino == st.st_ino && now.st_dev == st.st_dev)
+			return fd;
+		close(fd);
+	}
+	return sbx_error_set(err, EAGAIN, "ledger " EVENTS_NAME ": rotated under us");
+}
+
+int sbx_ledger_append(const char *state_dir, const struct sbx_logline *l, struct sbx_error *err)
+{
+	char line[SBX_LOG_LINE_MAX + 32], when[32];
+	time_t now = time(NULL);
+	struct stat st;
+	struct tm tm;
+	int dir_fd, fd, r = 0;
+	size_t n;
+
+	if (!gmtime_r(&now, &tm) || !strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm))
+		return sbx_error_set(err, EINVAL, "ledger: no time");
+	n = (size_t)snprintf(line, sizeof(line), "%s %s\n", when, l->line);
+	if (n >= sizeof(line))
+		n = sizeof(line) - 1;
+	r = ledger_open(state_dir, true, &dir_fd, err);
+	if (r)
+		return r;
+	fd = events_open_locked(dir_fd, err);
+	if (fd < 0) {
+		close(dir_fd);
+		return fd;
+	}
+	if (sbx_write_all(fd, line, n) != 0)
+		r = sbx_error_set(err, errno, "ledger " EVENTS_NAME ": write: %s", strerror(errno));
+	if (r == 0 && fstat(fd, &st) == 0 && (size_t)st.st_size >= EVENTS_ROTATE_AT &&
+	    renameat(dir_fd, EVENTS_NAME, dir_fd, EVENTS_OLD) != 0)
+		r = sbx_error_set(err, errno, "ledger: rotate " EVENTS_NAME ": %s", strerror(errno));
+	close(fd);
+	close(dir_fd);
+	return r;
+}
+
+/* ---- reading the events ---------------------------------------------------- */
+
+static bool key_char(char c, bool first)
+{
+	return (c >= 'a' && c <= 'z') || (c == '_' && !first) || (!first && c >= '0' && c <= '9');
+}
+
+static int parse_fields(const char *p, const char *end, struct sbx_ledger_event *ev);
+
+int sbx_ledger_parse_line(const char *line, size_t len, struct sbx_ledger_event *ev)
+{
+	const char *end = line + len;
+
+	memset(ev, 0, sizeof(*ev));
+	/* "YYYY-MM-DDTHH:MM:SSZ " */
+	if (len < 21 || line[20] != ' ')
+		return -EINVAL;
+	memcpy(ev->time, line, 20);
+	ev->time[20] = '\0';
+	{
+		struct tm tm = { 0 };
+		const char *t = strptime(ev->time, "%Y-%m-%dT%H:%M:%SZ", &tm);
+
+		if (!t || *t)
+			return -EINVAL;
+		ev->when = (int64_t)timegm(&tm);
+	}
+	return parse_fields(line + 21, end, ev);
+}
+
+int sbx_ledger_parse_fields(const char *line, size_t len, struct sbx_ledger_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	return parse_fields(line, line + len, ev);
+}
+
+static int parse_fields(const char *p, const char *end, struct sbx_ledger_event *ev)
+{
+	char *w = ev->text;
+	char *wend = ev->text + sizeof(ev->text);
+
+	while (p < end) {
+		const char *k = p;
+		size_t klen;
+
+		if (ev->n == SBX_LEDGER_KEYS_MAX)
+			return -E2BIG;
+		while (p < end && key_char(*p, p == k))
+			p++;
+		klen = (size_t)(p - k);
+		if (!klen || p >= end || *p != '=' || (size_t)(wend - w) < klen + 2)
+			return -EINVAL;
+		memcpy(w, k, klen);
+		w[klen] = '\0';
+		ev->key[ev->n] = w;
+		w += klen + 1;
+		p++;
+		ev->value[ev->n] = w;
+		if (p < end && *p == '"') {
+			for (p++; p < end && *p != '"'; p++) {
+				char c = *p;
+
+				if (c == '\\') {
+					if (++p >= end)
+						return -EINVAL;
+					if (*p == 'x') {
+						int hi, lo;
+
+						if (end - p < 3 || (hi = sbx_hexval(p[1])) < 0 ||
+						    (lo = sbx_hexval(p[2])) < 0)
+							return -EINVAL;
+						c = (char)(hi << 4 | lo);
+						p += 2;
+					} else if (*p == '"' || *p == '\\') {
+						c = *p;
+					} else {
+						return -EINVAL;
+					}
+				}
+				if ((unsigned char)c < 0x20 || c == 0x7f || wend - w < 2)
+					return -EINVAL;
+				*w++ = c;
+			}
+			if (p >= end)
+				return -EINVAL;
+			p++;
+		} else {
+			const char *v = p;
+
+			while (p < end && *p != ' ')
+				p++;
+			if (p == v || (size_t)(wend - w) < (size_t)(p - v) + 1)
+				return -EINVAL;
+			for (const char *q = v; q < p; q++)
+				if ((unsigned char)*q < 0x21 || *q == 0x7f || *q == '"')
+					return -EINVAL;
+			memcpy(w, v, (size_t)(p - v));
+			w += p - v;
+		}
+		*w++ = '\0';
+		ev->n++;
+		if (p < end) {
+			if (*p != ' ')
+				return -EINVAL;
+			p++;
+		}
+	}
+	if (!ev->n || strcmp(ev->key[0], "event") != 0)
+		return -EINVAL;
+	return 0;
+}
+
+const char *sbx_ledger_get(const struct sbx_ledger_event *ev, const char *key)
+{
+	for (size_t i = 0; i < ev->n; i++)
+		if (!strcmp(ev->key[i], key))
+			return ev->value[i];
+	return NULL;
+}
+
+static int events_read_one(int dir_fd, const char *name, int64_t since,
+			   int (*fn)(const struct sbx_ledger_event *, void *), void *arg,
+			   unsigned *bad)
+{
+	struct sbx_ledger_event *ev;
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0;
+	int fd, r;
+
+	fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
+		close(fd);
+		return -EPERM;
+	}
+	r = sbx_read_fd(fd, name, 2 * EVENTS_ROTATE_AT, &buf, &len, NULL);
+	close(fd);
+	if (r)
+		return r;
+	ev = malloc(sizeof(*ev));
+	if (!ev) {
+		free(buf);
+		return -ENOMEM;
+	}
+	for (char *p = buf, *nl; p < buf + len && r == 0; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(buf + len - p));
+		if (!nl)
+			break;	/* a line still being written */
+		if (sbx_ledger_parse_line(p, (size_t)(nl - p), ev) != 0) {
+			(*bad)++;
+			continue;
+		}
+		if (ev->when >= since)
+			r = fn(ev, arg);
+	}
+	free(ev);
+	free(buf);
+	return r;
+}
+
+int sbx_ledger_events(const char *state_dir, int64_t since,
+		      int (*fn)(const struct sbx_ledger_event *, void *), void *arg,
+		      unsigned *bad, struct sbx_error *err)
+{
+	int dir_fd, r;
+
+	*bad = 0;
+	r = ledger_open(state_dir, false, &dir_fd, err);
+	if (r == -ENOENT)
+		return 0;	/* nothing logged yet */
+	if (r)
+		return r;
+	r = events_read_one(dir_fd, EVENTS_OLD, since, fn, arg, bad);
+	if (r == 0)
+		r = events_read_one(dir_fd, EVENTS_NAME, since, fn, arg, bad);
+	close(dir_fd);
+	if (r < 0)
+		return sbx_error_set(err, -r, "ledger events: %s", strerror(-r));
+	return r;
+}
+
+int sbx_ledger_prune(const char *state_dir, int64_t older_than, bool apply, unsigned *n,
+		     struct sbx_error *err)
+{
+	struct dirent *de;
+	DIR *d;
+	int dir_fd, fd, r;
+
+	*n = 0;
+	r = ledger_open(state_dir, false, &dir_fd, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r)
+		return r;
+	fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(dir_fd);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		r = sbx_error_set(err, errno, "ledger: opendir: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	while ((de = readdir(d))) {
+		char id[SBX_SESSION_ID_HEX + 1];
+		size_t len = strlen(de->d_name);
+		struct stat st;
+
+		if (len != SBX_SESSION_ID_HEX + 5 || strcmp(de->d_name + SBX_SESSION_ID_HEX, ".json"))
+			continue;
+		memcpy(id, de->d_name, SBX_SESSION_ID_HEX);
+		id[SBX_SESSION_ID_HEX] = '\0';
+		if (!sbx_session_id_is_valid(id) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode) || (int64_t)st.st_mtime >= older_than)
+			continue;
+		if (apply && unlinkat(dirfd(d), de->d_name, 0) != 0)
+			continue;
+		(*n)++;
+	}
+	closedir(d);
+	return 0;
+}
