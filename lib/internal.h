@@ -579,6 +579,10 @@ struct sbx_seccomp_opts {
  * with ENOSYS); then a second filter refusing syscall numbers above
  * SBX_SECCOMP_NR_CUTOFF (x86_64, aarch64). */
 int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err);
+/* The first filter of sbx_seccomp_apply for the same opts, written to fd as
+ * BPF (pfc false: what the kernel gets) or libseccomp's pseudo-C, nothing
+ * loaded: for tests that check the filter's shape. */
+int sbx_seccomp_export(struct sbx_seccomp_opts *o, int fd, bool pfc, struct sbx_error *err);
 
 /* ---- unixsock.c: connect() to pathname unix sockets, decided outside ---- */
 

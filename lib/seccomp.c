@@ -485,7 +485,10 @@ static int load_cutoff_filter(const struct sbx_seccomp_opts *o, struct sbx_error
 	return 0;
 }
 
-int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err)
+/* The first filter, built but not loaded: every rule of the profile. On
+ * success *out owns the context (seccomp_release it). */
+static int build_filter(struct sbx_seccomp_opts *o, scmp_filter_ctx *out,
+			struct sbx_error *err)
 {
 	struct filter_ctx f = { .opts = o, .err = err };
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
@@ -494,7 +497,6 @@ int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err)
 
 	if (o->notes && o->notes_size)
 		o->notes[0] = '\0';
-	o->notify_fd = -1;
 	f.ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!f.ctx)
 		return sbx_error_set(err, ENOMEM, "seccomp_init: failed");
@@ -512,7 +514,6 @@ int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err)
 				  strerror(-r));
 		goto out;
 	}
-
 	for (i = 0; i < ARRAY_SIZE(denied_syscalls); i++)
 		if ((r = rule(&f, denied_syscalls[i], eperm, 0, NULL)) != 0)
 			goto out;
@@ -561,13 +562,29 @@ int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err)
 	if (o->unix_notify && (r = add_unix_rules(&f)) != 0)
 		goto out;
 
-	r = seccomp_load(f.ctx);
+	*out = f.ctx;
+	return 0;
+out:
+	seccomp_release(f.ctx);
+	return r;
+}
+
+int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err)
+{
+	scmp_filter_ctx ctx;
+	int r;
+
+	o->notify_fd = -1;
+	r = build_filter(o, &ctx, err);
+	if (r != 0)
+		return r;
+	r = seccomp_load(ctx);
 	if (r < 0) {
 		r = sbx_error_set(err, -r, "seccomp_load: %s", strerror(-r));
 		goto out;
 	}
 	if (o->unix_notify) {
-		o->notify_fd = seccomp_notify_fd(f.ctx);
+		o->notify_fd = seccomp_notify_fd(ctx);
 		if (o->notify_fd < 0) {
 			r = sbx_error_set(err, -o->notify_fd, "seccomp_notify_fd: %s",
 					  strerror(-o->notify_fd));
@@ -577,6 +594,22 @@ int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err)
 	}
 	r = load_cutoff_filter(o, err);
 out:
-	seccomp_release(f.ctx);
+	seccomp_release(ctx);
+	return r;
+}
+
+int sbx_seccomp_export(struct sbx_seccomp_opts *o, int fd, bool pfc, struct sbx_error *err)
+{
+	scmp_filter_ctx ctx;
+	int r;
+
+	r = build_filter(o, &ctx, err);
+	if (r != 0)
+		return r;
+	r = pfc ? seccomp_export_pfc(ctx, fd) : seccomp_export_bpf(ctx, fd);
+	if (r < 0)
+		r = sbx_error_set(err, -r, "seccomp_export_%s(fd %d): %s", pfc ? "pfc" : "bpf",
+				  fd, strerror(-r));
+	seccomp_release(ctx);
 	return r;
 }
