@@ -390,7 +390,7 @@ ev == "sched:sched_process_exit" && pid == probe { mark("b kernel probe child (u
 ev == "syscalls:sys_exit_unshare" && pid == setup { nu++; if (nu == 2) mark("d setup: unshare user, then mnt+pid+net+ipc+uts+cgroup", t) }
 ev == "syscalls:sys_enter_mount" && pid == init { mark("f init: lo up -> first mount", t) }
 ev == "syscalls:sys_enter_landlock_restrict_self" && pid == wk { mark("h worker: caps dropped+verified, NNP, Landlock ruleset -> restrict_self", t) }
-ev == "syscalls:sys_enter_seccomp" && pid == wk && /op: 0x00000001, flags: 0x00000000, uargs: 0x[0-9a-f]*[1-9a-f]/ { want_sc = 1 }
+ev == "syscalls:sys_enter_seccomp" && pid == wk && /op: 0x00000001, flags: 0x[0-9a-f]*, uargs: 0x[0-9a-f]*[1-9a-f]/ { want_sc = 1 }
 ev == "syscalls:sys_exit_seccomp" && pid == wk && want_sc { want_sc = 0; mark("i worker: rlimits, fds, libseccomp builds + loads the filter", t) }
 ev == "sched:sched_process_exec" && pid == wk { mark("l worker: report to outer -> exec the command", t) }
 ev == "sched:sched_process_exit" && pid == wk { mark("m the command runs and exits", t) }
