@@ -265,7 +265,14 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(HELPERS) >/dev/null
 	@./shell/demo.sh $(BUILD)
 
-bench: all
+# The syscall loops (bench/syscalls.c): built here only, not by `all`.
+BENCH_SYSCALLS := $(BUILD)/bench/syscalls
+
+$(BENCH_SYSCALLS): bench/syscalls.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -pie -o $@ $< $(HARDEN_LD)
+
+bench: all $(BENCH_SYSCALLS)
 	@./bench/bench.sh $(BUILD)
 
 # ---- install, uninstall, deb ---------------------------------------------

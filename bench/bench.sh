@@ -4,14 +4,17 @@
 # bash, bubblewrap and firejail — measured in one run with hyperfine, plus
 # where agent-shell's time goes (decomposition, perf stat, phase timeline).
 #
-# Usage: bench/bench.sh [BUILD_DIR]   (make bench builds first; this builds nothing)
+# Usage: bench/bench.sh [BUILD_DIR] [syscalls]   (make bench builds first;
+# this builds nothing). With "syscalls", only the per-syscall loops run.
 # As root the sandboxed commands run as "nobody" (a sandbox for an agent is
 # measured as the agent, like shell/demo.sh). Installs bubblewrap, firejail,
 # hyperfine and jq with apt-get when missing (only this script does that).
-# Results: BUILD_DIR/bench/ (hyperfine JSON and markdown, summary, timeline).
+# Results: BUILD_DIR/bench/ (hyperfine JSON and markdown, summary, timeline,
+# syscalls.md and the raw syscalls.txt).
 set -u
 
 build=${1:-build}
+only=${2:-}
 if ! build=$(cd "$build" 2>/dev/null && pwd); then
 	echo "bench: no build directory ${1:-build}; run 'make bench'" >&2
 	exit 1
@@ -121,10 +124,93 @@ entries=(
 	"unshare same without net|unshare --user --mount --pid --ipc --uts --cgroup --fork /bin/true"
 )
 
+# --- per-syscall cost: bench/syscalls in each sandbox ---------------------
+
+# ns per call of getppid, stat, open+close, ioctl and fork+exec, natively,
+# under a one-instruction ALLOW filter (the floor any filter costs: the
+# kernel's action cache answers every call), inside agent-shell and inside
+# bubblewrap with that same ALLOW filter. Rows run interleaved, SYSCALL_RUNS
+# times each; the median per row is printed with its difference to native.
+SYSCALL_RUNS=${SYSCALL_RUNS:-3}
+SYSCALL_N=${SYSCALL_N:-100000}
+syscall_bench() {
+	local sc_src="$build/bench/syscalls" sc="$ws/syscalls" raw="$out/syscalls.txt"
+	local allow_bpf="$scratch/allow.bpf" rows=() r name
+	if [ ! -x "$sc_src" ]; then
+		echo "bench: $sc_src missing; run 'make bench'" >&2
+		return 1
+	fi
+	# In the workspace: the one place every sandbox binds and lets run.
+	cp "$sc_src" "$sc" && chmod 0755 "$sc" || return 1
+	# struct sock_filter { u16 code; u8 jt, jf; u32 k } = RET ALLOW,
+	# little-endian (x86_64, aarch64)
+	printf '\006\000\000\000\000\000\377\177' >"$allow_bpf"
+	rows=(native allow-all agent-shell)
+	command -v bwrap >/dev/null 2>&1 && rows+=(bwrap+allow-all)
+	: >"$raw"
+	for ((r = 1; r <= SYSCALL_RUNS; r++)); do
+		for name in "${rows[@]}"; do
+			case $name in
+			native) set -- "$sc" ;;
+			allow-all) set -- "$sc" --allow-all-filter ;;
+			agent-shell) set -- "$shell_bin" --run --workspace "$ws" -- "$sc" ;;
+			bwrap+allow-all) set -- bwrap --unshare-all --die-with-parent --ro-bind / / \
+				--dev /dev --proc /proc --tmpfs /tmp --bind "$ws" "$ws" \
+				--new-session --seccomp 9 "$sc" ;;
+			esac
+			# fd 9 (bwrap's --seccomp) for the bwrap row only: agent-shell
+			# would close it, but the native rows should not hold it either
+			if [ "$name" = bwrap+allow-all ]; then
+				exec 9<"$allow_bpf"
+			fi
+			"${run_as[@]}" "${clean_env[@]}" "$@" -n "$SYSCALL_N" \
+				2>"$out/syscalls.err" | sed "s/^/$name /" >>"$raw"
+			exec 9<&-
+			if [ "${PIPESTATUS[0]}" -ne 0 ]; then
+				echo "syscalls in $name: failed: $(head -c 300 "$out/syscalls.err")" >>"$notes"
+			fi
+		done
+	done
+	# "row op ns" lines -> median per (row, op), a table with the difference
+	# to native.
+	sort -k1,1 -k2,2 -k3,3n "$raw" | awk -v rows="${rows[*]}" \
+		-v oporder="$(awk '!s[$2]++ { printf "%s ", $2 }' "$raw")" '
+		{ k = $1 SUBSEP $2; v[k, ++n[k]] = $3 }
+		END {
+			nops = split(oporder, ops, " ")
+			nr = split(rows, R, " ")
+			for (k in n) { c = n[k]; med[k] = (c % 2) ? v[k, (c + 1) / 2] : (v[k, c / 2] + v[k, c / 2 + 1]) / 2 }
+			printf "| syscall |"; for (i = 1; i <= nr; i++) printf " %s |", R[i]; printf "\n|---|"
+			for (i = 1; i <= nr; i++) printf "---|"; printf "\n"
+			for (j = 1; j <= nops; j++) {
+				op = ops[j]; base = med["native", op]; printf "| %s |", op
+				for (i = 1; i <= nr; i++) {
+					k = R[i] SUBSEP op
+					if (!(k in med)) { printf " - |"; continue }
+					if (R[i] == "native") printf " %.0f |", med[k]
+					else printf " %.0f (%+.0f) |", med[k], med[k] - base
+				}
+				printf "\n"
+			}
+		}' >"$out/syscalls.md"
+	echo
+	echo "=== per-syscall cost, ns per call (median of $SYSCALL_RUNS runs of $SYSCALL_N calls; fork+exec $((SYSCALL_N / 500)); in parentheses: minus native)"
+	cat "$out/syscalls.md"
+}
+
 # --- preflight: each command once, as the agent; failures are recorded ---
 
 notes="$out/notes.txt"
 : >"$notes"
+if [ "$only" = syscalls ]; then
+	syscall_bench || exit 1
+	[ -s "$notes" ] && { echo; echo "=== notes"; cat "$notes"; }
+	mkdir -p "$results"
+	cp "$out/syscalls.md" "$out/syscalls.txt" "$notes" "$results/"
+	echo
+	echo "results: $results/ (syscalls.md, syscalls.txt, notes.txt)"
+	exit 0
+fi
 main_args=() fj_args=() fj_user=""
 preflight() {	# $1 name, $2 who, $3 command, $4.. run_as prefix
 	local name=$1 who=$2 cmd=$3 rc
@@ -304,7 +390,7 @@ ev == "sched:sched_process_exit" && pid == probe { mark("b kernel probe child (u
 ev == "syscalls:sys_exit_unshare" && pid == setup { nu++; if (nu == 2) mark("d setup: unshare user, then mnt+pid+net+ipc+uts+cgroup", t) }
 ev == "syscalls:sys_enter_mount" && pid == init { mark("f init: lo up -> first mount", t) }
 ev == "syscalls:sys_enter_landlock_restrict_self" && pid == wk { mark("h worker: caps dropped+verified, NNP, Landlock ruleset -> restrict_self", t) }
-ev == "syscalls:sys_enter_seccomp" && pid == wk && /op: 0x00000001, flags: 0x00000000, uargs: 0x[0-9a-f]*[1-9a-f]/ { want_sc = 1 }
+ev == "syscalls:sys_enter_seccomp" && pid == wk && /op: 0x00000001, flags: 0x[0-9a-f]*, uargs: 0x[0-9a-f]*[1-9a-f]/ { want_sc = 1 }
 ev == "syscalls:sys_exit_seccomp" && pid == wk && want_sc { want_sc = 0; mark("i worker: rlimits, fds, libseccomp builds + loads the filter", t) }
 ev == "sched:sched_process_exec" && pid == wk { mark("l worker: report to outer -> exec the command", t) }
 ev == "sched:sched_process_exit" && pid == wk { mark("m the command runs and exits", t) }
@@ -334,9 +420,12 @@ else
 	echo "=== phase timeline: needs root and perf with tracepoints (linux-perf); skipped"
 fi
 
+syscall_bench
+
 mkdir -p "$results"
 cp "$out/main.json" "$out/main.md" "$out/results.json" "$out/summary.md" "$notes" "$results/"
-for f in firejail.json firejail.md timeline.txt perf-agent-shell.csv perf-bwrap.csv; do
+for f in firejail.json firejail.md timeline.txt perf-agent-shell.csv perf-bwrap.csv \
+	syscalls.md syscalls.txt; do
 	[ -e "$out/$f" ] && cp "$out/$f" "$results/"
 done
 {

@@ -8,6 +8,7 @@
 #define SBX_INTERNAL_H
 
 #include <stdarg.h>
+#include <linux/filter.h>
 #include "sbx.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -550,6 +551,8 @@ int sbx_landlock_apply(const struct sbx_landlock_plan *plan, int abi_limit,
 
 /* ---- seccomp.c --------------------------------------------------------- */
 
+#define SBX_SECCOMP_MAX_INSNS 1024
+
 struct sbx_seccomp_opts {
 	bool network_denied;	/* deny MSG_FASTOPEN, MPTCP (TCP_FASTOPEN* sockopts) */
 	bool inet_denied;	/* also deny AF_INET/AF_INET6 sockets (no netns) */
@@ -567,6 +570,12 @@ struct sbx_seccomp_opts {
 	 * allowed on the caller only (pid 0). */
 	bool host_pids;
 	int notify_fd;
+	/* The program sbx_seccomp_prepare built (cutoff head, then
+	 * libseccomp's rules), prog_len 0 until then. The largest, every
+	 * option on, is about 530 instructions; a longer one is an error
+	 * (E2BIG), not a truncation. */
+	struct sock_filter prog[SBX_SECCOMP_MAX_INSNS];
+	size_t prog_len;
 	/* Optional output (may be NULL): syscalls neither this libseccomp nor
 	 * the built-in table of late numbers knows and therefore skipped, and a
 	 * missing cutoff on an arch without one, "; "-separated. Families other
@@ -579,11 +588,20 @@ struct sbx_seccomp_opts {
  * x86_64 and aarch64 share it). Native syscalls above it answer ENOSYS. */
 #define SBX_SECCOMP_NR_CUTOFF 470
 
-/* Load the filter (libseccomp): non-native arches and x32 killed; the
+/* Build the filter into o->prog (no-op when built already): syscall
+ * numbers above SBX_SECCOMP_NR_CUTOFF refused with ENOSYS (x86_64,
+ * aarch64), then libseccomp's rules: non-native arches and x32 killed, the
  * dangerous list of docs/design.md section 4.9 refused with EPERM (clone3
- * with ENOSYS); then a second filter refusing syscall numbers above
- * SBX_SECCOMP_NR_CUTOFF (x86_64, aarch64). */
+ * with ENOSYS). Needs a spare fd and no small RLIMIT_FSIZE: call it before
+ * the rlimits. */
+int sbx_seccomp_prepare(struct sbx_seccomp_opts *o, struct sbx_error *err);
+/* Prepare if needed, then load o->prog as one filter (no_new_privs set
+ * first), with a listener in notify_fd when unix_notify. */
 int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err);
+/* The filter for these opts, nothing loaded: with pfc false, the BPF the
+ * kernel gets (o->prog, prepared if needed); with pfc true, libseccomp's
+ * pseudo-C of its part. For tests that check the filter's shape. */
+int sbx_seccomp_export(struct sbx_seccomp_opts *o, int fd, bool pfc, struct sbx_error *err);
 
 /* ---- unixsock.c: connect() to pathname unix sockets, decided outside ---- */
 

@@ -846,6 +846,199 @@ static int child_status(void *arg)
 	return ok ? 0 : 1;
 }
 
+/*
+ * The filter's shape, on the BPF the kernel gets for every combination of
+ * options a profile can produce (sbx_seccomp_prepare, nothing loaded).
+ *
+ * 1. The kernel (5.11+) answers a syscall from a per-arch bitmap, without
+ *    running the filter, when emulating the filter for that number with
+ *    only arch and nr known reaches RET ALLOW (seccomp_cache_prepare and
+ *    seccomp_is_const_allow in kernel/seccomp.c: loads of other fields,
+ *    ALU ops but AND, and jumps but JA/JEQ/JGE/JGT/JSET with K end the
+ *    emulation uncached). This kernel has no CONFIG_SECCOMP_CACHE_DEBUG
+ *    (/proc/<pid>/seccomp_cache), so the rule is emulated here. Every
+ *    number the filter allows without reading an argument must be cached,
+ *    the hot ones named.
+ *
+ * 2. Argument-checked syscalls are reached in a few instructions. The
+ *    libseccomp default list sorted them last: ioctl(TCGETS) ran 81-93
+ *    instructions (391-497 in all), socket 131-170, personality 268-282.
+ *    In front of a binary tree: the cutoff head (9), libseccomp's arch and
+ *    x32 preamble (6), a tree over at most 128 numbers (7 levels) and a
+ *    leaf of at most 4 compares: 26 before the first argument load.
+ *    ioctl's three TIOC* compares and their loads add 6: 32 in all.
+ */
+#define SHAPE_REACH_MAX 26
+#define SHAPE_IOCTL_MAX 32
+#define SHAPE_NONE UINT32_MAX
+
+struct bpf_walk {
+	uint32_t ret;		/* the RET value, or SHAPE_NONE for a bad program */
+	unsigned int steps;	/* instructions executed */
+	unsigned int first_arg;	/* steps before the first non arch/nr load */
+	bool const_only;	/* the kernel's cache emulation would get to ret */
+};
+
+static void bpf_walk(const struct sock_filter *f, size_t n, const struct seccomp_data *d,
+		     struct bpf_walk *w)
+{
+	uint32_t a = 0;
+
+	w->ret = SHAPE_NONE;
+	w->steps = 0;
+	w->first_arg = SHAPE_NONE;
+	w->const_only = true;
+	for (size_t pc = 0; pc < n; pc++) {
+		const struct sock_filter *i = &f[pc];
+		bool res;
+
+		w->steps++;
+		switch (i->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			if (i->k > sizeof(*d) - 4 || i->k % 4)
+				return;
+			if (i->k != offsetof(struct seccomp_data, nr) &&
+			    i->k != offsetof(struct seccomp_data, arch)) {
+				w->const_only = false;
+				if (w->first_arg == SHAPE_NONE)
+					w->first_arg = w->steps - 1;
+			}
+			memcpy(&a, (const char *)d + i->k, 4);
+			break;
+		case BPF_RET | BPF_K:
+			w->ret = i->k;
+			return;
+		case BPF_JMP | BPF_JA:
+			pc += i->k;
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+		case BPF_JMP | BPF_JGE | BPF_K:
+		case BPF_JMP | BPF_JGT | BPF_K:
+		case BPF_JMP | BPF_JSET | BPF_K:
+			switch (BPF_OP(i->code)) {
+			case BPF_JEQ: res = a == i->k; break;
+			case BPF_JGE: res = a >= i->k; break;
+			case BPF_JGT: res = a > i->k; break;
+			default: res = (a & i->k) != 0; break;
+			}
+			pc += res ? i->jt : i->jf;
+			break;
+		case BPF_ALU | BPF_AND | BPF_K:
+			a &= i->k;
+			break;
+		default:
+			/* anything else stops the kernel's emulation; this
+			 * walker knows no more either */
+			return;
+		}
+	}
+}
+
+static const char *shape_opts_str(const struct sbx_seccomp_opts *o, char *buf, size_t size)
+{
+	snprintf(buf, size, "network_denied %d inet_denied %d gated %d unix_notify %d "
+		 "unix_bind_notify %d host_pids %d", o->network_denied, o->inet_denied,
+		 o->gated, o->unix_notify, o->unix_bind_notify, o->host_pids);
+	return buf;
+}
+
+static void test_filter_shape(void **state)
+{
+	/* hot syscalls without argument rules: cached in every profile */
+	static const long hot[] = {
+		SYS_getppid, SYS_openat, SYS_close, SYS_read, SYS_write, SYS_mmap,
+		SYS_futex, SYS_execve, SYS_wait4, SYS_newfstatat, SYS_fstat,
+		SYS_lseek, SYS_brk, SYS_rt_sigaction, SYS_getpid,
+#ifdef SYS_stat
+		SYS_stat,
+#endif
+	};
+	/* argument-checked in every profile */
+	static const long checked[] = {
+		SYS_ioctl, SYS_socket, SYS_clone, SYS_personality, SYS_seccomp,
+		SYS_prlimit64, SYS_setpriority,
+	};
+	static struct sbx_seccomp_opts o;
+	struct seccomp_data d;
+	struct bpf_walk w;
+	char desc[160];
+
+	(void)state;
+#ifndef NATIVE_AUDIT_ARCH
+	print_message("[  SKIP    ] the bounds are worked out for x86_64 and aarch64\n");
+	skip();
+#else
+	for (unsigned int bits = 0; bits < 64; bits++) {
+		struct sbx_error err = { 0 };
+		unsigned int n_cached = 0;
+
+		memset(&o, 0, sizeof(o));
+		o.network_denied = bits & 1;
+		o.inet_denied = bits & 2;
+		o.gated = bits & 4;
+		o.unix_notify = bits & 8;
+		o.unix_bind_notify = bits & 16;
+		o.host_pids = bits & 32;
+		if (sbx_seccomp_prepare(&o, &err) != 0)
+			fail_msg("sbx_seccomp_prepare(%s): %s",
+				 shape_opts_str(&o, desc, sizeof(desc)), err.msg);
+		assert_in_range(o.prog_len, 1, BPF_MAXINSNS);
+
+		memset(&d, 0, sizeof(d));
+		d.arch = NATIVE_AUDIT_ARCH;
+		/* 1. every number allowed without an argument read is cached */
+		for (uint32_t nr = 0; nr <= SBX_SECCOMP_NR_CUTOFF; nr++) {
+			d.nr = (int)nr;
+			bpf_walk(o.prog, o.prog_len, &d, &w);
+			if (w.ret == SECCOMP_RET_ALLOW && w.const_only)
+				n_cached++;
+			if (w.ret == SECCOMP_RET_ALLOW && w.first_arg == SHAPE_NONE &&
+			    !w.const_only)
+				fail_msg("nr %u allowed without an argument read but not "
+					 "cacheable (%s)", nr,
+					 shape_opts_str(&o, desc, sizeof(desc)));
+		}
+		for (size_t i = 0; i < ARRAY_SIZE(hot); i++) {
+			d.nr = (int)hot[i];
+			bpf_walk(o.prog, o.prog_len, &d, &w);
+			if (w.ret != SECCOMP_RET_ALLOW || !w.const_only)
+				fail_msg("nr %ld: not in the kernel's action cache (ret %#x, %s)",
+					 hot[i], w.ret, shape_opts_str(&o, desc, sizeof(desc)));
+		}
+		/* positive control for the emulator: the refused and the
+		 * argument-checked are not cached */
+		d.nr = SYS_ptrace;
+		bpf_walk(o.prog, o.prog_len, &d, &w);
+		assert_int_equal(w.ret, SECCOMP_RET_ERRNO | EPERM);
+		assert_true(n_cached > 250);
+
+		/* 2. argument-checked syscalls reached in a few instructions */
+		for (size_t i = 0; i < ARRAY_SIZE(checked); i++) {
+			d.nr = (int)checked[i];
+			bpf_walk(o.prog, o.prog_len, &d, &w);
+			assert_false(w.const_only);
+			if (w.first_arg > SHAPE_REACH_MAX)
+				fail_msg("nr %ld: first argument read after %u instructions "
+					 "(at most %d; %s)", checked[i], w.first_arg,
+					 SHAPE_REACH_MAX, shape_opts_str(&o, desc, sizeof(desc)));
+		}
+		d.nr = SYS_ioctl;
+		d.args[0] = 1;
+		d.args[1] = TCGETS;
+		bpf_walk(o.prog, o.prog_len, &d, &w);
+		assert_int_equal(w.ret, SECCOMP_RET_ALLOW);
+		if (w.steps > SHAPE_IOCTL_MAX)
+			fail_msg("ioctl(TCGETS): %u instructions (at most %d; %s)", w.steps,
+				 SHAPE_IOCTL_MAX, shape_opts_str(&o, desc, sizeof(desc)));
+		/* and the check still bites on that path */
+		d.args[1] = TIOCSTI;
+		bpf_walk(o.prog, o.prog_len, &d, &w);
+		assert_int_equal(w.ret, SECCOMP_RET_ERRNO | EPERM);
+		memset(d.args, 0, sizeof(d.args));
+	}
+#endif
+}
+
 static void test_proc_status(void **state)
 {
 	(void)state;
@@ -871,6 +1064,7 @@ int main(void)
 		cmocka_unit_test(test_cutoff),
 		cmocka_unit_test(test_no_rule_skipped),
 		cmocka_unit_test(test_proc_status),
+		cmocka_unit_test(test_filter_shape),
 	};
 	return cmocka_run_group_tests_name("seccomp", tests, NULL, NULL);
 }
