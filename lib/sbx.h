@@ -29,187 +29,6 @@
 
 /* ---- errors: struct sbx_error, SBX_ERROR_MAX (libsbx.h) ------------------ */
 
-/* ---- the profile ------------------------------------------------------- */
-
-/* Ordered narrowest first: Restrict takes the minimum. Numbers are stable. */
-enum sbx_access {
-	SBX_ACCESS_DENY = 0,
-	SBX_ACCESS_GATED = 1,
-	SBX_ACCESS_ALLOW = 2,
-};
-
-/* Ordered narrowest first: ephemeral keeps nothing, real shares the host home. */
-enum sbx_home {
-	SBX_HOME_EPHEMERAL = 0,
-	SBX_HOME_ISOLATED = 1,
-	SBX_HOME_REAL = 2,
-};
-
-enum sbx_isolation {
-	SBX_ISOLATION_SANDBOXED = 0,
-	SBX_ISOLATION_UNCONFINED = 1,
-};
-
-enum sbx_level {
-	SBX_LEVEL_NONE = 0,
-	SBX_LEVEL_DEGRADED = 1,
-	SBX_LEVEL_FULL = 2,
-};
-
-/* Guarantees: fail-closed booleans computed from achieved+verified report entries. */
-enum sbx_guarantee {
-	SBX_G_PROCESS_BOUNDARY = 1u << 0,
-	SBX_G_WRITE_BOUNDARY = 1u << 1,
-	SBX_G_READ_BOUNDARY = 1u << 2,
-	SBX_G_NETWORK_BOUNDARY = 1u << 3,
-	SBX_G_ENV_SCRUB = 1u << 4,
-	SBX_G_HOME_ISOLATION = 1u << 5,
-	SBX_G_EXEC_BOUNDARY = 1u << 6,
-	SBX_G_NO_PRIVILEGE_GAIN = 1u << 7,
-	SBX_G_SYSCALL_FILTER = 1u << 8,
-	SBX_G_RESOURCE_LIMITS = 1u << 9,
-};
-#define SBX_G_COUNT 10
-#define SBX_G_ALL ((1u << SBX_G_COUNT) - 1)
-
-enum sbx_limit {
-	SBX_LIMIT_NPROC = 0,	/* RLIMIT_NPROC */
-	SBX_LIMIT_NOFILE,	/* RLIMIT_NOFILE */
-	SBX_LIMIT_FSIZE,	/* RLIMIT_FSIZE, bytes */
-	SBX_LIMIT_AS,		/* RLIMIT_AS, bytes */
-	SBX_LIMIT_CPU,		/* RLIMIT_CPU, seconds */
-	SBX_LIMIT_CORE,		/* RLIMIT_CORE, bytes; always forced to 0 at apply */
-	SBX_LIMIT_SESSION_TIME,	/* wall-clock seconds per session */
-	SBX_LIMIT_MAX_SESSIONS,	/* concurrent sessions per account */
-	SBX_LIMIT_TMP_SIZE,	/* size of the private /tmp and /dev/shm, bytes */
-	SBX_LIMIT_MEMORY_MAX,	/* the session's cgroup memory.max, bytes */
-	SBX_LIMIT_PIDS_MAX,	/* the session's cgroup pids.max */
-	SBX_LIMIT_CPU_MAX,	/* the session's cgroup cpu.max, percent of one CPU */
-	SBX_LIMIT_COUNT,
-};
-
-/* A limit is "unset" (inherit / unlimited) unless its bit is in set_mask. */
-struct sbx_limits {
-	uint64_t value[SBX_LIMIT_COUNT];
-	uint32_t set_mask;	/* 1u << enum sbx_limit */
-};
-
-#define SBX_NAME_MAX 64		/* profile, user, group, service names, incl. NUL */
-/* Size of a tmpfs (/tmp, /dev/shm, an ephemeral home) when the profile sets
- * no tmp_size. */
-#define SBX_DEFAULT_TMP_SIZE (256ull << 20)
-
-#define SBX_PATH_MAX 1024	/* every path in a profile, incl. NUL */
-#define SBX_MAX_ROOTS 32
-#define SBX_MAX_DENY 32
-#define SBX_MAX_GATE 64
-#define SBX_MAX_UNIX_ALLOW 16
-#define SBX_MAX_SERVICES 16
-#define SBX_SERVICE_NONE "-"	/* the only entry of an empty service list */
-
-struct sbx_root {
-	char path[SBX_PATH_MAX];
-	enum sbx_access read;
-	enum sbx_access write;
-};
-
-struct sbx_profile {
-	char name[SBX_NAME_MAX];
-	/* Absolute; may hold %u (user) and %h (passwd home) until
-	 * sbx_profile_expand(). Empty in a ceiling: the ceiling's workspace_*
-	 * fields then cap whatever workspace the requested profile names. */
-	char workspace_root[SBX_PATH_MAX];
-	enum sbx_access workspace_read;
-	enum sbx_access workspace_write;
-	enum sbx_access host_read;
-	enum sbx_access host_write;
-	enum sbx_access network;	/* gated behaves as deny */
-	enum sbx_access command;	/* gated: only gate_allow executables run */
-	enum sbx_home home;
-	enum sbx_isolation isolation;
-	bool ack_unconfined;		/* required for isolation = unconfined */
-	char shell[SBX_PATH_MAX];	/* the real shell run inside; "" = /bin/bash */
-	/* pam_stage = required: refuse a session that pam_agent_sandbox.so's
-	 * session stage did not prepare (no verified record for this login). */
-	bool pam_required;
-
-	size_t n_roots;
-	struct sbx_root roots[SBX_MAX_ROOTS];		/* additional roots */
-	size_t n_deny_read;
-	char deny_read[SBX_MAX_DENY][SBX_PATH_MAX];	/* secrets: no read, no write */
-	size_t n_gate;
-	char gate_allow[SBX_MAX_GATE][SBX_PATH_MAX];	/* command = gated */
-	/* Host pathname unix sockets the sandbox may connect to (a socket, or
-	 * a directory holding sockets), besides the ones it made itself in
-	 * places it may write. unix_allow_any: no list restricts (only the
-	 * identity ceiling and a [ceiling] section without the key). */
-	size_t n_unix_allow;
-	char unix_allow[SBX_MAX_UNIX_ALLOW][SBX_PATH_MAX];
-	bool unix_allow_any;
-	/* 0 = no cap (the built-in default list); one entry SBX_SERVICE_NONE
-	 * = no service allowed (Restrict of two disjoint lists). */
-	size_t n_services;
-	char services[SBX_MAX_SERVICES][SBX_NAME_MAX];	/* PAM services allowed */
-
-	struct sbx_limits limits;
-	enum sbx_level min_level;	/* the floor */
-	uint32_t require;		/* SBX_G_* that must hold, or refuse */
-};
-
-/* The built-in default profile (used by the demo and when no config exists
- * for --run): workspace rw, host read-only, network deny, command allow,
- * ephemeral home, sandboxed, a few deny_read secrets, floor "degraded". */
-void sbx_profile_init_default(struct sbx_profile *p);
-
-/* The identity ceiling: allows everything, restricts nothing. */
-void sbx_profile_init_open(struct sbx_profile *p);
-
-/* Expand %u and %h in every path, then check each is absolute, canonical
- * (no "//", no "." or ".." segments, no trailing "/") and fits. Lexical
- * only: existence is checked at apply time. */
-int sbx_profile_expand(struct sbx_profile *p, const char *user,
-		       const char *home, struct sbx_error *err);
-
-/* Structural validation (unconfined needs ack, ranges, duplicates). */
-int sbx_profile_validate(const struct sbx_profile *p, struct sbx_error *err);
-/* The same for a ceiling: workspace_root may be empty (the ceiling's
- * workspace_* fields then cap whatever workspace a profile names). */
-int sbx_profile_validate_ceiling(const struct sbx_profile *p, struct sbx_error *err);
-
-/* Effective access at an absolute canonical path: DENY at or under any
- * deny_read entry (whatever is nested in it); else the longest component
- * prefix among roots and the workspace root (the narrowest value on a tie);
- * else the host fields. want_write selects the write axis. */
-enum sbx_access sbx_profile_path_access(const struct sbx_profile *p,
-					const char *path, bool want_write);
-
-/* Restrict(requested, ceiling): the result is never wider than either input
- * on any field or at any path (including deny roots nested in an allowed
- * tree). *out may not alias an input. */
-int sbx_profile_restrict(const struct sbx_profile *requested,
-			 const struct sbx_profile *ceiling,
-			 struct sbx_profile *out, struct sbx_error *err);
-
-/* Describe: text for humans, JSON for tools. Return 0 or -errno. */
-int sbx_profile_to_text(const struct sbx_profile *p, FILE *out);
-int sbx_profile_to_json(const struct sbx_profile *p, FILE *out);
-
-/* Stable hash: SHA-256 of the canonical JSON; out gets 64 hex chars + NUL. */
-void sbx_profile_hash(const struct sbx_profile *p, char out[65]);
-
-/* Names for enum values, and their parsers (0 or -EINVAL). */
-const char *sbx_access_name(enum sbx_access a);
-const char *sbx_home_name(enum sbx_home h);
-const char *sbx_isolation_name(enum sbx_isolation i);
-const char *sbx_level_name(enum sbx_level l);
-const char *sbx_guarantee_name(enum sbx_guarantee g);	/* one bit */
-const char *sbx_limit_name(enum sbx_limit l);
-int sbx_access_parse(const char *s, enum sbx_access *out);
-int sbx_home_parse(const char *s, enum sbx_home *out);
-int sbx_isolation_parse(const char *s, enum sbx_isolation *out);
-int sbx_level_parse(const char *s, enum sbx_level *out);
-int sbx_guarantee_parse(const char *s, enum sbx_guarantee *out);
-
 /* ---- egress (lib/egress.c): network = proxy ----------------------------- */
 
 /*
@@ -305,9 +124,207 @@ int sbx_egress_socks5_request_parse(const uint8_t *buf, size_t len, size_t *used
 #define SBX_EGRESS_TLS_MAX 16384
 int sbx_egress_tls_sni(const uint8_t *buf, size_t len, char *out, size_t size);
 
+/* ---- the profile ------------------------------------------------------- */
+
+/* Ordered narrowest first: Restrict takes the minimum. Numbers are stable. */
+enum sbx_access {
+	SBX_ACCESS_DENY = 0,
+	SBX_ACCESS_GATED = 1,
+	SBX_ACCESS_ALLOW = 2,
+};
+
+/* Ordered narrowest first: ephemeral keeps nothing, real shares the host home. */
+enum sbx_home {
+	SBX_HOME_EPHEMERAL = 0,
+	SBX_HOME_ISOLATED = 1,
+	SBX_HOME_REAL = 2,
+};
+
+enum sbx_isolation {
+	SBX_ISOLATION_SANDBOXED = 0,
+	SBX_ISOLATION_UNCONFINED = 1,
+};
+
+enum sbx_level {
+	SBX_LEVEL_NONE = 0,
+	SBX_LEVEL_DEGRADED = 1,
+	SBX_LEVEL_FULL = 2,
+};
+
+/* Guarantees: fail-closed booleans computed from achieved+verified report entries. */
+enum sbx_guarantee {
+	SBX_G_PROCESS_BOUNDARY = 1u << 0,
+	SBX_G_WRITE_BOUNDARY = 1u << 1,
+	SBX_G_READ_BOUNDARY = 1u << 2,
+	SBX_G_NETWORK_BOUNDARY = 1u << 3,
+	SBX_G_ENV_SCRUB = 1u << 4,
+	SBX_G_HOME_ISOLATION = 1u << 5,
+	SBX_G_EXEC_BOUNDARY = 1u << 6,
+	SBX_G_NO_PRIVILEGE_GAIN = 1u << 7,
+	SBX_G_SYSCALL_FILTER = 1u << 8,
+	SBX_G_RESOURCE_LIMITS = 1u << 9,
+};
+#define SBX_G_COUNT 10
+#define SBX_G_ALL ((1u << SBX_G_COUNT) - 1)
+
+enum sbx_limit {
+	SBX_LIMIT_NPROC = 0,	/* RLIMIT_NPROC */
+	SBX_LIMIT_NOFILE,	/* RLIMIT_NOFILE */
+	SBX_LIMIT_FSIZE,	/* RLIMIT_FSIZE, bytes */
+	SBX_LIMIT_AS,		/* RLIMIT_AS, bytes */
+	SBX_LIMIT_CPU,		/* RLIMIT_CPU, seconds */
+	SBX_LIMIT_CORE,		/* RLIMIT_CORE, bytes; always forced to 0 at apply */
+	SBX_LIMIT_SESSION_TIME,	/* wall-clock seconds per session */
+	SBX_LIMIT_MAX_SESSIONS,	/* concurrent sessions per account */
+	SBX_LIMIT_TMP_SIZE,	/* size of the private /tmp and /dev/shm, bytes */
+	SBX_LIMIT_MEMORY_MAX,	/* the session's cgroup memory.max, bytes */
+	SBX_LIMIT_PIDS_MAX,	/* the session's cgroup pids.max */
+	SBX_LIMIT_CPU_MAX,	/* the session's cgroup cpu.max, percent of one CPU */
+	SBX_LIMIT_COUNT,
+};
+
+/* A limit is "unset" (inherit / unlimited) unless its bit is in set_mask. */
+struct sbx_limits {
+	uint64_t value[SBX_LIMIT_COUNT];
+	uint32_t set_mask;	/* 1u << enum sbx_limit */
+};
+
+#define SBX_NAME_MAX 64		/* profile, user, group, service names, incl. NUL */
+/* Size of a tmpfs (/tmp, /dev/shm, an ephemeral home) when the profile sets
+ * no tmp_size. */
+#define SBX_DEFAULT_TMP_SIZE (256ull << 20)
+
+#define SBX_PATH_MAX 1024	/* every path in a profile, incl. NUL */
+#define SBX_MAX_ROOTS 32
+#define SBX_MAX_DENY 32
+#define SBX_MAX_GATE 64
+#define SBX_MAX_UNIX_ALLOW 16
+#define SBX_MAX_SERVICES 16
+#define SBX_SERVICE_NONE "-"	/* the only entry of an empty service list */
+#define SBX_MAX_EGRESS 64
+#define SBX_NETWORK_PROXY SBX_ACCESS_GATED
+
+struct sbx_root {
+	char path[SBX_PATH_MAX];
+	enum sbx_access read;
+	enum sbx_access write;
+};
+
+struct sbx_profile {
+	char name[SBX_NAME_MAX];
+	/* Absolute; may hold %u (user) and %h (passwd home) until
+	 * sbx_profile_expand(). Empty in a ceiling: the ceiling's workspace_*
+	 * fields then cap whatever workspace the requested profile names. */
+	char workspace_root[SBX_PATH_MAX];
+	enum sbx_access workspace_read;
+	enum sbx_access workspace_write;
+	enum sbx_access host_read;
+	enum sbx_access host_write;
+	/* deny < proxy < allow; proxy is SBX_NETWORK_PROXY (the middle
+	 * value, "gated" in enum sbx_access): inside, the same private
+	 * network as deny; outside, agent-sandbox-egressd lets the session
+	 * reach the egress list. */
+	enum sbx_access network;
+	enum sbx_access command;	/* gated: only gate_allow executables run */
+	enum sbx_home home;
+	enum sbx_isolation isolation;
+	bool ack_unconfined;		/* required for isolation = unconfined */
+	char shell[SBX_PATH_MAX];	/* the real shell run inside; "" = /bin/bash */
+	/* pam_stage = required: refuse a session that pam_agent_sandbox.so's
+	 * session stage did not prepare (no verified record for this login). */
+	bool pam_required;
+
+	size_t n_roots;
+	struct sbx_root roots[SBX_MAX_ROOTS];		/* additional roots */
+	size_t n_deny_read;
+	char deny_read[SBX_MAX_DENY][SBX_PATH_MAX];	/* secrets: no read, no write */
+	size_t n_gate;
+	char gate_allow[SBX_MAX_GATE][SBX_PATH_MAX];	/* command = gated */
+	/* Host pathname unix sockets the sandbox may connect to (a socket, or
+	 * a directory holding sockets), besides the ones it made itself in
+	 * places it may write. unix_allow_any: no list restricts (only the
+	 * identity ceiling and a [ceiling] section without the key). */
+	size_t n_unix_allow;
+	char unix_allow[SBX_MAX_UNIX_ALLOW][SBX_PATH_MAX];
+	bool unix_allow_any;
+	/* network = proxy: the destinations agent-sandbox-egressd lets
+	 * through (empty: none). egress_any: no list restricts (only the
+	 * identity ceiling and a [ceiling] section without the key). */
+	size_t n_egress;
+	struct sbx_egress_entry egress[SBX_MAX_EGRESS];
+	bool egress_any;
+	/* 0 = no cap (the built-in default list); one entry SBX_SERVICE_NONE
+	 * = no service allowed (Restrict of two disjoint lists). */
+	size_t n_services;
+	char services[SBX_MAX_SERVICES][SBX_NAME_MAX];	/* PAM services allowed */
+
+	struct sbx_limits limits;
+	enum sbx_level min_level;	/* the floor */
+	uint32_t require;		/* SBX_G_* that must hold, or refuse */
+};
+
+/* The built-in default profile (used by the demo and when no config exists
+ * for --run): workspace rw, host read-only, network deny, command allow,
+ * ephemeral home, sandboxed, a few deny_read secrets, floor "degraded". */
+void sbx_profile_init_default(struct sbx_profile *p);
+
+/* The identity ceiling: allows everything, restricts nothing. */
+void sbx_profile_init_open(struct sbx_profile *p);
+
+/* Expand %u and %h in every path, then check each is absolute, canonical
+ * (no "//", no "." or ".." segments, no trailing "/") and fits. Lexical
+ * only: existence is checked at apply time. */
+int sbx_profile_expand(struct sbx_profile *p, const char *user,
+		       const char *home, struct sbx_error *err);
+
+/* Structural validation (unconfined needs ack, ranges, duplicates). */
+int sbx_profile_validate(const struct sbx_profile *p, struct sbx_error *err);
+/* The same for a ceiling: workspace_root may be empty (the ceiling's
+ * workspace_* fields then cap whatever workspace a profile names). */
+int sbx_profile_validate_ceiling(const struct sbx_profile *p, struct sbx_error *err);
+
+/* Effective access at an absolute canonical path: DENY at or under any
+ * deny_read entry (whatever is nested in it); else the longest component
+ * prefix among roots and the workspace root (the narrowest value on a tie);
+ * else the host fields. want_write selects the write axis. */
+enum sbx_access sbx_profile_path_access(const struct sbx_profile *p,
+					const char *path, bool want_write);
+
+/* Restrict(requested, ceiling): the result is never wider than either input
+ * on any field or at any path (including deny roots nested in an allowed
+ * tree). *out may not alias an input. */
+int sbx_profile_restrict(const struct sbx_profile *requested,
+			 const struct sbx_profile *ceiling,
+			 struct sbx_profile *out, struct sbx_error *err);
+
+/* Describe: text for humans, JSON for tools. Return 0 or -errno. */
+int sbx_profile_to_text(const struct sbx_profile *p, FILE *out);
+int sbx_profile_to_json(const struct sbx_profile *p, FILE *out);
+
+/* Stable hash: SHA-256 of the canonical JSON; out gets 64 hex chars + NUL. */
+void sbx_profile_hash(const struct sbx_profile *p, char out[65]);
+
+/* Names for enum values, and their parsers (0 or -EINVAL). */
+const char *sbx_access_name(enum sbx_access a);
+const char *sbx_home_name(enum sbx_home h);
+const char *sbx_isolation_name(enum sbx_isolation i);
+const char *sbx_level_name(enum sbx_level l);
+const char *sbx_guarantee_name(enum sbx_guarantee g);	/* one bit */
+const char *sbx_limit_name(enum sbx_limit l);
+int sbx_access_parse(const char *s, enum sbx_access *out);
+/* network's own spelling: deny, proxy, allow ("gated", its old name for
+ * the middle value, is still read). */
+const char *sbx_network_name(enum sbx_access a);
+int sbx_network_parse(const char *s, enum sbx_access *out);
+int sbx_home_parse(const char *s, enum sbx_home *out);
+int sbx_isolation_parse(const char *s, enum sbx_isolation *out);
+int sbx_level_parse(const char *s, enum sbx_level *out);
+int sbx_guarantee_parse(const char *s, enum sbx_guarantee *out);
+
 /* ---- configuration ----------------------------------------------------- */
 
 #define SBX_CONFIG_PATH "/etc/agent-sandbox/agent-sandbox.conf"
+#define SBX_EGRESS_SOCKET "/run/agent-sandbox/egress.sock"
 /* The main file and its drop-ins together (each is read whole). */
 #define SBX_CONFIG_MAX_BYTES (1u << 20)
 /* Drop-ins: <directory of the main file>/conf.d/NAME.conf. A login reads
@@ -336,6 +353,7 @@ struct sbx_config {
 	char **files;			/* the main file, then its drop-ins as read */
 	char state_dir[SBX_PATH_MAX];	/* default /var/lib/agent-sandbox */
 	char agent_shell[SBX_PATH_MAX];	/* the login shell agent accounts must have */
+	char egress_socket[SBX_PATH_MAX];	/* agent-sandbox-egressd's socket */
 	struct sbx_profile ceiling;	/* host-wide; open when not configured */
 	size_t n_profiles;
 	struct sbx_profile *profiles;
