@@ -380,7 +380,7 @@ uninstall: install-conf-file
 	rm -f $(DESTDIR)$(DOCDIR)/agent-sandbox-sshd $(DESTDIR)$(DOCDIR)/agent-sandbox-login \
 		$(DESTDIR)$(DOCDIR)/agent-sandbox-su
 	rm -f $(DESTDIR)$(MANDIR)/man1/agent-shell.1 $(DESTDIR)$(MANDIR)/man5/agent-sandbox.conf.5 \
-		$(DESTDIR)$(MANDIR)/man8/pam_agent_sandbox.8
+		$(DESTDIR)$(MANDIR)/man8/pam_agent_sandbox.8 $(DESTDIR)$(MANDIR)/man8/agent-sandbox-egressd.8
 	@for pair in $(ETC_PAIRS); do \
 		src=$${pair%%:*}; dst=$(DESTDIR)$${pair#*:}; \
 		rm -f "$$dst.dist"; \
