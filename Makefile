@@ -67,6 +67,9 @@ SHELL_BIN  := $(BUILD)/agent-shell
 LAUNCHER   := $(BUILD)/agent-shell-launcher
 SHELL_TEST_BIN := $(BUILD)/tests/agent-shell-testable
 PAM_SO     := $(BUILD)/pam_agent_sandbox.so
+# The egress daemon of network = proxy (egressd/, docs/design.md section 13).
+EGRESSD    := $(BUILD)/agent-sandbox-egressd
+EGRESSD_SRCS := $(sort $(wildcard egressd/*.c))
 
 HELPERS    := $(BUILD)/tests/tcp_listen $(BUILD)/tests/sbx_probe_inside \
               $(BUILD)/tests/escape_helper
@@ -75,7 +78,7 @@ ESCAPE_TEST := $(BUILD)/tests/test_escape
 
 .PHONY: all check check-asan check-vm fuzz lint deps demo install uninstall install-conf-file deb deb-lint clean bench
 
-all: $(LIBSBX) $(LIBSBX_SO) $(LIBSBX_PC) $(SHELL_BIN) $(LAUNCHER) $(PAM_SO) $(EXAMPLE)
+all: $(LIBSBX) $(LIBSBX_SO) $(LIBSBX_PC) $(SHELL_BIN) $(LAUNCHER) $(PAM_SO) $(EXAMPLE) $(EGRESSD)
 
 $(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
@@ -106,6 +109,9 @@ $(EXAMPLE): examples/confine.c lib/libsbx.h $(LIBSBX_SO)
 
 $(SHELL_BIN): $(SHELL_OBJS) $(LIBSBX)
 	$(CC) -pie -o $@ $(SHELL_OBJS) $(LIBSBX) $(HARDEN_LD) $(LIBS)
+
+$(EGRESSD): $(EGRESSD_SRCS:%.c=$(BUILD)/%.o) $(LIBSBX)
+	$(CC) -pie -o $@ $^ $(HARDEN_LD) $(LIBS) -lpthread
 
 # Static (no dynamic loader to read LD_PRELOAD), and never sanitized: ASan
 # cannot be linked statically, and the launcher is a few lines of libc.
@@ -152,7 +158,7 @@ $(ESCAPE_TEST): tests/escape/test_escape.c $(TESTLIB) $(LIBSBX)
 check: all $(SHELL_TEST_BIN) $(HELPERS) $(TEST_BINS) $(ESCAPE_TEST)
 	@BUILD=$(BUILD) SAN=$(SAN) ./tests/run-tests.sh $(TEST_BINS) $(ESCAPE_TEST) tests/libsbx/run.sh \
 		tests/explain/run.sh tests/deb/run.sh \
-		tests/e2e/run.sh
+		tests/egress/run.sh tests/e2e/run.sh
 
 # The real target (tests/vm/run.sh): a Debian 12 guest with its stock
 # kernel, systemd and Debian's PAM stacks, the .deb installed as README
@@ -205,7 +211,7 @@ fuzz:
 LINT_DIR   := $(BUILD)/lint
 LINT_DB    := $(LINT_DIR)/compile_commands.json
 LINT_JOBS  ?= 2
-LINT_SRCS  := $(LIB_SRCS) $(SHELL_SRCS) $(PAM_SRCS)
+LINT_SRCS  := $(LIB_SRCS) $(SHELL_SRCS) $(PAM_SRCS) $(EGRESSD_SRCS)
 LINT_TEST_SRCS := tests/testlib.c $(TEST_SRCS) $(sort $(wildcard tests/helpers/*.c tests/escape/*.c))
 # cppcheck reads no system header (its manual's advice: they slow it and
 # add noise), so it cannot see that <sys/syscall.h> defines the Landlock
@@ -256,7 +262,7 @@ lint: $(LINT_DB)
 # Recommends of clang, which --no-install-recommends skips).
 DEB_PKGS := build-essential clang libclang-rt-dev libpam0g-dev libseccomp-dev libcap-dev \
             libcmocka-dev libpam-modules openssh-server openssh-client \
-            openssh-sftp-server tmux iproute2 util-linux procps python3-minimal rsync \
+            openssh-sftp-server tmux iproute2 util-linux procps python3-minimal python3 curl openssl rsync \
             cppcheck clang-tidy pkgconf
 deps:
 	@./tests/install-deps.sh $(DEB_PKGS)
@@ -381,7 +387,7 @@ uninstall: install-conf-file
 	rm -f $(DESTDIR)$(DOCDIR)/agent-sandbox-sshd $(DESTDIR)$(DOCDIR)/agent-sandbox-login \
 		$(DESTDIR)$(DOCDIR)/agent-sandbox-su
 	rm -f $(DESTDIR)$(MANDIR)/man1/agent-shell.1 $(DESTDIR)$(MANDIR)/man5/agent-sandbox.conf.5 \
-		$(DESTDIR)$(MANDIR)/man8/pam_agent_sandbox.8
+		$(DESTDIR)$(MANDIR)/man8/pam_agent_sandbox.8 $(DESTDIR)$(MANDIR)/man8/agent-sandbox-egressd.8
 	@for pair in $(ETC_PAIRS); do \
 		src=$${pair%%:*}; dst=$(DESTDIR)$${pair#*:}; \
 		rm -f "$$dst.dist"; \

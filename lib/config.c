@@ -21,7 +21,7 @@
  *   trailer  := WS+ "#" any*        (a "#" not preceded by WS is data)
  *   WS       := " " | "\t"
  *
- *   [global]       state_dir = PATH, agent_shell = PATH
+ *   [global]       state_dir = PATH, agent_shell = PATH, egress_socket = PATH
  *   [ceiling]      the profile keys below except inherit; starts from the
  *                  open profile (sbx_profile_init_open); workspace_root
  *                  optional
@@ -29,13 +29,15 @@
  *                  "inherit = Q", from Q after Q's own inherit), then:
  *     workspace_root = TEMPLATE        (required after inherit)
  *     workspace_read | workspace_write | host_read | host_write = allow|deny
- *     network = allow|deny|gated       command = allow|deny|gated
+ *     network = allow|proxy|deny       command = allow|deny|gated
+ *                                      ("gated" is read as proxy)
  *     home = ephemeral|isolated|real   isolation = sandboxed|unconfined
  *     ack_unconfined = yes|no          shell = TEMPLATE
  *     root = TEMPLATE ro|rw|none       (repeatable, appends)
  *     deny_read = TEMPLATE             (repeatable, appends)
  *     gate_allow = TEMPLATE            (repeatable, appends)
  *     unix_allow = TEMPLATE            (repeatable, appends)
+ *     egress_allow = HOST[:PORT]       (repeatable, appends; lib/egress.c)
  *     services = NAME+                 ("-" alone: no service)
  *     nproc | nofile | cpu | session_time | max_sessions = DECIMAL
  *     fsize | as | core | tmp_size = DECIMAL[K|M|G|T]
@@ -87,10 +89,10 @@ struct parser {
 	struct section *secs;	/* profiles */
 	size_t n_sec, cap_sec;
 	struct section ceiling;
-	bool have_ceiling, have_state_dir, have_agent_shell;
+	bool have_ceiling, have_state_dir, have_agent_shell, have_egress_socket;
 	bool ceiling_here, global_here;	/* in the file being parsed */
-	const char *state_dir_file, *agent_shell_file;
-	unsigned state_dir_line, agent_shell_line;
+	const char *state_dir_file, *agent_shell_file, *egress_socket_file;
+	unsigned state_dir_line, agent_shell_line, egress_socket_line;
 	enum kind cur;
 };
 
@@ -230,6 +232,7 @@ enum key {
 	K_INHERIT, K_WS_ROOT, K_WS_READ, K_WS_WRITE, K_HOST_READ, K_HOST_WRITE,
 	K_NETWORK, K_COMMAND, K_HOME, K_ISOLATION, K_ACK, K_SHELL, K_ROOT,
 	K_DENY, K_GATE, K_SERVICES, K_MIN_LEVEL, K_REQUIRE, K_PAM_STAGE, K_UNIX_ALLOW,
+	K_EGRESS,
 	K_LIMIT0,
 	K_COUNT = K_LIMIT0 + SBX_LIMIT_COUNT,
 };
@@ -238,7 +241,7 @@ static const char *const key_names[K_LIMIT0] = {
 	"inherit", "workspace_root", "workspace_read", "workspace_write",
 	"host_read", "host_write", "network", "command", "home", "isolation",
 	"ack_unconfined", "shell", "root", "deny_read", "gate_allow", "services",
-	"min_level", "require", "pam_stage", "unix_allow",
+	"min_level", "require", "pam_stage", "unix_allow", "egress_allow",
 };
 
 static int key_lookup(const char *k)
@@ -328,10 +331,13 @@ static int apply_one(struct parser *ps, const struct kv *kv, int key,
 	case K_HOST_WRITE:
 		return set_fs_access(ps, kv, &p->host_write);
 	case K_NETWORK:
+		if (sbx_network_parse(kv->val, &p->network) < 0)
+			return BAD("bad value '%s' (allow | proxy | deny)", kv->val);
+		return 0;
 	case K_COMMAND:
 		if (sbx_access_parse(kv->val, &a) < 0)
 			return BAD("bad value '%s' (allow | deny | gated)", kv->val);
-		*(key == K_NETWORK ? &p->network : &p->command) = a;
+		p->command = a;
 		return 0;
 	case K_HOME:
 		if (sbx_home_parse(kv->val, &p->home) < 0)
@@ -416,6 +422,25 @@ static int apply_one(struct parser *ps, const struct kv *kv, int key,
 					     ps->file, kv->line, SBX_MAX_UNIX_ALLOW);
 		sbx_strlcpy(p->unix_allow[p->n_unix_allow++], SBX_PATH_MAX, kv->val);
 		return 0;
+	case K_EGRESS: {
+		struct sbx_egress_entry e;
+		struct sbx_error eerr = { 0 };
+
+		if (sbx_egress_entry_parse(kv->val, &e, &eerr) < 0)
+			return BAD("%s", eerr.msg);
+		/* As unix_allow: the first line replaces a ceiling's "no list
+		 * restricts" with this list. */
+		p->egress_any = false;
+		for (i = 0; i < p->n_egress; i++)
+			if (strcmp(p->egress[i].host, e.host) == 0 && p->egress[i].port == e.port)
+				return 0;
+		if (p->n_egress >= SBX_MAX_EGRESS)
+			return sbx_error_set(ps->err, E2BIG,
+					     "%s:%u: key 'egress_allow': more than %d entries",
+					     ps->file, kv->line, SBX_MAX_EGRESS);
+		p->egress[p->n_egress++] = e;
+		return 0;
+	}
 	case K_SERVICES: {
 		size_t kept = 0, j;
 
@@ -502,7 +527,8 @@ static int apply_section(struct parser *ps, const struct section *sec,
 					     ps->file, kv->line, kv->key,
 					     ceiling ? "ceiling" : "profile ",
 					     ceiling ? "" : sec->name);
-		if (key != K_ROOT && key != K_DENY && key != K_GATE && key != K_UNIX_ALLOW) {
+		if (key != K_ROOT && key != K_DENY && key != K_GATE && key != K_UNIX_ALLOW &&
+		    key != K_EGRESS) {
 			if (seen[key])
 				return sbx_error_set(ps->err, EINVAL,
 						     "%s:%u: key '%s': duplicate key (first at %s)",
@@ -725,6 +751,11 @@ static int global_setting(struct parser *ps, const struct kv *kv)
 		seen_file = &ps->agent_shell_file;
 		seen_line = &ps->agent_shell_line;
 		dst = cfg->agent_shell;
+	} else if (strcmp(kv->key, "egress_socket") == 0) {
+		seen = &ps->have_egress_socket;
+		seen_file = &ps->egress_socket_file;
+		seen_line = &ps->egress_socket_line;
+		dst = cfg->egress_socket;
 	} else {
 		return sbx_error_set(ps->err, EINVAL, "%s:%u: key '%s': unknown key in [global]",
 				     ps->file, kv->line, kv->key);
@@ -941,6 +972,7 @@ int sbx_config_parse_sources(const struct sbx_config_source *src, size_t n,
 	snprintf(cfg->path, sizeof(cfg->path), "%s", cfg->files[0]);
 	sbx_strlcpy(cfg->state_dir, sizeof(cfg->state_dir), SBX_STATE_DIR);
 	sbx_strlcpy(cfg->agent_shell, sizeof(cfg->agent_shell), "/usr/local/bin/agent-shell");
+	sbx_strlcpy(cfg->egress_socket, sizeof(cfg->egress_socket), SBX_EGRESS_SOCKET);
 
 	for (i = 0; i < n; i++) {
 		ps.file = cfg->files[i];

@@ -114,7 +114,7 @@ static void emit_json(const struct sbx_profile *p, struct sink *s)
 	put_kv(s, "workspace_write", sbx_access_name(p->workspace_write), 16);
 	put_kv(s, "host_read", sbx_access_name(p->host_read), 16);
 	put_kv(s, "host_write", sbx_access_name(p->host_write), 16);
-	put_kv(s, "network", sbx_access_name(p->network), 16);
+	put_kv(s, "network", sbx_network_name(p->network), 16);
 	put_kv(s, "command", sbx_access_name(p->command), 16);
 	put_kv(s, "home", sbx_home_name(p->home), 16);
 	put_kv(s, "isolation", sbx_isolation_name(p->isolation), 16);
@@ -149,6 +149,23 @@ static void emit_json(const struct sbx_profile *p, struct sink *s)
 			 clamp(p->n_unix_allow, SBX_MAX_UNIX_ALLOW));
 	if (p->unix_allow_any)
 		put_kv(s, "unix_allow", "any", 8);
+	/* The same: only when set. */
+	if (p->n_egress) {
+		char e[SBX_EGRESS_HOST_MAX + 16];
+
+		put_key(s, "egress_allow", false);
+		puts_(s, "[");
+		for (i = 0; i < clamp(p->n_egress, SBX_MAX_EGRESS); i++) {
+			if (i)
+				puts_(s, ",");
+			if (sbx_egress_entry_format(&p->egress[i], e, sizeof(e)) < 0)
+				e[0] = '\0';
+			put_str(s, e, sizeof(e));
+		}
+		puts_(s, "]");
+	}
+	if (p->egress_any)
+		put_kv(s, "egress_allow", "any", 8);
 
 	put_key(s, "limits", false);
 	puts_(s, "{");
@@ -220,7 +237,7 @@ int sbx_profile_to_text(const struct sbx_profile *p, FILE *out)
 	    sbx_access_name(p->workspace_write));
 	ROW("host", "read %-5s  write %s", sbx_access_name(p->host_read),
 	    sbx_access_name(p->host_write));
-	ROW("network", "%s", sbx_access_name(p->network));
+	ROW("network", "%s", sbx_network_name(p->network));
 	ROW("command", "%s", sbx_access_name(p->command));
 	ROW("home", "%s", sbx_home_name(p->home));
 	ROW("isolation", "%s%s", sbx_isolation_name(p->isolation),
@@ -239,6 +256,14 @@ int sbx_profile_to_text(const struct sbx_profile *p, FILE *out)
 		ROW("unix_allow", "%s", "(no list restricts)");
 	for (i = 0; i < clamp(p->n_unix_allow, SBX_MAX_UNIX_ALLOW); i++)
 		ROW(i ? "" : "unix_allow", "%.*s", SBX_PATH_MAX - 1, p->unix_allow[i]);
+	if (p->egress_any)
+		ROW("egress_allow", "%s", "(no list restricts)");
+	for (i = 0; i < clamp(p->n_egress, SBX_MAX_EGRESS); i++) {
+		char e[SBX_EGRESS_HOST_MAX + 16];
+
+		if (sbx_egress_entry_format(&p->egress[i], e, sizeof(e)) == 0)
+			ROW(i ? "" : "egress_allow", "%s", e);
+	}
 	if (p->n_services == 0)
 		ROW("services", "%s", "(no cap)");
 	for (i = 0; i < clamp(p->n_services, SBX_MAX_SERVICES); i++)

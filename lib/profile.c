@@ -83,6 +83,7 @@ void sbx_profile_init_open(struct sbx_profile *p)
 	p->isolation = SBX_ISOLATION_UNCONFINED;
 	p->ack_unconfined = true;
 	p->unix_allow_any = true;
+	p->egress_any = true;
 	p->min_level = SBX_LEVEL_NONE;
 	p->require = 0;
 }
@@ -156,6 +157,31 @@ const char *sbx_limit_name(enum sbx_limit l)
 /* NOLINTEND(bugprone-macro-parentheses) */
 
 DEFINE_NAME_PARSE(sbx_access_parse, enum sbx_access, access_names)
+
+static const char *const network_names[] = { "deny", "proxy", "allow" };
+
+const char *sbx_network_name(enum sbx_access a)
+{
+	return (unsigned)a < ARRAY_SIZE(network_names) ? network_names[a] : "invalid";
+}
+
+/* "gated" was the middle value's name before network = proxy, and meant
+ * "as deny": read as proxy it still reaches nothing unless the profile
+ * also lists egress_allow entries, so configs that say it keep their
+ * meaning. */
+int sbx_network_parse(const char *s, enum sbx_access *out)
+{
+	int v, r;
+
+	if (s && strcmp(s, "gated") == 0) {
+		*out = SBX_NETWORK_PROXY;
+		return 0;
+	}
+	r = parse_name(s, network_names, ARRAY_SIZE(network_names), &v);
+	if (r == 0)
+		*out = (enum sbx_access)v;
+	return r;
+}
 
 DEFINE_NAME_PARSE(sbx_home_parse, enum sbx_home, home_names)
 
@@ -356,10 +382,12 @@ static int validate(const struct sbx_profile *p, bool ceiling,
 		return sbx_error_set(err, EINVAL, "validate(%s): unknown limit bits", n);
 	if (p->n_roots > SBX_MAX_ROOTS || p->n_deny_read > SBX_MAX_DENY ||
 	    p->n_gate > SBX_MAX_GATE || p->n_services > SBX_MAX_SERVICES ||
-	    p->n_unix_allow > SBX_MAX_UNIX_ALLOW)
+	    p->n_unix_allow > SBX_MAX_UNIX_ALLOW || p->n_egress > SBX_MAX_EGRESS)
 		return sbx_error_set(err, E2BIG, "validate(%s): list counts out of range", n);
 	if (p->unix_allow_any && p->n_unix_allow)
 		return sbx_error_set(err, EINVAL, "validate(%s): unix_allow both open and listed", n);
+	if (p->egress_any && p->n_egress)
+		return sbx_error_set(err, EINVAL, "validate(%s): egress_allow both open and listed", n);
 	if (p->isolation == SBX_ISOLATION_UNCONFINED && !p->ack_unconfined)
 		return sbx_error_set(err, EINVAL,
 				     "validate(%s): isolation unconfined requires ack_unconfined = yes", n);
@@ -398,6 +426,14 @@ static int validate(const struct sbx_profile *p, bool ceiling,
 	for (i = 0; i < p->n_unix_allow; i++)
 		if (!str_ok(p->unix_allow[i], SBX_PATH_MAX) || p->unix_allow[i][0] == '\0')
 			return sbx_error_set(err, EINVAL, "validate(%s): unix_allow %zu is empty", n, i);
+	for (i = 0; i < p->n_egress; i++) {
+		const struct sbx_egress_entry *e = &p->egress[i];
+
+		if (!str_ok(e->host, sizeof(e->host)) || e->host[0] == '\0' || e->port == 0 ||
+		    (e->wildcard && e->literal))
+			return sbx_error_set(err, EINVAL, "validate(%s): egress_allow %zu is malformed",
+					     n, i);
+	}
 	for (i = 0; i < p->n_services; i++)
 		if (!str_ok(p->services[i], SBX_NAME_MAX) || p->services[i][0] == '\0')
 			return sbx_error_set(err, EINVAL, "validate(%s): service %zu is empty", n, i);

@@ -81,7 +81,7 @@ int sbx_report_to_json(const struct sbx_report *r, FILE *out)
 		"\"network\":\"%s\",\"command\":\"%s\",\"home\":\"%s\","
 		"\"n_deny_read\":%zu}",
 		sbx_access_name(r->host_read), sbx_access_name(r->host_write),
-		sbx_access_name(r->network), sbx_access_name(r->command),
+		sbx_network_name(r->network), sbx_access_name(r->command),
 		sbx_home_name(r->home), r->n_deny_read);
 	fprintf(out, ",\"landlock_abi\":%d", r->landlock_abi > 0 ? r->landlock_abi : 0);
 	fputs(",\"entries\":[", out);
@@ -257,6 +257,13 @@ static int policy_field(struct sbx_jr *j, int k, void *ctx)
 		if (jr_enum(j, home_name_i, 3, &v))
 			return -EINVAL;
 		r->home = (enum sbx_home)v;
+		return 0;
+	}
+	if (k == 2) {
+		char buf[16];
+
+		if (sbx_jr_string(j, buf, sizeof(buf)) || sbx_network_parse(buf, &r->network) < 0)
+			return -EINVAL;
 		return 0;
 	}
 	if (jr_enum(j, access_name_i, 3, &v))

@@ -152,6 +152,51 @@ static int merge_unix(struct sbx_profile *o, const struct sbx_profile *a,
 	return 0;
 }
 
+/*
+ * egress_allow: each entry is a set of destinations (one name, every
+ * subdomain of a suffix, or one address, at one port). Two such sets are
+ * nested or disjoint, so the intersection of two lists is every entry of
+ * one side that an entry of the other covers. egress_any restricts
+ * nothing.
+ */
+static int add_egress(struct sbx_profile *o, const struct sbx_egress_entry *e,
+		      struct sbx_error *err)
+{
+	for (size_t i = 0; i < o->n_egress; i++)
+		if (strcmp(o->egress[i].host, e->host) == 0 && o->egress[i].port == e->port)
+			return 0;
+	if (o->n_egress >= SBX_MAX_EGRESS)
+		return sbx_error_set(err, E2BIG, "restrict: more than %d egress_allow entries",
+				     SBX_MAX_EGRESS);
+	o->egress[o->n_egress++] = *e;
+	return 0;
+}
+
+static int merge_egress(struct sbx_profile *o, const struct sbx_profile *a,
+			const struct sbx_profile *b, struct sbx_error *err)
+{
+	const struct sbx_profile *sides[2][2] = { { a, b }, { b, a } };
+	int r;
+
+	o->n_egress = 0;
+	o->egress_any = a->egress_any && b->egress_any;
+	if (o->egress_any)
+		return 0;
+	for (size_t k = 0; k < 2; k++) {
+		const struct sbx_profile *p = sides[k][0], *q = sides[k][1];
+
+		for (size_t i = 0; i < p->n_egress; i++) {
+			bool keep = q->egress_any;
+
+			for (size_t j = 0; !keep && j < q->n_egress; j++)
+				keep = sbx_egress_entry_covers(&q->egress[j], &p->egress[i]);
+			if (keep && (r = add_egress(o, &p->egress[i], err)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
 static bool service_in(const struct sbx_profile *p, const char *s)
 {
 	size_t i;
@@ -191,7 +236,8 @@ static void merge_services(struct sbx_profile *o, const struct sbx_profile *a,
 static int check_input(const struct sbx_profile *p, struct sbx_error *err)
 {
 	if (p->n_roots > SBX_MAX_ROOTS || p->n_deny_read > SBX_MAX_DENY ||
-	    p->n_gate > SBX_MAX_GATE || p->n_services > SBX_MAX_SERVICES)
+	    p->n_gate > SBX_MAX_GATE || p->n_services > SBX_MAX_SERVICES ||
+	    p->n_egress > SBX_MAX_EGRESS || p->n_unix_allow > SBX_MAX_UNIX_ALLOW)
 		return sbx_error_set(err, EINVAL, "restrict(%.*s): list counts out of range",
 				     SBX_NAME_MAX - 1, p->name);
 	return 0;
@@ -238,6 +284,7 @@ int sbx_profile_restrict(const struct sbx_profile *a, const struct sbx_profile *
 		o->workspace_read = amin(a->workspace_read, b->workspace_read);
 		o->workspace_write = amin(a->workspace_write, b->workspace_write);
 	}
+	/* deny < proxy < allow: the numbers of enum sbx_access. */
 	o->network = amin(a->network, b->network);
 	o->command = amin(a->command, b->command);
 	o->home = a->home < b->home ? a->home : b->home;
@@ -295,6 +342,8 @@ int sbx_profile_restrict(const struct sbx_profile *a, const struct sbx_profile *
 	}
 	merge_services(o, a, b);
 	r = merge_unix(o, a, b, err);
+	if (r == 0)
+		r = merge_egress(o, a, b, err);
 	if (r < 0)
 		goto out;
 

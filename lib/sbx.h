@@ -29,6 +29,101 @@
 
 /* ---- errors: struct sbx_error, SBX_ERROR_MAX (libsbx.h) ------------------ */
 
+/* ---- egress (lib/egress.c): network = proxy ----------------------------- */
+
+/*
+ * The policy of agent-sandbox-egressd and its parsers: pure functions over
+ * buffers, no I/O (docs/design.md section 13). A host is ASCII only
+ * (IDNA is not decoded: an A-label "xn--..." is compared as written),
+ * lower-cased, without a trailing dot; an IPv6 address is held without
+ * brackets, in inet_ntop's form.
+ */
+#define SBX_EGRESS_HOST_MAX 256		/* 253 + "*." + NUL, rounded */
+#define SBX_EGRESS_DEFAULT_PORT 443
+
+/* egress_allow = HOST[:PORT]: a name, "*.SUFFIX" (subdomains of SUFFIX
+ * only, not SUFFIX itself) or a literal address ("[v6]:port" with a port). */
+struct sbx_egress_entry {
+	char host[SBX_EGRESS_HOST_MAX];
+	uint16_t port;
+	bool wildcard;			/* host is "*.SUFFIX" */
+	bool literal;			/* host is an IPv4 or IPv6 address */
+};
+
+/* A destination a client asked for (HTTP CONNECT or SOCKS5). */
+struct sbx_egress_target {
+	char host[SBX_EGRESS_HOST_MAX];
+	uint16_t port;
+	bool literal;
+};
+
+/* Normalize a host of len bytes (no NUL needed): ASCII, labels of
+ * [A-Za-z0-9_-] (1-63 bytes, no '-' at either end), at most 253 bytes
+ * without the trailing dot, lower-cased; or an IPv4 dotted quad or an
+ * IPv6 address (brackets allowed when bracketed is true). A name whose
+ * last label starts with a digit is refused: getaddrinfo would read
+ * "127.1" or "2130706433" as an address. 0 or -EINVAL. */
+int sbx_egress_host_norm(const char *in, size_t len, bool bracketed,
+			 char *out, size_t size, bool *literal);
+
+/* Parse one egress_allow value. 0 or -EINVAL (err names the cause). */
+int sbx_egress_entry_parse(const char *s, struct sbx_egress_entry *out,
+			   struct sbx_error *err);
+/* Write an entry back as the config spells it. */
+int sbx_egress_entry_format(const struct sbx_egress_entry *e, char *buf, size_t size);
+
+/* Does entry e let a client ask for target t? Names match exactly or by
+ * wildcard; a literal target matches only an entry naming that literal. */
+bool sbx_egress_entry_matches(const struct sbx_egress_entry *e,
+			      const struct sbx_egress_target *t);
+/* Is every destination b allows also allowed by a? (Restrict) */
+bool sbx_egress_entry_covers(const struct sbx_egress_entry *a,
+			     const struct sbx_egress_entry *b);
+
+/* Address classes the daemon refuses unless a literal entry names the
+ * address (SBX_EGRESS_ADDR_PUBLIC is the only one allowed by a name). */
+enum sbx_egress_addr_class {
+	SBX_EGRESS_ADDR_PUBLIC = 0,
+	SBX_EGRESS_ADDR_UNSPECIFIED,
+	SBX_EGRESS_ADDR_LOOPBACK,
+	SBX_EGRESS_ADDR_LINK_LOCAL,
+	SBX_EGRESS_ADDR_PRIVATE,	/* 10/8, 172.16/12, 192.168/16, fc00::/7, fec0::/10 */
+	SBX_EGRESS_ADDR_SHARED,		/* 100.64/10 (carrier-grade NAT) */
+	SBX_EGRESS_ADDR_METADATA,	/* 169.254.169.254, 192.0.0.192, fd00:ec2::254, ... */
+	SBX_EGRESS_ADDR_MULTICAST,
+	SBX_EGRESS_ADDR_BROADCAST,
+	SBX_EGRESS_ADDR_RESERVED,	/* 0/8, 192.0.0/24, 240/4, ... */
+};
+
+/* Classify an address: family AF_INET (4 bytes) or AF_INET6 (16 bytes).
+ * IPv4-mapped, IPv4-compatible and NAT64 (64:ff9b::/96) forms are the
+ * class of the IPv4 address they carry. */
+enum sbx_egress_addr_class sbx_egress_addr_classify(int family, const void *addr);
+const char *sbx_egress_addr_class_name(enum sbx_egress_addr_class c);
+
+/* The request parsers: 0 when complete (*used: bytes consumed), -EAGAIN
+ * when more bytes are needed, or the refusal:
+ *   HTTP: -EINVAL malformed (400), -EOPNOTSUPP not CONNECT (405),
+ *         -E2BIG header block over SBX_EGRESS_HTTP_MAX (431).
+ *   SOCKS5: -EINVAL malformed, -EOPNOTSUPP a command other than CONNECT
+ *         (reply 0x07), -EAFNOSUPPORT an unknown address type (0x08). */
+#define SBX_EGRESS_HTTP_MAX 8192
+int sbx_egress_http_connect_parse(const char *buf, size_t len, size_t *used,
+				  struct sbx_egress_target *out);
+/* The method selection: 0 with *noauth when method 0x00 is offered. */
+int sbx_egress_socks5_greeting_parse(const uint8_t *buf, size_t len, size_t *used,
+				     bool *noauth);
+int sbx_egress_socks5_request_parse(const uint8_t *buf, size_t len, size_t *used,
+				    struct sbx_egress_target *out);
+
+/* The server name of a TLS ClientHello at the start of buf (handshake
+ * records reassembled up to SBX_EGRESS_TLS_MAX bytes of handshake):
+ * 0 with the name normalized in out, -ENOENT a ClientHello without one,
+ * -EAGAIN more bytes needed, -EINVAL not a ClientHello or malformed
+ * (a name that is not a valid host included). */
+#define SBX_EGRESS_TLS_MAX 16384
+int sbx_egress_tls_sni(const uint8_t *buf, size_t len, char *out, size_t size);
+
 /* ---- the profile ------------------------------------------------------- */
 
 /* Ordered narrowest first: Restrict takes the minimum. Numbers are stable. */
@@ -106,6 +201,8 @@ struct sbx_limits {
 #define SBX_MAX_UNIX_ALLOW 16
 #define SBX_MAX_SERVICES 16
 #define SBX_SERVICE_NONE "-"	/* the only entry of an empty service list */
+#define SBX_MAX_EGRESS 64
+#define SBX_NETWORK_PROXY SBX_ACCESS_GATED
 
 struct sbx_root {
 	char path[SBX_PATH_MAX];
@@ -123,7 +220,11 @@ struct sbx_profile {
 	enum sbx_access workspace_write;
 	enum sbx_access host_read;
 	enum sbx_access host_write;
-	enum sbx_access network;	/* gated behaves as deny */
+	/* deny < proxy < allow; proxy is SBX_NETWORK_PROXY (the middle
+	 * value, "gated" in enum sbx_access): inside, the same private
+	 * network as deny; outside, agent-sandbox-egressd lets the session
+	 * reach the egress list. */
+	enum sbx_access network;
 	enum sbx_access command;	/* gated: only gate_allow executables run */
 	enum sbx_home home;
 	enum sbx_isolation isolation;
@@ -146,6 +247,12 @@ struct sbx_profile {
 	size_t n_unix_allow;
 	char unix_allow[SBX_MAX_UNIX_ALLOW][SBX_PATH_MAX];
 	bool unix_allow_any;
+	/* network = proxy: the destinations agent-sandbox-egressd lets
+	 * through (empty: none). egress_any: no list restricts (only the
+	 * identity ceiling and a [ceiling] section without the key). */
+	size_t n_egress;
+	struct sbx_egress_entry egress[SBX_MAX_EGRESS];
+	bool egress_any;
 	/* 0 = no cap (the built-in default list); one entry SBX_SERVICE_NONE
 	 * = no service allowed (Restrict of two disjoint lists). */
 	size_t n_services;
@@ -205,6 +312,10 @@ const char *sbx_level_name(enum sbx_level l);
 const char *sbx_guarantee_name(enum sbx_guarantee g);	/* one bit */
 const char *sbx_limit_name(enum sbx_limit l);
 int sbx_access_parse(const char *s, enum sbx_access *out);
+/* network's own spelling: deny, proxy, allow ("gated", its old name for
+ * the middle value, is still read). */
+const char *sbx_network_name(enum sbx_access a);
+int sbx_network_parse(const char *s, enum sbx_access *out);
 int sbx_home_parse(const char *s, enum sbx_home *out);
 int sbx_isolation_parse(const char *s, enum sbx_isolation *out);
 int sbx_level_parse(const char *s, enum sbx_level *out);
@@ -214,6 +325,7 @@ int sbx_guarantee_parse(const char *s, enum sbx_guarantee *out);
 
 #define SBX_CONFIG_PATH "/etc/agent-sandbox/agent-sandbox.conf"
 #define SBX_STATE_DIR "/var/lib/agent-sandbox"
+#define SBX_EGRESS_SOCKET "/run/agent-sandbox/egress.sock"
 /* The main file and its drop-ins together (each is read whole). */
 #define SBX_CONFIG_MAX_BYTES (1u << 20)
 /* Drop-ins: <directory of the main file>/conf.d/NAME.conf. A login reads
@@ -242,6 +354,7 @@ struct sbx_config {
 	char **files;			/* the main file, then its drop-ins as read */
 	char state_dir[SBX_PATH_MAX];	/* default /var/lib/agent-sandbox */
 	char agent_shell[SBX_PATH_MAX];	/* the login shell agent accounts must have */
+	char egress_socket[SBX_PATH_MAX];	/* agent-sandbox-egressd's socket */
 	struct sbx_profile ceiling;	/* host-wide; open when not configured */
 	size_t n_profiles;
 	struct sbx_profile *profiles;

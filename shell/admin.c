@@ -49,6 +49,13 @@ int shell_cmd_check_config(void)
 		       cfg->n_profiles, cfg->n_matches, cfg->n_files - 1);
 		for (size_t i = 1; i < cfg->n_files; i++)
 			printf("  drop-in %s\n", cfg->files[i]);
+		/* Accepted so that a config can be written ahead, but the
+		 * sandbox's half of it does not exist yet (design 13.6). */
+		for (size_t i = 0; i < cfg->n_profiles; i++)
+			if (cfg->profiles[i].network == SBX_NETWORK_PROXY)
+				printf("  note: profile %s: network = proxy is not wired into "
+				       "sessions yet: they reach what network = deny reaches "
+				       "(nothing outside the sandbox)\n", cfg->profiles[i].name);
 		sbx_config_free(cfg);
 		return 0;
 	}

@@ -771,7 +771,29 @@ static void test_candidate_config(void **state)
 	assert_contains(out, want);
 	snprintf(want, sizeof(want), "  drop-in %s\n", dropin);
 	assert_contains(out, want);
+	assert_null(strstr(out, "network = proxy is not wired"));
 	free(out);
+	/* A proxy profile is accepted, and said to reach nothing yet. */
+	{
+		char px[PATH_MAX + 16], *slash;
+		FILE *f;
+
+		snprintf(px, sizeof(px), "%s", dropin);
+		slash = strrchr(px, '/');
+		assert_non_null(slash);
+		snprintf(slash + 1, sizeof(px) - (size_t)(slash + 1 - px), "zz-proxy.conf");
+		f = fopen(px, "w");
+		assert_non_null(f);
+		fputs("[profile px]\nworkspace_root = /srv/px/%u\nnetwork = proxy\n"
+		      "egress_allow = pypi.org\n", f);
+		assert_int_equal(fclose(f), 0);
+		assert_int_equal(chmod(px, 0644), 0);
+		code = RUN(false, &out, "--check-config", "-f", cand);
+		assert_int_equal(code, 0);
+		assert_contains(out, "note: profile px: network = proxy is not wired into sessions yet");
+		free(out);
+		assert_int_equal(unlink(px), 0);
+	}
 	code = RUN(false, &out, "--explain", fx.user3, "--config", cand);
 	assert_int_equal(code, 0);
 	snprintf(want, sizeof(want), "workspace_root   %s/other/%s\n", fx.base, fx.user3);

@@ -444,6 +444,20 @@ static struct bad bad_rows[] = {
 	ROW("section_missing_bracket", P "[global\n", -EINVAL, NAME ":3:", "[global"),
 	ROW("key_outside_section", "network = deny\n" P, -EINVAL, NAME ":1:", "'network'"),
 	ROW("unknown_key", P "netwrok = deny\n", -EINVAL, NAME ":3:", "'netwrok'"),
+	ROW("network_bad", P "network = filtered\n", -EINVAL, NAME ":3:", "allow | proxy | deny"),
+	ROW("egress_bad_port", P "network = proxy\negress_allow = a.org:0\n", -EINVAL, NAME ":4:",
+	    "egress_allow 'a.org:0': bad port"),
+	ROW("egress_not_ascii", P "egress_allow = b\xc3\xbc" "cher.de\n", -EINVAL, NAME ":3:",
+	    "no IDNA"),
+	ROW("egress_numeric_name", P "egress_allow = 127.1\n", -EINVAL, NAME ":3:",
+	    "key 'egress_allow'"),
+	ROW("egress_bare_star", P "egress_allow = *.\n", -EINVAL, NAME ":3:", "'*.' must be"),
+	ROW("egress_in_ceiling", "[ceiling]\negress_allow = a.org:x\n" P, -EINVAL, NAME ":2:",
+	    "bad port"),
+	ROW("egress_socket_twice", "[global]\negress_socket = /run/a\negress_socket = /run/b\n" P,
+	    -EINVAL, NAME ":3:", "duplicate key (first at line 2)"),
+	ROW("egress_socket_relative", "[global]\negress_socket = run/a\n" P, -EINVAL, NAME ":2:",
+	    "egress_socket"),
 	ROW("unknown_key_global", "[global]\nstate = /x\n" P, -EINVAL, NAME ":2:", "'state'"),
 	ROW("inherit_in_ceiling", "[ceiling]\ninherit = p\n" P, -EINVAL, NAME ":2:", "'inherit'"),
 	ROW("no_equals", P "network deny\n", -EINVAL, NAME ":3:", "network deny"),
@@ -582,6 +596,12 @@ static void test_positive_controls(void **state)
 		P "command = gated\ngate_allow = /usr/bin/git\n",
 		P "isolation = unconfined\nack_unconfined = yes\n",
 		P "pam_stage = required\n",
+		P "network = proxy\negress_allow = a.org:8443\n",
+		P "egress_allow = xn--bcher-kva.de\n",
+		P "egress_allow = 127.0.0.1\n",
+		P "egress_allow = *.a.org:443\n",
+		("[ceiling]\negress_allow = a.org:443\n" P),
+		("[global]\negress_socket = /run/a\n" P),
 		("[ceiling]\nisolation = sandboxed\n" P),	/* () : one string, no comma missed */
 	};
 	struct sbx_config *cfg;
@@ -598,6 +618,89 @@ static void test_positive_controls(void **state)
 	}
 }
 
+static void test_egress(void **state)
+{
+	static const char text[] =
+		"[global]\n"
+		"egress_socket = /run/test-egress/e.sock\n"
+		"[ceiling]\n"
+		"network = proxy\n"
+		"[profile base]\n"
+		"workspace_root = /w\n"
+		"network = gated\n"
+		"egress_allow = Registry.NPMjs.org\n"
+		"[profile p]\n"
+		"inherit = base\n"
+		"workspace_root = /w\n"
+		"egress_allow = *.pythonhosted.org:443\n"
+		"egress_allow = registry.npmjs.org:443\n"	/* the same entry: once */
+		"egress_allow = [::1]:8080\n"
+		"[profile q]\n"
+		"workspace_root = /w\n";
+	const struct sbx_profile *p, *q, *base;
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err = { 0 };
+	char buf[SBX_EGRESS_HOST_MAX + 16];
+
+	(void)state;
+	if (parse(text, &cfg, &err) != 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(cfg->egress_socket, "/run/test-egress/e.sock");
+	/* The ceiling names no list: it restricts none. */
+	assert_int_equal(cfg->ceiling.network, SBX_NETWORK_PROXY);
+	assert_true(cfg->ceiling.egress_any);
+	assert_int_equal(cfg->ceiling.n_egress, 0);
+	base = sbx_config_find_profile(cfg, "base");
+	assert_non_null(base);
+	assert_int_equal(base->network, SBX_NETWORK_PROXY);	/* "gated": the old spelling */
+	assert_int_equal(base->n_egress, 1);
+	p = sbx_config_find_profile(cfg, "p");
+	assert_non_null(p);
+	assert_int_equal(p->network, SBX_NETWORK_PROXY);
+	assert_false(p->egress_any);
+	assert_int_equal(p->n_egress, 3);
+	assert_int_equal(sbx_egress_entry_format(&p->egress[0], buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "registry.npmjs.org:443");
+	assert_true(p->egress[1].wildcard);
+	assert_int_equal(sbx_egress_entry_format(&p->egress[2], buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "[::1]:8080");
+	assert_int_equal(sbx_profile_validate(p, &err), 0);
+	/* A profile without the keys: network deny, no list. */
+	q = sbx_config_find_profile(cfg, "q");
+	assert_non_null(q);
+	assert_int_equal(q->network, SBX_ACCESS_DENY);
+	assert_int_equal(q->n_egress, 0);
+	assert_false(q->egress_any);
+	assert_string_equal(sbx_network_name(p->network), "proxy");
+	sbx_config_free(cfg);
+
+	/* Without [global] egress_socket: the default path. */
+	assert_int_equal(parse(P, &cfg, &err), 0);
+	assert_string_equal(cfg->egress_socket, SBX_EGRESS_SOCKET);
+	sbx_config_free(cfg);
+}
+
+static void test_egress_too_many(void **state)
+{
+	char text[64 * (SBX_MAX_EGRESS + 4)];
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err = { 0 };
+	size_t off, i;
+
+	(void)state;
+	off = (size_t)snprintf(text, sizeof(text), "%s", P);
+	for (i = 0; i < SBX_MAX_EGRESS; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "egress_allow = h%zu.org\n", i);
+	assert_int_equal(parse(text, &cfg, &err), 0);	/* control: the bound itself */
+	assert_int_equal(cfg->profiles[0].n_egress, SBX_MAX_EGRESS);
+	sbx_config_free(cfg);
+	snprintf(text + off, sizeof(text) - off, "egress_allow = last.org\n");
+	cfg = NULL;
+	assert_int_equal(parse(text, &cfg, &err), -E2BIG);
+	assert_null(cfg);
+	assert_non_null(strstr(err.msg, NAME ":67: key 'egress_allow': more than 64 entries"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest fixed[] = {
@@ -609,6 +712,8 @@ int main(void)
 		cmocka_unit_test(test_repo_example),
 		cmocka_unit_test(test_sources),
 		cmocka_unit_test(test_positive_controls),
+		cmocka_unit_test(test_egress),
+		cmocka_unit_test(test_egress_too_many),
 	};
 	struct CMUnitTest tests[ARRAY_SIZE(fixed) + ARRAY_SIZE(bad_rows)];
 	size_t i;

@@ -422,6 +422,100 @@ static void test_property(void **state)
 	free(r);
 }
 
+static void add_egress(struct sbx_profile *p, const char *s)
+{
+	struct sbx_error err = { 0 };
+
+	assert_true(p->n_egress < SBX_MAX_EGRESS);
+	if (sbx_egress_entry_parse(s, &p->egress[p->n_egress], &err) != 0)
+		fail_msg("%s", err.msg);
+	p->n_egress++;
+	p->egress_any = false;
+}
+
+static bool has_egress(const struct sbx_profile *p, const char *s)
+{
+	char buf[SBX_EGRESS_HOST_MAX + 16];
+
+	for (size_t i = 0; i < p->n_egress; i++)
+		if (sbx_egress_entry_format(&p->egress[i], buf, sizeof(buf)) == 0 &&
+		    strcmp(buf, s) == 0)
+			return true;
+	return false;
+}
+
+/* network: deny < proxy < allow; egress_allow: the intersection of the
+ * lists, where a ceiling without one restricts nothing. */
+static void test_egress(void **state)
+{
+	struct sbx_profile *p = alloc_profile(), *c = alloc_profile(), *r = alloc_profile();
+	struct sbx_error err = { 0 };
+	static const enum sbx_access order[] = { SBX_ACCESS_DENY, SBX_NETWORK_PROXY,
+						  SBX_ACCESS_ALLOW };
+	size_t i, j;
+
+	(void)state;
+	sbx_profile_init_default(p);
+	SET(p->workspace_root, "/w");
+	sbx_profile_init_open(c);
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 3; j++) {
+			p->network = order[i];
+			c->network = order[j];
+			assert_int_equal(sbx_profile_restrict(p, c, r, &err), 0);
+			assert_int_equal(r->network, order[i < j ? i : j]);
+		}
+
+	p->network = SBX_NETWORK_PROXY;
+	add_egress(p, "registry.npmjs.org");
+	add_egress(p, "*.pythonhosted.org");
+	add_egress(p, "git.example.org:22");
+	add_egress(p, "127.0.0.1:18443");
+	/* The open ceiling: the profile's list as it is. */
+	assert_int_equal(sbx_profile_restrict(p, c, r, &err), 0);
+	assert_int_equal(r->n_egress, 4);
+	assert_false(r->egress_any);
+	assert_int_equal(sbx_profile_validate(r, &err), 0);
+
+	/* A ceiling with a list: only what both allow. */
+	add_egress(c, "*.npmjs.org");			/* covers registry.npmjs.org */
+	add_egress(c, "files.pythonhosted.org");	/* narrows the wildcard */
+	add_egress(c, "git.example.org:443");		/* other port: nothing */
+	add_egress(c, "other.org");			/* not asked for: nothing */
+	assert_int_equal(sbx_profile_restrict(p, c, r, &err), 0);
+	assert_true(has_egress(r, "registry.npmjs.org:443"));
+	assert_true(has_egress(r, "files.pythonhosted.org:443"));
+	assert_int_equal(r->n_egress, 2);
+	assert_false(r->egress_any);
+	assert_int_equal(sbx_profile_validate(r, &err), 0);
+	/* Restrict is symmetric on the list. */
+	assert_int_equal(sbx_profile_restrict(c, p, r, &err), 0);
+	assert_int_equal(r->n_egress, 2);
+
+	/* Nested wildcards: the narrower one; disjoint: none. */
+	p->n_egress = c->n_egress = 0;
+	add_egress(p, "*.example.org");
+	add_egress(c, "*.api.example.org");
+	assert_int_equal(sbx_profile_restrict(p, c, r, &err), 0);
+	assert_int_equal(r->n_egress, 1);
+	assert_true(has_egress(r, "*.api.example.org:443"));
+	c->n_egress = 0;
+	add_egress(c, "example.org");		/* the suffix itself is not a subdomain */
+	assert_int_equal(sbx_profile_restrict(p, c, r, &err), 0);
+	assert_int_equal(r->n_egress, 0);
+	assert_false(r->egress_any);		/* an empty list, not "any" */
+
+	/* Two open sides stay open (two ceilings). */
+	sbx_profile_init_open(p);
+	sbx_profile_init_open(c);
+	assert_int_equal(sbx_profile_restrict(p, c, r, &err), 0);
+	assert_true(r->egress_any);
+	assert_int_equal(r->n_egress, 0);
+	free(p);
+	free(c);
+	free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -430,6 +524,7 @@ int main(void)
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_aliasing_and_overflow),
 		cmocka_unit_test(test_property),
+		cmocka_unit_test(test_egress),
 	};
 	return cmocka_run_group_tests_name("restrict", tests, NULL, NULL);
 }

@@ -1,0 +1,824 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * agent-sandbox-egressd — the outside half of network = proxy
+ * (docs/design.md section 13). One daemon, under a uid of its own, on a
+ * pathname unix socket: a session's network namespace holds only lo, but
+ * a pathname socket is found by its inode whatever the namespace, and the
+ * kernel names the peer (SO_PEERCRED). Each connection is one request,
+ * SOCKS5 (first byte 0x05) or HTTP CONNECT, decided against the egress
+ * list of the profile the config gives the peer's uid (the same
+ * sbx_account_profile agent-shell uses), resolved and checked here, then
+ * relayed with splice(2).
+ *
+ * One thread per connection: getaddrinfo blocks, and a thread makes the
+ * handshake a straight line; the number is bounded per uid and in total.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MAX_UIDS 1024
+
+struct opts {
+	const char *config;
+	const char *socket;
+	const char *user;
+	unsigned max_conns;
+	unsigned max_per_uid;
+	int handshake_ms;
+	int peek_ms;		/* wait for a client's first bytes on ports other than 443 */
+	bool log_stderr;
+};
+
+static struct opts o = {
+	.config = SBX_CONFIG_PATH,
+	.max_conns = 512,
+	.max_per_uid = 64,
+	.handshake_ms = 10000,
+	.peek_ms = 300,
+};
+
+/* The config, replaced on SIGHUP; connections hold the read lock only
+ * while they look their profile up. */
+static pthread_rwlock_t cfg_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct sbx_config *cfg;
+static volatile sig_atomic_t reload, stop;
+
+/* Open connections and decisions, per uid. */
+struct uid_stat {
+	uid_t uid;
+	bool used;
+	unsigned open;
+	unsigned long allowed, refused;
+};
+
+static pthread_mutex_t stat_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uid_stat stats[MAX_UIDS];
+static unsigned open_total;
+
+static struct uid_stat *stat_for(uid_t uid)
+{
+	struct uid_stat *free_slot = NULL;
+
+	for (size_t i = 0; i < MAX_UIDS; i++) {
+		if (stats[i].used && stats[i].uid == uid)
+			return &stats[i];
+		if (!stats[i].used && !free_slot)
+			free_slot = &stats[i];
+		/* A slot with nothing open can be reused for a new uid: the
+		 * counters are in every log line already. */
+		if (stats[i].used && !stats[i].open && !free_slot)
+			free_slot = &stats[i];
+	}
+	if (free_slot) {
+		memset(free_slot, 0, sizeof(*free_slot));
+		free_slot->used = true;
+		free_slot->uid = uid;
+	}
+	return free_slot;
+}
+
+struct conn {
+	int fd, up;
+	struct ucred cred;
+	bool socks;
+	char user[SBX_NAME_MAX];
+	struct sbx_egress_target t;
+	uint8_t buf[SBX_EGRESS_TLS_MAX + SBX_EGRESS_HTTP_MAX];
+	size_t len;		/* bytes in buf */
+	char addr[INET6_ADDRSTRLEN];
+	int64_t deadline_ms;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int left_ms(const struct conn *c)
+{
+	int64_t l = c->deadline_ms - now_ms();
+
+	return l < 0 ? 0 : (int)l;
+}
+
+/* Read more into c->buf, waiting at most ms. 0, or -ETIMEDOUT, -EPIPE (EOF), -E2BIG, -errno. */
+static int fill(struct conn *c, int ms)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	ssize_t n;
+	int r;
+
+	if (c->len >= sizeof(c->buf))
+		return -E2BIG;
+	r = poll(&p, 1, ms);
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return -ETIMEDOUT;
+	n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	if (n == 0)
+		return -EPIPE;
+	c->len += (size_t)n;
+	return 0;
+}
+
+static void consume(struct conn *c, size_t n)
+{
+	memmove(c->buf, c->buf + n, c->len - n);
+	c->len -= n;
+}
+
+static int send_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+				if (poll(&pf, 1, o.handshake_ms) <= 0)
+					return -ETIMEDOUT;
+				continue;
+			}
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* ---- the decision's log line ---------------------------------------------- */
+
+static void log_decision(struct conn *c, const char *verdict, const char *reason)
+{
+	struct sbx_logline l;
+	struct uid_stat *s;
+	unsigned long allowed = 0, refused = 0;
+	bool ok = strcmp(verdict, "allowed") == 0;
+
+	pthread_mutex_lock(&stat_lock);
+	s = stat_for(c->cred.uid);
+	if (s) {
+		if (ok)
+			s->allowed++;
+		else if (strcmp(verdict, "refused") == 0)
+			s->refused++;
+		allowed = s->allowed;
+		refused = s->refused;
+	}
+	pthread_mutex_unlock(&stat_lock);
+
+	sbx_log_begin(&l, "egress");
+	if (c->user[0])
+		sbx_log_add(&l, "user", "%s", c->user);
+	sbx_log_add(&l, "uid", "%u", (unsigned)c->cred.uid);
+	sbx_log_add(&l, "pid", "%d", (int)c->cred.pid);
+	sbx_log_add(&l, "proto", "%s", c->socks ? "socks5" : "connect");
+	if (c->t.host[0]) {
+		sbx_log_add(&l, "host", "%s", c->t.host);
+		sbx_log_add(&l, "port", "%u", (unsigned)c->t.port);
+	}
+	if (c->addr[0])
+		sbx_log_add(&l, "addr", "%s", c->addr);
+	sbx_log_add(&l, "verdict", "%s", verdict);
+	if (reason)
+		sbx_log_add(&l, "reason", "%s", reason);
+	sbx_log_add(&l, "allowed", "%lu", allowed);
+	sbx_log_add(&l, "refused", "%lu", refused);
+	sbx_log_send(ok ? LOG_INFO : LOG_WARNING, &l);
+	if (o.log_stderr)
+		fprintf(stderr, "%s\n", l.line);
+}
+
+/* ---- replies ------------------------------------------------------------------ */
+
+/* SOCKS5 reply codes (RFC 1928 section 6). */
+enum { S_OK = 0, S_FAIL = 1, S_RULESET = 2, S_HOSTUNREACH = 4, S_REFUSED = 5,
+       S_TTL = 6, S_CMD = 7, S_ATYP = 8 };
+
+static void reply(struct conn *c, int socks_code, int http_code, const char *http_text)
+{
+	if (c->socks) {
+		uint8_t r[10] = { 5, (uint8_t)socks_code, 0, 1 };
+
+		send_all(c->fd, r, sizeof(r));
+	} else {
+		char b[160];
+
+		snprintf(b, sizeof(b), "HTTP/1.1 %d %s\r\n%s\r\n", http_code, http_text,
+			 http_code == 200 ? "" : "Connection: close\r\nContent-Length: 0\r\n");
+		send_all(c->fd, b, strlen(b));
+	}
+}
+
+/* ---- the request -------------------------------------------------------------- */
+
+static int read_request(struct conn *c, const char **why)
+{
+	size_t used = 0;
+	bool noauth = false;
+	int r;
+
+	while (c->len == 0)
+		if ((r = fill(c, left_ms(c))) < 0)
+			return *why = "no request", r;
+	c->socks = c->buf[0] == 5;
+	if (c->socks) {
+		while ((r = sbx_egress_socks5_greeting_parse(c->buf, c->len, &used, &noauth)) == -EAGAIN)
+			if ((r = fill(c, left_ms(c))) < 0)
+				return *why = "incomplete socks5 greeting", r;
+		if (r < 0)
+			return *why = "bad socks5 greeting", r;
+		consume(c, used);
+		/* Only "no authentication": the uid is the identity. */
+		if (send_all(c->fd, (const uint8_t[]){ 5, noauth ? 0 : 0xff }, 2) < 0 || !noauth)
+			return *why = "socks5 client offers no method without authentication", -EACCES;
+		while ((r = sbx_egress_socks5_request_parse(c->buf, c->len, &used, &c->t)) == -EAGAIN)
+			if ((r = fill(c, left_ms(c))) < 0)
+				return *why = "incomplete socks5 request", r;
+		if (r == -EOPNOTSUPP)
+			return reply(c, S_CMD, 0, NULL), *why = "socks5 command other than CONNECT", r;
+		if (r == -EAFNOSUPPORT)
+			return reply(c, S_ATYP, 0, NULL), *why = "socks5 address type unknown", r;
+		if (r < 0)
+			return reply(c, S_FAIL, 0, NULL), *why = "bad socks5 request", r;
+		consume(c, used);
+		return 0;
+	}
+	while ((r = sbx_egress_http_connect_parse((const char *)c->buf, c->len, &used, &c->t)) == -EAGAIN)
+		if ((r = fill(c, left_ms(c))) < 0)
+			return *why = "incomplete http request", r;
+	if (r == -EOPNOTSUPP)
+		return reply(c, 0, 405, "Method Not Allowed"), *why = "http method other than CONNECT", r;
+	if (r == -E2BIG)
+		return reply(c, 0, 431, "Request Header Fields Too Large"), *why = "http header block too large", r;
+	if (r < 0)
+		return reply(c, 0, 400, "Bad Request"), *why = "bad http request", r;
+	consume(c, used);
+	return 0;
+}
+
+/* ---- the policy ---------------------------------------------------------------- */
+
+/* The peer's effective profile: the [match] rules and the ceiling, as
+ * agent-shell computes them. */
+static int peer_profile(struct conn *c, struct sbx_profile *p, const char **why)
+{
+	struct sbx_account a;
+	struct sbx_error err = { 0 };
+	int r;
+
+	r = sbx_account_by_uid(c->cred.uid, &a, &err);
+	if (r < 0)
+		return *why = "no passwd entry for the uid", r;
+	sbx_strlcpy(c->user, sizeof(c->user), a.user);
+	pthread_rwlock_rdlock(&cfg_lock);
+	r = sbx_account_profile(cfg, &a, p, &err);
+	pthread_rwlock_unlock(&cfg_lock);
+	sbx_account_free(&a);
+	if (r < 0)
+		return *why = r == -ENOENT ? "not an agent account" : "no usable profile", r;
+	if (p->network != SBX_NETWORK_PROXY)
+		return *why = p->network == SBX_ACCESS_ALLOW ? "profile network is allow, not proxy" :
+			      "profile network is deny", -EACCES;
+	return 0;
+}
+
+static bool listed(const struct sbx_profile *p, const struct sbx_egress_target *t)
+{
+	for (size_t i = 0; i < p->n_egress; i++)
+		if (sbx_egress_entry_matches(&p->egress[i], t))
+			return true;
+	return false;
+}
+
+/* A resolved address outside the public classes is reached only through
+ * an entry naming that very address and port (docs/design.md 13.3). */
+static bool addr_ok(const struct sbx_profile *p, const struct sockaddr *sa, uint16_t port,
+		    char *text, size_t size, enum sbx_egress_addr_class *cls)
+{
+	struct sbx_egress_target lit = { .port = port, .literal = true };
+	const void *raw = sa->sa_family == AF_INET ?
+		(const void *)&((const struct sockaddr_in *)sa)->sin_addr :
+		(const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+	/* Refused as reserved when it cannot even be printed. */
+	*cls = SBX_EGRESS_ADDR_RESERVED;
+	if (!inet_ntop(sa->sa_family, raw, text, (socklen_t)size)) {
+		sbx_strlcpy(text, size, "?");
+		return false;
+	}
+	*cls = sbx_egress_addr_classify(sa->sa_family, raw);
+	if (*cls == SBX_EGRESS_ADDR_PUBLIC)
+		return true;
+	if (sbx_strlcpy(lit.host, sizeof(lit.host), text) < 0)
+		return false;
+	return listed(p, &lit);
+}
+
+static int connect_to(const struct sockaddr *sa, socklen_t len, int ms)
+{
+	struct pollfd pf;
+	int fd, e = 0;
+	socklen_t el = sizeof(e);
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	pf.fd = fd;
+	pf.events = POLLOUT;
+	if (poll(&pf, 1, ms) <= 0) {
+		close(fd);
+		return -ETIMEDOUT;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0 || e) {
+		close(fd);
+		return -(e ? e : EIO);
+	}
+	return fd;
+}
+
+/* Resolve (names only), check every address, connect to a checked one:
+ * no second lookup, so a rebinding DNS answer cannot change the address
+ * between the check and the connect. */
+static int resolve_and_connect(struct conn *c, const struct sbx_profile *p, const char **why,
+			       char *reason, size_t rsize)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL, *ai;
+	char port[8], text[INET6_ADDRSTRLEN];
+	enum sbx_egress_addr_class cls;
+	int r, fd = -ENOENT;
+
+	snprintf(port, sizeof(port), "%u", (unsigned)c->t.port);
+	if (c->t.literal)
+		hints.ai_flags |= AI_NUMERICHOST;
+	r = getaddrinfo(c->t.host, port, &hints, &res);
+	if (r != 0) {
+		*why = "name does not resolve";
+		return -EHOSTUNREACH;
+	}
+	/* Every address first: one internal address among public ones is
+	 * refused as a whole (a rebinding answer mixes them). */
+	for (ai = res; ai; ai = ai->ai_next) {
+		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+			continue;
+		if (!c->t.literal && !addr_ok(p, ai->ai_addr, c->t.port, text, sizeof(text), &cls)) {
+			snprintf(reason, rsize, "resolves to %s address", sbx_egress_addr_class_name(cls));
+			sbx_strlcpy(c->addr, sizeof(c->addr), text);
+			*why = reason;
+			freeaddrinfo(res);
+			return -EACCES;
+		}
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+			continue;
+		addr_ok(p, ai->ai_addr, c->t.port, c->addr, sizeof(c->addr), &cls);
+		fd = connect_to(ai->ai_addr, ai->ai_addrlen, left_ms(c));
+		if (fd >= 0)
+			break;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		*why = "upstream connect failed";
+	return fd;
+}
+
+/* ---- the TLS server name ---------------------------------------------------------- */
+
+/* After the success reply: on 443 the client must speak TLS first, and a
+ * ClientHello's server name must be the host it asked for; elsewhere the
+ * same check applies when the client's first bytes within peek_ms are a
+ * TLS handshake (a protocol whose server speaks first gets no wait past
+ * that). No server name: allowed (docs/design.md 13.4). */
+static int check_sni(struct conn *c, const char **why, char *reason, size_t rsize)
+{
+	char sni[SBX_EGRESS_HOST_MAX];
+	bool tls_port = c->t.port == 443;
+	int r;
+
+	if (c->len == 0) {
+		r = fill(c, tls_port ? left_ms(c) : o.peek_ms);
+		if (r == -ETIMEDOUT && !tls_port)
+			return 0;
+		if (r < 0)
+			return *why = "no client data after the reply", r;
+	}
+	if (!tls_port && c->buf[0] != 0x16)
+		return 0;
+	while ((r = sbx_egress_tls_sni(c->buf, c->len, sni, sizeof(sni))) == -EAGAIN)
+		if ((r = fill(c, left_ms(c))) < 0)
+			return *why = "incomplete TLS ClientHello", r;
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return *why = tls_port ? "not TLS on port 443" : "malformed TLS ClientHello", r;
+	if (c->t.literal || strcmp(sni, c->t.host) != 0) {
+		snprintf(reason, rsize, "TLS server name %s is not the requested host", sni);
+		*why = reason;
+		return -EACCES;
+	}
+	return 0;
+}
+
+/* ---- the relay ------------------------------------------------------------------------ */
+
+struct dir {
+	int from, to;
+	int pipe[2];
+	size_t in_pipe;
+	bool eof, done;
+};
+
+static int pump(struct dir *d)
+{
+	ssize_t n;
+
+	if (!d->eof && d->in_pipe < (1 << 16)) {
+		n = splice(d->from, NULL, d->pipe[1], NULL, (1 << 16) - d->in_pipe,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n == 0)
+			d->eof = true;
+		else if (n > 0)
+			d->in_pipe += (size_t)n;
+		else if (errno != EAGAIN)
+			return -errno;
+	}
+	while (d->in_pipe) {
+		n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0) {
+			if (errno == EAGAIN)
+				break;
+			return -errno;
+		}
+		d->in_pipe -= (size_t)n;
+	}
+	if (d->eof && !d->in_pipe && !d->done) {
+		shutdown(d->to, SHUT_WR);
+		d->done = true;
+	}
+	return 0;
+}
+
+static void relay(int a, int b)
+{
+	struct dir d[2] = { { .from = a, .to = b }, { .from = b, .to = a } };
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (pipe2(d[i].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+			goto out;
+	fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK);
+	fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
+	while (!(d[0].done && d[1].done)) {
+		struct pollfd p[2] = { { .fd = a }, { .fd = b } };
+
+		for (i = 0; i < 2; i++) {
+			struct pollfd *src = &p[i], *dst = &p[1 - i];
+
+			if (!d[i].eof && d[i].in_pipe < (1 << 16))
+				src->events |= POLLIN;
+			if (d[i].in_pipe)
+				dst->events |= POLLOUT;
+		}
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if ((p[0].revents | p[1].revents) & POLLNVAL)
+			break;
+		if (pump(&d[0]) < 0 || pump(&d[1]) < 0)
+			break;
+		/* An error or hang-up with nothing left to move ends it. */
+		if (((p[0].revents | p[1].revents) & POLLERR) && !d[0].in_pipe && !d[1].in_pipe)
+			break;
+	}
+out:
+	for (i = 0; i < 2; i++) {
+		if (d[i].pipe[0] > 0)
+			close(d[i].pipe[0]);
+		if (d[i].pipe[1] > 0)
+			close(d[i].pipe[1]);
+	}
+}
+
+/* ---- one connection ------------------------------------------------------------------- */
+
+static void serve(struct conn *c)
+{
+	struct sbx_profile *p;
+	char reason[SBX_EGRESS_HOST_MAX + 64];
+	const char *why = NULL;
+	int r;
+
+	c->deadline_ms = now_ms() + o.handshake_ms;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	if ((r = read_request(c, &why)) < 0) {
+		log_decision(c, "refused", why);
+		goto out;
+	}
+	if ((r = peer_profile(c, p, &why)) < 0) {
+		reply(c, S_RULESET, 403, "Forbidden");
+		log_decision(c, "refused", why);
+		goto out;
+	}
+	if (!listed(p, &c->t)) {
+		reply(c, S_RULESET, 403, "Forbidden");
+		log_decision(c, "refused", c->t.literal ? "address not listed" : "host:port not listed");
+		goto out;
+	}
+	c->up = resolve_and_connect(c, p, &why, reason, sizeof(reason));
+	if (c->up < 0) {
+		if (c->up == -EACCES) {
+			reply(c, S_RULESET, 403, "Forbidden");
+			log_decision(c, "refused", why);
+		} else {
+			reply(c, c->up == -ECONNREFUSED ? S_REFUSED : S_HOSTUNREACH, 502, "Bad Gateway");
+			log_decision(c, "failed", why);
+		}
+		goto out;
+	}
+	reply(c, S_OK, 200, "Connection established");
+	if ((r = check_sni(c, &why, reason, sizeof(reason))) < 0) {
+		log_decision(c, "refused", why);
+		goto out;
+	}
+	/* What the client sent with or after its request goes first. */
+	if (c->len && send_all(c->up, c->buf, c->len) < 0) {
+		log_decision(c, "failed", "upstream write failed");
+		goto out;
+	}
+	log_decision(c, "allowed", NULL);
+	free(p);
+	p = NULL;
+	relay(c->fd, c->up);
+out:
+	free(p);
+}
+
+static void *conn_thread(void *arg)
+{
+	struct conn *c = arg;
+	struct uid_stat *s;
+
+	c->up = -1;
+	serve(c);
+	close(c->fd);
+	if (c->up >= 0)
+		close(c->up);
+	pthread_mutex_lock(&stat_lock);
+	s = stat_for(c->cred.uid);
+	if (s && s->open)
+		s->open--;
+	open_total--;
+	pthread_mutex_unlock(&stat_lock);
+	free(c);
+	return NULL;
+}
+
+/* ---- start-up -------------------------------------------------------------------------- */
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		reload = 1;
+	else
+		stop = 1;
+}
+
+static int load_config(void)
+{
+	struct sbx_config *n = NULL;
+	struct sbx_error err = { 0 };
+
+	if (sbx_config_load(o.config, 0, &n, &err) < 0) {
+		fprintf(stderr, "agent-sandbox-egressd: %s\n", err.msg);
+		return -1;
+	}
+	pthread_rwlock_wrlock(&cfg_lock);
+	sbx_config_free(cfg);
+	cfg = n;
+	pthread_rwlock_unlock(&cfg_lock);
+	return 0;
+}
+
+static int listen_on(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	if (sbx_strlcpy(sun.sun_path, sizeof(sun.sun_path), path) < 0) {
+		fprintf(stderr, "agent-sandbox-egressd: socket path %s: too long\n", path);
+		return -1;
+	}
+	/* A stale socket of an earlier run is replaced; anything else is not. */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			fprintf(stderr, "agent-sandbox-egressd: %s exists and is not a socket\n", path);
+			return -1;
+		}
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    chmod(path, 0666) < 0 || listen(fd, 128) < 0) {
+		fprintf(stderr, "agent-sandbox-egressd: listen on %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return fd;
+}
+
+/* Root only binds; the daemon runs as its own user, so a bug in a parser
+ * reached by an agent gives the agent nothing root has. */
+static int drop_to(const char *user)
+{
+	struct sbx_account acc;
+	struct sbx_error err = { 0 };
+	int r = -1;
+
+	if (sbx_account_by_name(user, &acc, &err) != 0) {
+		fprintf(stderr, "agent-sandbox-egressd: user %s: %s\n", user,
+			err.msg[0] ? err.msg : "no such user");
+		return -1;
+	}
+	if (acc.uid == 0 || setgroups(0, NULL) < 0 || setresgid(acc.gid, acc.gid, acc.gid) < 0 ||
+	    setresuid(acc.uid, acc.uid, acc.uid) < 0 || setuid(0) == 0)
+		fprintf(stderr, "agent-sandbox-egressd: cannot become %s\n", user);
+	else
+		r = 0;
+	sbx_account_free(&acc);
+	return r;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: agent-sandbox-egressd [--config PATH] [--socket PATH] [--user NAME]\n"
+		   "                             [--max-conns N] [--max-per-uid N]\n"
+		   "                             [--handshake-timeout MS] [--log-stderr]\n");
+}
+
+static unsigned num(const char *s, uint64_t max)
+{
+	uint64_t v;
+
+	if (sbx_parse_u64(s, false, 1, max, &v) < 0) {
+		usage(stderr);
+		exit(2);
+	}
+	return (unsigned)v;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "max-conns", required_argument, NULL, 'm' },
+		{ "max-per-uid", required_argument, NULL, 'p' },
+		{ "handshake-timeout", required_argument, NULL, 't' },
+		{ "log-stderr", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	pthread_attr_t attr;
+	char sock[SBX_PATH_MAX];
+	int c, lfd;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': o.config = optarg; break;
+		case 's': o.socket = optarg; break;
+		case 'u': o.user = optarg; break;
+		case 'm': o.max_conns = num(optarg, 1u << 16); break;
+		case 'p': o.max_per_uid = num(optarg, 1u << 16); break;
+		case 't': o.handshake_ms = (int)num(optarg, 600000); break;
+		case 'l': o.log_stderr = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (load_config() < 0)
+		return 1;
+	if (sbx_strlcpy(sock, sizeof(sock), o.socket ? o.socket : cfg->egress_socket) < 0)
+		return 1;
+	lfd = listen_on(sock);
+	if (lfd < 0 || (o.user && drop_to(o.user) < 0))
+		return 1;
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	(void)signal(SIGPIPE, SIG_IGN);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	fprintf(stderr, "agent-sandbox-egressd: listening on %s as uid %u\n", sock, (unsigned)getuid());
+
+	while (!stop) {
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		struct conn *cn;
+		struct uid_stat *s;
+		pthread_t th;
+		bool over;
+		int fd;
+
+		if (reload) {
+			reload = 0;
+			load_config();	/* a bad new config keeps the old one */
+		}
+		if (poll(&p, 1, 1000) <= 0)
+			continue;
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+			close(fd);
+			continue;
+		}
+		pthread_mutex_lock(&stat_lock);
+		s = stat_for(cr.uid);
+		over = !s || open_total >= o.max_conns || s->open >= o.max_per_uid;
+		if (!over) {
+			s->open++;
+			open_total++;
+		}
+		pthread_mutex_unlock(&stat_lock);
+		cn = over ? NULL : calloc(1, sizeof(*cn));
+		if (!cn) {
+			struct conn tmp = { .fd = fd, .cred = cr };
+
+			log_decision(&tmp, "refused", "too many connections");
+			close(fd);
+			if (!over) {
+				pthread_mutex_lock(&stat_lock);
+				s->open--;
+				open_total--;
+				pthread_mutex_unlock(&stat_lock);
+			}
+			continue;
+		}
+		cn->fd = fd;
+		cn->cred = cr;
+		if (pthread_create(&th, &attr, conn_thread, cn) != 0) {
+			cn->up = -1;
+			close(fd);
+			pthread_mutex_lock(&stat_lock);
+			s->open--;
+			open_total--;
+			pthread_mutex_unlock(&stat_lock);
+			free(cn);
+		}
+	}
+	close(lfd);
+	unlink(sock);
+	return 0;
+}
