@@ -1265,6 +1265,43 @@ EOF
 	return $ok
 }
 
+# Two shells in one PAM session (sshd opens one per connection, and a
+# connection may carry MaxSessions session channels): the first shell takes
+# the ledger's one slot, so root's copy and the pam_close line must not say
+# that the session ended with the first shell's status when another shell
+# of the same session ran something else.
+t_ledger_two_shells_one_session() {
+	local ok=0 sid ctl="$T/mux.ctl" port mpid o=()
+	# SSH_OPTS without its ControlMaster/ControlPath (ssh keeps the first).
+	for a in "${SSH_OPTS[@]}"; do
+		case $a in ControlMaster=*|ControlPath=*) unset 'o[-1]' ;; *) o+=("$a") ;; esac
+	done
+	wait_for no_agent_record
+	eval "port=\$PORT_a"
+	# The decoy: the connection's first channel, a shell that exits 0.
+	timeout 60 ssh "${o[@]}" -o ControlMaster=yes -o ControlPath="$ctl" -p "$port" \
+		"$AGENT@127.0.0.1" 'sleep 4; exit 0' >"$T/mux.decoy" 2>&1 &
+	mpid=$!
+	for _ in $(seq 50); do [ -S "$ctl" ] && break; sleep 0.1; done
+	sleep 1
+	# The real work: a second channel of the same connection.
+	timeout 60 ssh "${o[@]}" -o ControlMaster=no -o ControlPath="$ctl" -p "$port" \
+		"$AGENT@127.0.0.1" 'echo sid=$AGENT_SANDBOX_SESSION; exit 7' >"$T/mux.real" 2>&1
+	echo "  real channel: exit $? ($(tr '\n' ' ' <"$T/mux.real"))"
+	wait "$mpid"
+	echo "  decoy channel: exit $?"
+	sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/mux.real")
+	[ -n "$sid" ] || { echo "  no session id"; return 1; }
+	wait_for no_agent_record
+	NS "$WN/bin/agent-shell" --report --json "$sid" >"$T/mux.report" 2>&1
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("  root copy: exit_status=%s command=%r" % (r.get("exit_status"), r.get("command")))' "$T/mux.report" || cat "$T/mux.report"
+	NS "$WN/bin/agent-shell" --log --since 1h 2>&1 | grep "${sid:0:12}" | cut -c1-260 | sed 's/^/  | /'
+	grep -E "ledger_channel" "$W/syslog.log" | tail -2 | cut -c1-260 | sed 's/^/  syslog| /'
+	NS "$WN/bin/agent-shell" --log --since 1h 2>&1 | grep "${sid:0:12}" | grep pam_close | grep -q "exit_status=0" &&
+		{ echo "  ATTACK: root's ledger says the session ended 0; its second shell ended 7"; ok=1; }
+	return $ok
+}
+
 t_shipped_installed_as_make_install() {
 	local u ok=0 key
 	echo "  config: only agent_shell differs from etc/agent-sandbox.conf ($(grep '^>' "$T/conf.diff" | cut -c3- | cut -d'#' -f1))"
@@ -1651,7 +1688,7 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 	t_forwarding_refused_with_dropin t_forwarding_netns_without_dropin \
 	t_forwarding_hole_without_dropin_and_netns t_wrong_login_shell_refused \
 	t_floor_unmet_refused t_profile_changed_between_stages t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd \
-	t_ops_sessions_end_prune t_ops_log_and_root_report; do
+	t_ops_sessions_end_prune t_ops_log_and_root_report t_ledger_two_shells_one_session; do
 	run_test "$t"
 done
 # The shipped files: their own world, set up once the tests above are done.
