@@ -52,24 +52,30 @@ bool shell_syslog_available(void)
  * one: root's copy of the report and of the refusals goes over it. */
 static int channel_fd = -1;
 
-void shell_ledger_connect(void)
+int shell_ledger_connect(void)
 {
 	struct sbx_logline l;
 	int r;
 
 	if (channel_fd >= 0 || !getenv("AGENT_SANDBOX_SESSION"))
-		return;
+		return 0;
 	r = sbx_ledger_channel_connect(SBX_RUNTIME_DIR, &channel_fd);
 	if (r == 0 || r == -ENOENT || r == -ECONNREFUSED)
-		return;
+		return 0;
 	/* Taken before this shell (it connects first thing), or not
-	 * root's: root's copy of this session will not be this shell's. */
+	 * root's: root's copy of this session will not be this shell's.
+	 * The slot is taken by another shell of the same PAM session (sshd
+	 * opens one per connection, and a connection carries up to
+	 * MaxSessions shells; ~/.ssh/rc runs through this shell too): the
+	 * caller refuses a login, or the ledger would give that shell's
+	 * report and status for this one's work. */
 	channel_fd = -1;
 	sbx_log_begin(&l, "warning");
 	sbx_log_add(&l, "reason", "ledger_channel");
 	sbx_log_add(&l, "session", "%s", getenv("AGENT_SANDBOX_SESSION"));
 	sbx_log_add(&l, "msg", "the PAM stage's ledger channel: %s", strerror(-r));
 	(void)sbx_log_send(LOG_WARNING, &l);
+	return r;
 }
 
 static void channel_send(const char *buf, size_t len)

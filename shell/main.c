@@ -418,11 +418,13 @@ static int start_session(const struct run_opts *o)
 	bool is_agent = false;
 	bool pam_stage = false, pam_netns = false;
 	int exit_code = EXIT_REFUSED;
+	int ledger_r;
 	int ret;
 
-	/* Before anything else: the slot is this login's (lib/ledger.c). */
-	if (o->login_mode)
-		shell_ledger_connect();
+	/* Before anything else: the slot is this shell's (lib/ledger.c).
+	 * --run too: a PAM session whose shell is "--run" (su USER -- --run)
+	 * must not leave the slot free for whatever runs next. */
+	ledger_r = shell_ledger_connect();
 	p = calloc(1, sizeof(*p));
 	report = calloc(1, sizeof(*report));
 	if (!p || !report) {
@@ -431,6 +433,20 @@ static int start_session(const struct run_opts *o)
 	}
 	if ((ret = shell_identity(&id, &err)) != 0)
 		goto refuse;
+	/* A login whose PAM session has a ledger channel that another shell
+	 * took: what root's ledger says of the session would be that
+	 * shell's, and this one's command, status and refusals would reach
+	 * no root-only record (measured over sshd with two channels on one
+	 * connection). One shell per PAM session. */
+	if (ledger_r && o->login_mode) {
+		reason = "ledger_channel";
+		ret = sbx_error_set(&err, -ledger_r,
+				    "refusing the session: this PAM session's ledger channel is not "
+				    "this shell's (%s): another shell of the same login took it (one "
+				    "shell per login: no ssh connection sharing, no ~/.ssh/rc)",
+				    strerror(-ledger_r));
+		goto refuse;
+	}
 	if (loader_env_dropped[0]) {
 		struct sbx_logline l;
 

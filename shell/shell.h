@@ -31,7 +31,9 @@ int shell_build_session(const struct sbx_config *cfg, const struct sbx_account *
  * when no log daemon listens. */
 /* Connect to the PAM stage's ledger channel, when AGENT_SANDBOX_SESSION
  * is set and it exists: first thing, before anything of the agent runs. */
-void shell_ledger_connect(void);
+/* 0 (connected, or the session has no channel) or -errno (the channel
+ * is there and not this shell's: taken, or not root's). */
+int shell_ledger_connect(void);
 void shell_log_send(int priority, const struct sbx_logline *l);
 /* event=refused stage=STAGE reason=REASON [session=] user= [command=] msg= */
 void shell_log_refused(const char *stage, const char *reason, const char *session,

@@ -1265,6 +1265,45 @@ EOF
 	return $ok
 }
 
+# Two shells in one PAM session: sshd opens one per connection, and a
+# connection carries up to MaxSessions session channels. The first shell
+# takes the ledger's one slot; a second one's command, status and refusals
+# would reach no root-only record while root's copy and the pam_close line
+# gave the first shell's ("report=kept exit_status=0" for a session whose
+# real work ended 7). So the second shell of a login is refused.
+t_ledger_two_shells_one_session() {
+	local ok=0 sid ctl="$T/mux.ctl" port mpid rc o=()
+	# SSH_OPTS without its ControlMaster/ControlPath (ssh keeps the first).
+	for a in "${SSH_OPTS[@]}"; do
+		case $a in ControlMaster=*|ControlPath=*) unset 'o[-1]' ;; *) o+=("$a") ;; esac
+	done
+	eval "port=\$PORT_b"
+	wait_for no_agent_record
+	# The decoy: the connection's first channel, a shell that exits 0.
+	timeout 60 ssh "${o[@]}" -o ControlMaster=yes -o ControlPath="$ctl" -p "$port" \
+		"$AGENT@127.0.0.1" 'echo sid=$AGENT_SANDBOX_SESSION; sleep 4; exit 0' >"$T/mux.decoy" 2>&1 &
+	mpid=$!
+	for _ in $(seq 50); do [ -S "$ctl" ] && grep -q '^sid=' "$T/mux.decoy" && break; sleep 0.1; done
+	# The work: a second channel of the same connection.
+	timeout 60 ssh "${o[@]}" -o ControlMaster=no -o ControlPath="$ctl" -p "$port" \
+		"$AGENT@127.0.0.1" 'echo ran; exit 7' >"$T/mux.real" 2>&1
+	rc=$?
+	echo "  second channel: exit $rc: $(head -c 300 "$T/mux.real" | tr '\n' ' ')"
+	wait "$mpid"
+	sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/mux.decoy")
+	[ -n "$sid" ] || { echo "  no session id from the first channel"; return 1; }
+	[ -S "$ctl" ] && rm -f "$ctl"
+	wait_for no_agent_record
+	NS "$WN/bin/agent-shell" --log --since 1h 2>&1 | grep "${sid:0:12}" | cut -c1-220 | sed 's/^/  | /'
+	grep -q '^ran$' "$T/mux.real" &&
+		{ echo "  the second shell of one login ran, outside root's ledger"; ok=1; }
+	grep -q 'ledger channel is not this shell' "$T/mux.real" ||
+		{ echo "  the second shell did not say why it refused"; ok=1; }
+	NS "$WN/bin/agent-shell" --log --since 1h 2>&1 | grep "${sid:0:12}" | grep pam_close |
+		grep -q "report=kept .*exit_status=0" || { echo "  no pam_close with the first shell's report"; ok=1; }
+	return $ok
+}
+
 t_shipped_installed_as_make_install() {
 	local u ok=0 key
 	echo "  config: only agent_shell differs from etc/agent-sandbox.conf ($(grep '^>' "$T/conf.diff" | cut -c3- | cut -d'#' -f1))"
@@ -1651,7 +1690,7 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 	t_forwarding_refused_with_dropin t_forwarding_netns_without_dropin \
 	t_forwarding_hole_without_dropin_and_netns t_wrong_login_shell_refused \
 	t_floor_unmet_refused t_profile_changed_between_stages t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd \
-	t_ops_sessions_end_prune t_ops_log_and_root_report; do
+	t_ops_sessions_end_prune t_ops_log_and_root_report t_ledger_two_shells_one_session; do
 	run_test "$t"
 done
 # The shipped files: their own world, set up once the tests above are done.
