@@ -993,7 +993,7 @@ int sbx_ledger_store_report(const char *state_dir, const char *session_id, const
 int sbx_ledger_read_report(const char *state_dir, const char *session_id, char **out,
 			   size_t *len, struct sbx_error *err);
 /* "<UTC time> <l->line>\n" appended to <state_dir>/ledger/events.log,
- * rotated to events.log.1 past 4 MiB. */
+ * rotated past 4 MiB (events.log.1 newest, up to events.log.8). */
 int sbx_ledger_append(const char *state_dir, const struct sbx_logline *l,
 		      struct sbx_error *err);
 
@@ -1011,7 +1011,7 @@ int sbx_ledger_parse_line(const char *line, size_t len, struct sbx_ledger_event 
 /* The same without the time: one line of lib/log.c's grammar. */
 int sbx_ledger_parse_fields(const char *line, size_t len, struct sbx_ledger_event *ev);
 const char *sbx_ledger_get(const struct sbx_ledger_event *ev, const char *key);
-/* Every event at or after since, oldest first (events.log.1, then
+/* Every event at or after since, oldest first (events.log.8 ... .1, then
  * events.log); fn's non-zero return stops the walk and is returned. Lines
  * that do not parse are counted in *bad. No ledger yet: 0. */
 int sbx_ledger_events(const char *state_dir, int64_t since,

@@ -30,8 +30,9 @@
  * parsed and written again through the log grammar, never copied.
  *
  * The events file is appended with O_APPEND (one write per line), rotated
- * to events.log.1 past EVENTS_ROTATE_AT under a lock on the root-only file
- * itself, so two closing sessions never rotate twice.
+ * to events.log.1 (and .1 to .2, up to EVENTS_KEEP) past EVENTS_ROTATE_AT
+ * under a lock on the root-only file itself, so two closing sessions never
+ * rotate twice.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -52,8 +53,11 @@
 #define LEDGER_MODE 0700
 #define FILE_MODE 0600
 #define EVENTS_NAME "events.log"
-#define EVENTS_OLD "events.log.1"
 #define EVENTS_ROTATE_AT (4u << 20)
+/* events.log.1 (newest) to .EVENTS_KEEP: 36 MiB in all, some 45 000
+ * sessions at ~0.8 KiB a session (open and close lines), so an agent
+ * must log in that often to push its own refusals out of --log. */
+#define EVENTS_KEEP 8
 #define LOCK_WAIT_MS 2000
 
 /* ---- the channel --------------------------------------------------------- */
@@ -309,6 +313,24 @@ static int events_open_locked(int dir_fd, struct sbx_error *err)
 	return sbx_error_set(err, EAGAIN, "ledger " EVENTS_NAME ": rotated under us");
 }
 
+/* Under the lock: .N-1 -> .N, ..., events.log -> .1 (the oldest goes). */
+static int events_rotate(int dir_fd, struct sbx_error *err)
+{
+	char from[32], to[32];
+
+	for (int i = EVENTS_KEEP; i >= 1; i--) {
+		if (i == 1)
+			snprintf(from, sizeof(from), EVENTS_NAME);
+		else
+			snprintf(from, sizeof(from), EVENTS_NAME ".%d", i - 1);
+		snprintf(to, sizeof(to), EVENTS_NAME ".%d", i);
+		if (renameat(dir_fd, from, dir_fd, to) != 0 && errno != ENOENT)
+			return sbx_error_set(err, errno, "ledger: rotate %s: %s", from,
+					     strerror(errno));
+	}
+	return 0;
+}
+
 int sbx_ledger_append(const char *state_dir, const struct sbx_logline *l, struct sbx_error *err)
 {
 	char line[SBX_LOG_LINE_MAX + 32], when[32];
@@ -333,9 +355,8 @@ int sbx_ledger_append(const char *state_dir, const struct sbx_logline *l, struct
 	}
 	if (sbx_write_all(fd, line, n) != 0)
 		r = sbx_error_set(err, errno, "ledger " EVENTS_NAME ": write: %s", strerror(errno));
-	if (r == 0 && fstat(fd, &st) == 0 && (size_t)st.st_size >= EVENTS_ROTATE_AT &&
-	    renameat(dir_fd, EVENTS_NAME, dir_fd, EVENTS_OLD) != 0)
-		r = sbx_error_set(err, errno, "ledger: rotate " EVENTS_NAME ": %s", strerror(errno));
+	if (r == 0 && fstat(fd, &st) == 0 && (size_t)st.st_size >= EVENTS_ROTATE_AT)
+		r = events_rotate(dir_fd, err);
 	close(fd);
 	close(dir_fd);
 	return r;
@@ -515,9 +536,16 @@ int sbx_ledger_events(const char *state_dir, int64_t since,
 		return 0;	/* nothing logged yet */
 	if (r)
 		return r;
-	r = events_read_one(dir_fd, EVENTS_OLD, since, fn, arg, bad);
-	if (r == 0)
-		r = events_read_one(dir_fd, EVENTS_NAME, since, fn, arg, bad);
+	r = 0;
+	for (int i = EVENTS_KEEP; i >= 0 && r == 0; i--) {
+		char name[32];
+
+		if (i == 0)
+			snprintf(name, sizeof(name), EVENTS_NAME);
+		else
+			snprintf(name, sizeof(name), EVENTS_NAME ".%d", i);
+		r = events_read_one(dir_fd, name, since, fn, arg, bad);
+	}
 	close(dir_fd);
 	if (r < 0)
 		return sbx_error_set(err, -r, "ledger events: %s", strerror(-r));

@@ -1294,12 +1294,15 @@ static void channel_lines(pam_handle_t *pamh, const struct session_state *ss, ch
 		    (strcmp(ev->value[0], "refused") && strcmp(ev->value[0], "warning")))
 			continue;
 		lines++;
+		/* Whose it is, root says: this session and its user, whatever
+		 * the line claims. */
 		sbx_log_begin(l, ev->value[0]);
+		sbx_log_add(l, "session", "%s", ss->id);
+		sbx_log_add(l, "user", "%s", ss->user);
 		for (size_t i = 1; i < ev->n; i++)
-			if (strcmp(ev->key[i], "origin") && strcmp(ev->key[i], "peer_pid"))
+			if (strcmp(ev->key[i], "origin") && strcmp(ev->key[i], "peer_pid") &&
+			    strcmp(ev->key[i], "session") && strcmp(ev->key[i], "user"))
 				sbx_log_add(l, ev->key[i], "%s", ev->value[i]);
-		if (!sbx_ledger_get(ev, "session"))
-			sbx_log_add(l, "session", "%s", ss->id);
 		sbx_log_add(l, "origin", "shell");
 		sbx_log_add(l, "peer_pid", "%d", (int)peer->pid);
 		ledger_note(pamh, ss->state_dir, l);

@@ -569,6 +569,29 @@ static int parse_since(const char *s, int64_t *out)
 	return 0;
 }
 
+/* What the ledger holds was scrubbed of control characters when it was
+ * written, but a byte >= 0x80 on its own is a C1 control on a terminal that
+ * is not in UTF-8 mode, and no JSON: '?' instead. */
+static void ascii_only(char *dst, size_t size, const char *src)
+{
+	size_t i;
+
+	for (i = 0; src[i] && i + 1 < size; i++)
+		dst[i] = (unsigned char)src[i] >= 0x80 ? '?' : src[i];
+	dst[i] = '\0';
+}
+
+/* A value as the log grammar writes it (bare, or quoted and escaped), so a
+ * value with a space cannot pass for more fields. */
+static const char *log_value(char *buf, size_t size, const char *v)
+{
+	struct sbx_sbuf b;
+
+	sbx_sbuf_init(&b, buf, size);
+	sbx_log_value(&b, v, false);
+	return buf;
+}
+
 struct log_walk {
 	const char *user;
 	bool json;
@@ -587,22 +610,30 @@ static int log_row(const struct sbx_ledger_event *ev, void *arg)
 	if (w->json) {
 		printf("%s{", w->shown ? "," : "");
 		json_kv("time", ev->time, true);
-		for (size_t i = 0; i < ev->n; i++)
-			json_kv(ev->key[i], ev->value[i], i + 1 < ev->n);
+		for (size_t i = 0; i < ev->n; i++) {
+			char v[SBX_LOG_LINE_MAX];
+
+			ascii_only(v, sizeof(v), ev->value[i]);
+			json_kv(ev->key[i], v, i + 1 < ev->n);
+		}
 		printf("}");
 	} else {
-		printf("%s  %-10s %-16s %-12.12s", ev->time, ev->value[0], user ? user : "-",
-		       session ? session : "-");
+		char v[SBX_LOG_LINE_MAX];
+
+		ascii_only(v, sizeof(v), user ? user : "-");
+		printf("%s  %-10s %-16s", ev->time, ev->value[0], v);
+		ascii_only(v, sizeof(v), session ? session : "-");
+		printf(" %-12.12s", v);
 		for (size_t i = 1; i < ev->n; i++) {
 			const char *k = ev->key[i];
 
 			if (!strcmp(k, "user") || !strcmp(k, "session") || !strcmp(k, "msg") ||
 			    !strcmp(k, "hash") || !strcmp(k, "mntns") || !strcmp(k, "home"))
 				continue;
-			printf(" %s=%s", k, ev->value[i]);
+			printf(" %s=%s", k, log_value(v, sizeof(v), ev->value[i]));
 		}
 		if (msg)
-			printf(" : %s", msg);
+			printf(" : %s", log_value(v, sizeof(v), msg));
 		putchar('\n');
 	}
 	w->shown++;

@@ -1097,7 +1097,7 @@ static void test_ledger_channel(void **state)
 	struct ledger_case *lc = mmap(NULL, sizeof(*lc), PROT_READ | PROT_WRITE,
 				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct sbx_error err = { 0 };
-	char key[80], *buf = NULL;
+	char key[80], who[64], *buf = NULL;
 	size_t len = 0;
 
 	(void)state;
@@ -1115,9 +1115,12 @@ static void test_ledger_channel(void **state)
 	assert_true(events_have("exit_status=7", key, NULL));
 	/* The shell's refusal line, re-written: its own origin= is replaced,
 	 * and it is attributed to this session. */
-	assert_true(events_have("event=refused stage=gate reason=not_allowed", key,
-				"origin=shell"));
+	assert_true(events_have("stage=gate reason=not_allowed", key, "origin=shell"));
 	assert_false(events_have("origin=root", NULL, NULL));
+	/* ... and to this session's user, whatever the line said. */
+	snprintf(who, sizeof(who), "user=%s ", W.agent);
+	assert_true(events_have("event=refused", key, who));
+	assert_false(events_have("user=forged", NULL, NULL));
 
 	/* A report that names another session is not root's copy. */
 	lc->honest = false;

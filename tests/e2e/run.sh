@@ -939,7 +939,7 @@ t_forwarding_hole_without_dropin_and_netns() {
 	local before lp out
 	before=$(listener_count)
 	lp=$("$PY" "$HELPER" freeport)
-	sshc c "$AGENT" -L "$lp:127.0.0.1:$LPORT" 'sleep 4' >/dev/null 2>&1 &
+	sshc c "$AGENT" -L "$lp:127.0.0.1:$LPORT" 'sleep 8' >/dev/null 2>&1 &
 	local spid=$!
 	wait_for bash -c "[ \"\$($PY $HELPER probe $lp)\" != refused ]"
 	out=$("$PY" "$HELPER" probe "$lp")
@@ -1248,6 +1248,10 @@ EOF
 		{ echo "  --log has no end of $sid with its exit status"; ok=1; }
 	grep -E "refused +$FLOOR " "$T/ledger.log" | grep -q "stage=shell reason=floor .*origin=shell" ||
 		{ echo "  --log has no floor refusal of $FLOOR"; ok=1; }
+	# A value with spaces is quoted as the log grammar writes it: it
+	# cannot pass for more fields.
+	grep -E "pam_close +$FLOOR " "$T/ledger.log" | grep -q ' refusal="required guarantee exec_boundary' ||
+		{ echo "  --log does not quote the floor's refusal"; ok=1; }
 	grep -E "refused +$WRONG " "$T/ledger.log" | grep -q "stage=account reason=login_shell" ||
 		{ echo "  --log has no account-phase refusal of $WRONG"; ok=1; }
 	grep -E "$sid|$FLOOR|$WRONG" "$T/ledger.log" | cut -c1-220 | sed 's/^/  | /' | tail -6
@@ -1281,9 +1285,9 @@ t_ledger_two_shells_one_session() {
 	wait_for no_agent_record
 	# The decoy: the connection's first channel, a shell that exits 0.
 	timeout 60 ssh "${o[@]}" -o ControlMaster=yes -o ControlPath="$ctl" -p "$port" \
-		"$AGENT@127.0.0.1" 'echo sid=$AGENT_SANDBOX_SESSION; sleep 4; exit 0' >"$T/mux.decoy" 2>&1 &
+		"$AGENT@127.0.0.1" 'echo sid=$AGENT_SANDBOX_SESSION; sleep 8; exit 0' >"$T/mux.decoy" 2>&1 &
 	mpid=$!
-	for _ in $(seq 50); do [ -S "$ctl" ] && grep -q '^sid=' "$T/mux.decoy" && break; sleep 0.1; done
+	for _ in $(seq 150); do [ -S "$ctl" ] && grep -q '^sid=' "$T/mux.decoy" && break; sleep 0.1; done
 	# The work: a second channel of the same connection.
 	timeout 60 ssh "${o[@]}" -o ControlMaster=no -o ControlPath="$ctl" -p "$port" \
 		"$AGENT@127.0.0.1" 'echo ran; exit 7' >"$T/mux.real" 2>&1
@@ -1291,7 +1295,7 @@ t_ledger_two_shells_one_session() {
 	echo "  second channel: exit $rc: $(head -c 300 "$T/mux.real" | tr '\n' ' ')"
 	wait "$mpid"
 	sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/mux.decoy")
-	[ -n "$sid" ] || { echo "  no session id from the first channel"; return 1; }
+	[ -n "$sid" ] || { echo "  no session id from the first channel: $(head -c 300 "$T/mux.decoy")"; return 1; }
 	[ -S "$ctl" ] && rm -f "$ctl"
 	wait_for no_agent_record
 	NS "$WN/bin/agent-shell" --log --since 1h 2>&1 | grep "${sid:0:12}" | cut -c1-220 | sed 's/^/  | /'
