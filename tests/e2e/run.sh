@@ -926,11 +926,17 @@ t_forwarding_netns_without_dropin() {
 	# Without the drop-in, sshd runs ~/.ssh/rc: as popen("<login shell> -c
 	# '/bin/sh ~/.ssh/rc'") in OpenSSH 9.2, so the file's commands run
 	# under agent-shell (t_shipped_reviewer shows them under its seccomp).
+	# That shell is the login's first: it takes the ledger's one slot, and
+	# the login's own shell is then refused (one shell per login), so an
+	# agent's ~/.ssh/rc can only stop its own logins (the drop-in's
+	# PermitUserRC no keeps it from running at all).
 	rm -f "$W/ws/$AGENT/rc-marker"
-	sshc b "$AGENT" true
+	out=$(sshc b "$AGENT" 'echo login-ran' 2>&1)
 	rc=$([ -e "$W/ws/$AGENT/rc-marker" ] && echo ran || echo "not run")
-	echo "  ~/.ssh/rc without the drop-in: $rc"
-	rm -f "$W/ws/$AGENT/rc-marker"
+	echo "  ~/.ssh/rc without the drop-in: $rc; the login: $(echo "$out" | head -1 | cut -c1-120)"
+	[ "$rc" = ran ] && [[ $out == *"ledger channel is not this shell's"* ]] &&
+		[[ $out != *login-ran* ]] || ok=1
+	rm -f "$W/ws/$AGENT/rc-marker" "$W/state/homes/$AGENT/.ssh/rc" "$W/state/homes/$AGENT/.ssh/environment"
 	return $ok
 }
 
