@@ -576,8 +576,11 @@ static void ascii_only(char *dst, size_t size, const char *src)
 {
 	size_t i;
 
-	for (i = 0; src[i] && i + 1 < size; i++)
-		dst[i] = (unsigned char)src[i] >= 0x80 ? '?' : src[i];
+	for (i = 0; src[i] && i + 1 < size; i++) {
+		dst[i] = src[i];
+		if ((unsigned char)src[i] >= 0x80)
+			dst[i] = '?';
+	}
 	dst[i] = '\0';
 }
 
