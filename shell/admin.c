@@ -87,6 +87,7 @@ int shell_cmd_explain(const char *user, bool json)
 	struct sbx_probe agent_probe;
 	struct sbx_decision d;
 	struct passwd *pw;
+	char why_path[SBX_PATH_MAX + 64];
 	int status = 1;
 	bool is_agent;
 
@@ -136,6 +137,16 @@ int shell_cmd_explain(const char *user, bool json)
 			id.user, err.msg);
 		goto out;
 	}
+	/* What the decision does not see: the mount view opens every
+	 * workspace and root the profile names, and a missing one refuses
+	 * the session before it reports ("open bind source"). The same test
+	 * as --doctor's paths row. */
+	if (shell_profile_missing_path(p, why_path, sizeof(why_path))) {
+		fprintf(stderr, "agent-shell: --explain %s: every session would be refused: "
+			"profile %s: %s (the session's mount view opens it)\n", id.user, p->name,
+			why_path);
+		goto out;
+	}
 	sbx_report_init(r, p);
 	sbx_strlcpy(r->user, sizeof(r->user), id.user);
 	r->uid = id.uid;
@@ -143,6 +154,10 @@ int shell_cmd_explain(const char *user, bool json)
 	sbx_strlcpy(r->service, sizeof(r->service), "explain");
 	sbx_strlcpy(r->client, sizeof(r->client), "local");
 	sbx_decision_expect(&d, r);
+	/* The level and guarantees above count what the decision expects; no
+	 * canary has run, so no entry of a prediction says verified. */
+	for (unsigned f = 0; f < SBX_F_COUNT; f++)
+		r->entry[f].verified = false;
 	if (json) {
 		printf("{\"profile\":");
 		sbx_profile_to_json(p, stdout);
@@ -153,8 +168,8 @@ int shell_cmd_explain(const char *user, bool json)
 		printf("Effective profile for %s (after the host ceiling):\n", id.user);
 		sbx_profile_to_text(p, stdout);
 		printf("\nExpected report on this host (the session's own decision from the probe;\n"
-		       "a real session proves each entry with a canary, and reports less only where\n"
-		       "one fails):\n");
+		       "nothing is verified yet: a real session proves each entry with a canary,\n"
+		       "and reports less only where one fails):\n");
 		sbx_report_to_text(r, stdout);
 	}
 	status = 0;

@@ -762,6 +762,34 @@ out:
  * source /opt/toolchains: No such file or directory"). (A deny_read that
  * covers the config no longer does: the PAM stage leaves it to the shell.)
  */
+/* A root the mount view will open (read not deny) that is not there. */
+static bool root_missing(const struct sbx_root *rt, int *e)
+{
+	struct stat st;
+
+	if (rt->read == SBX_ACCESS_DENY || stat(rt->path, &st) == 0)
+		return false;
+	*e = errno;
+	return true;
+}
+
+bool shell_profile_missing_path(const struct sbx_profile *p, char *why, size_t size)
+{
+	struct stat st;
+	int e;
+
+	if (p->workspace_root[0] && stat(p->workspace_root, &st) != 0) {
+		snprintf(why, size, "workspace %s: %s", p->workspace_root, strerror(errno));
+		return true;
+	}
+	for (size_t i = 0; i < p->n_roots; i++)
+		if (root_missing(&p->roots[i], &e)) {
+			snprintf(why, size, "root %s: %s", p->roots[i].path, strerror(e));
+			return true;
+		}
+	return false;
+}
+
 static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 {
 	struct sbx_error err = { 0 };
@@ -798,9 +826,8 @@ static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 		const struct sbx_root *rt = &p->roots[i];
 		int e;
 
-		if (rt->read == SBX_ACCESS_DENY || stat(rt->path, &st) == 0)
+		if (!root_missing(rt, &e))
 			continue;
-		e = errno;
 		snprintf(fix, sizeof(fix), "install -d %s%s, or remove the root line", rt->path,
 			 rt->write == SBX_ACCESS_ALLOW ? " (owned by the agent)" : "");
 		row(d, DOC_WARN, "paths", a->user, fix,

@@ -49,10 +49,15 @@ compare() {
 import json, sys
 a = json.load(open(sys.argv[1]))["predicted_report"]
 b = json.load(open(sys.argv[2]))
-def view(r):
-    return ({e["feature"]: (e["requested"], e["achieved"], e["achieved"] and e["verified"])
+# A prediction verifies nothing (no canary ran): its rows say achieved and
+# never verified; a real session's row counts when achieved and verified.
+if any(e["verified"] for e in a["entries"]):
+    print("the prediction marks rows verified: %s" % [e["feature"] for e in a["entries"] if e["verified"]])
+    sys.exit(1)
+def view(r, real):
+    return ({e["feature"]: (e["requested"], e["achieved"] and (e["verified"] or not real))
              for e in r["entries"]}, r["level"], sorted(r["guarantees"]), r["floor_met"])
-va, vb = view(a), view(b)
+va, vb = view(a, False), view(b, True)
 diff = [f for f in sorted(va[0]) if va[0][f] != vb[0].get(f)]
 if va[1:] != vb[1:]:
     diff.append("level/guarantees/floor %s vs %s" % (va[1:], vb[1:]))
@@ -85,4 +90,26 @@ for prof in $profiles; do
 		fi
 	done
 done
+# A root that does not exist: the prediction is the refusal the session
+# gives (its mount view cannot open it), not "floor met".
+name=missing_root
+echo "[ RUN      ] $name"
+first=$(echo $profiles | cut -d' ' -f1)
+{ awk -v t="$T" -v p="[profile $first]" '{ print } $0 == p { print "root = " t "/no-such-root ro" }' "$C/base.conf"
+	printf '[match]\nuser %s = %s\n' "$U" "$first"; } >"$C/missing.conf"
+chmod 0644 "$C/missing.conf"
+run=("${AS_AGENT[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg-missing" SBX_TEST_CONFIG="$C/missing.conf" "$SHELL_BIN")
+install -d -m 0700 -o "$U" -g "$U" "$T/xdg-missing"
+"${run[@]}" --explain "$U" >"$T/explain.out" 2>&1
+erc=$?
+"${run[@]}" --run -- /bin/sh -c true >"$T/run.out" 2>&1
+rrc=$?
+echo "  explain: exit $erc: $(head -c 200 "$T/explain.out")"
+echo "  session: exit $rrc: $(grep -m1 'bind source' "$T/run.out" | head -c 200)"
+if [ $erc = 1 ] && grep -q "every session would be refused: .*root $T/no-such-root: No such file or directory" "$T/explain.out" &&
+	[ $rrc = 126 ] && grep -q "open bind source $T/no-such-root: No such file or directory" "$T/run.out"; then
+	ok "$name"
+else
+	bad "$name" "the prediction and the session disagree on a missing root"
+fi
 summary
