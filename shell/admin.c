@@ -142,6 +142,11 @@ int shell_cmd_explain(const char *user, bool json)
 	 * the session before it reports ("open bind source"). The same test
 	 * as --doctor's paths row. */
 	if (shell_profile_missing_path(p, why_path, sizeof(why_path))) {
+		if (!json) {
+			printf("Effective profile for %s (after the host ceiling):\n", id.user);
+			sbx_profile_to_text(p, stdout);
+			fflush(stdout);
+		}
 		fprintf(stderr, "agent-shell: --explain %s: every session would be refused: "
 			"profile %s: %s (the session's mount view opens it)\n", id.user, p->name,
 			why_path);

@@ -794,9 +794,14 @@ static void test_candidate_config(void **state)
 		free(out);
 		assert_int_equal(unlink(px), 0);
 	}
+	/* The candidate's workspace does not exist yet: the profile, and
+	 * the refusal every session would get (the mount view opens it). */
 	code = RUN(false, &out, "--explain", fx.user3, "--config", cand);
-	assert_int_equal(code, 0);
+	assert_int_equal(code, 1);
 	snprintf(want, sizeof(want), "workspace_root   %s/other/%s\n", fx.base, fx.user3);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "every session would be refused: profile %s: workspace %s/other/%s: "
+		 "No such file or directory", "other", fx.base, fx.user3);
 	assert_contains(out, want);
 	free(out);
 	code = RUN(false, &out, "--explain", fx.user3);
