@@ -196,6 +196,7 @@ static int jr_enum(struct sbx_jr *j, const char *(*name)(int), int n, int *out)
 }
 
 static const char *access_name_i(int i) { return sbx_access_name((enum sbx_access)i); }
+static const char *network_name_i(int i) { return sbx_network_name((enum sbx_access)i); }
 static const char *home_name_i(int i) { return sbx_home_name((enum sbx_home)i); }
 static const char *isolation_name_i(int i) { return sbx_isolation_name((enum sbx_isolation)i); }
 static const char *level_name_i(int i) { return sbx_level_name((enum sbx_level)i); }
@@ -259,14 +260,7 @@ static int policy_field(struct sbx_jr *j, int k, void *ctx)
 		r->home = (enum sbx_home)v;
 		return 0;
 	}
-	if (k == 2) {
-		char buf[16];
-
-		if (sbx_jr_string(j, buf, sizeof(buf)) || sbx_network_parse(buf, &r->network) < 0)
-			return -EINVAL;
-		return 0;
-	}
-	if (jr_enum(j, access_name_i, 3, &v))
+	if (jr_enum(j, k == 2 ? network_name_i : access_name_i, 3, &v))
 		return -EINVAL;
 	*access[k] = (enum sbx_access)v;
 	return 0;
