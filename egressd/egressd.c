@@ -77,28 +77,36 @@ static unsigned open_total;
 
 static struct uid_stat *stat_for(uid_t uid)
 {
-	struct uid_stat *free_slot = NULL;
+	struct uid_stat *unused = NULL, *idle = NULL, *slot;
 
 	for (size_t i = 0; i < MAX_UIDS; i++) {
 		if (stats[i].used && stats[i].uid == uid)
 			return &stats[i];
-		if (!stats[i].used && !free_slot)
-			free_slot = &stats[i];
-		/* A slot with nothing open can be reused for a new uid: the
-		 * counters are in every log line already. */
-		if (stats[i].used && !stats[i].open && !free_slot)
-			free_slot = &stats[i];
+		if (!stats[i].used && !unused)
+			unused = &stats[i];
+		/* A slot with nothing open can be reused for a new uid once
+		 * no slot is free: the counters are in every log line
+		 * already. */
+		if (stats[i].used && !stats[i].open && !idle)
+			idle = &stats[i];
 	}
-	if (free_slot) {
-		memset(free_slot, 0, sizeof(*free_slot));
-		free_slot->used = true;
-		free_slot->uid = uid;
+	slot = unused ? unused : idle;
+	if (slot) {
+		memset(slot, 0, sizeof(*slot));
+		slot->used = true;
+		slot->uid = uid;
 	}
-	return free_slot;
+	return slot;
 }
 
 struct conn {
 	int fd, up;
+	/* A bridged connection (lib/egress_bridge.c): fd is the sandbox's
+	 * socket, passed by the bridge, and ctl the bridge's connection,
+	 * which gets the verdict byte; -1 otherwise. */
+	int ctl;
+	char session[40];
+	bool stale_list;
 	struct ucred cred;
 	bool socks;
 	char user[SBX_NAME_MAX];
@@ -180,26 +188,42 @@ static int send_all(int fd, const void *buf, size_t n)
 
 /* ---- the decision's log line ---------------------------------------------- */
 
-static void log_decision(struct conn *c, const char *verdict, const char *reason)
+/* The bridge's count: one byte, once, then its connection is done. */
+static void verdict(struct conn *c, enum sbx_egress_verdict v)
+{
+	unsigned char b = (unsigned char)v;
+
+	if (c->ctl < 0)
+		return;
+	(void)send(c->ctl, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(c->ctl);
+	c->ctl = -1;
+}
+
+static void log_decision(struct conn *c, const char *verdict_word, const char *reason)
 {
 	struct sbx_logline l;
 	struct uid_stat *s;
 	unsigned long allowed = 0, refused = 0;
-	bool ok = strcmp(verdict, "allowed") == 0;
+	bool ok = strcmp(verdict_word, "allowed") == 0;
 
 	pthread_mutex_lock(&stat_lock);
 	s = stat_for(c->cred.uid);
 	if (s) {
 		if (ok)
 			s->allowed++;
-		else if (strcmp(verdict, "refused") == 0)
+		else if (strcmp(verdict_word, "refused") == 0)
 			s->refused++;
 		allowed = s->allowed;
 		refused = s->refused;
 	}
 	pthread_mutex_unlock(&stat_lock);
 
+	verdict(c, ok ? SBX_EGRESS_ALLOWED : strcmp(verdict_word, "refused") == 0 ?
+		   SBX_EGRESS_REFUSED : SBX_EGRESS_FAILED);
 	sbx_log_begin(&l, "egress");
+	if (c->session[0])
+		sbx_log_add(&l, "session", "%s", c->session);
 	if (c->user[0])
 		sbx_log_add(&l, "user", "%s", c->user);
 	sbx_log_add(&l, "uid", "%u", (unsigned)c->cred.uid);
@@ -211,7 +235,7 @@ static void log_decision(struct conn *c, const char *verdict, const char *reason
 	}
 	if (c->addr[0])
 		sbx_log_add(&l, "addr", "%s", c->addr);
-	sbx_log_add(&l, "verdict", "%s", verdict);
+	sbx_log_add(&l, "verdict", "%s", verdict_word);
 	if (reason)
 		sbx_log_add(&l, "reason", "%s", reason);
 	sbx_log_add(&l, "allowed", "%lu", allowed);
@@ -240,6 +264,131 @@ static void reply(struct conn *c, int socks_code, int http_code, const char *htt
 			 http_code == 200 ? "" : "Connection: close\r\nContent-Length: 0\r\n");
 		send_all(c->fd, b, strlen(b));
 	}
+}
+
+/* ---- the bridge's hello ---------------------------------------------------------- */
+
+static int profile_for_uid(uid_t uid, char *user, size_t user_size, struct sbx_profile *p,
+			   const char **why);
+
+/* The first bytes of a connection, and the fds that came with them (a
+ * bridge passes the sandbox's socket). *fd_out: the one fd received, -1
+ * for none; more than one are all closed and make it -2. */
+static int first_read(struct conn *c, int *fd_out)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = { c->buf, sizeof(c->buf) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	struct pollfd pf = { .fd = c->fd, .events = POLLIN };
+	struct cmsghdr *cm;
+	ssize_t n;
+	int r;
+
+	*fd_out = -1;
+	r = poll(&pf, 1, left_ms(c));
+	if (r <= 0)
+		return r == 0 ? -ETIMEDOUT : -errno;
+	n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	for (cm = CMSG_FIRSTHDR(&msg); n >= 0 && cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		size_t k, nfd;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < nfd; k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+			if (*fd_out == -1) {
+				*fd_out = fd;
+				continue;
+			}
+			if (*fd_out >= 0)
+				close(*fd_out);
+			close(fd);
+			*fd_out = -2;
+		}
+	}
+	if (n >= 0 && (msg.msg_flags & MSG_CTRUNC)) {
+		if (*fd_out >= 0)
+			close(*fd_out);
+		*fd_out = -2;
+	}
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	if (n == 0)
+		return -EPIPE;
+	c->len = (size_t)n;
+	return 0;
+}
+
+/* A socket the bridge may hand over: a connected TCP stream. */
+static bool bridgeable(int fd)
+{
+	struct stat st;
+	int v = 0;
+	socklen_t l = sizeof(v);
+
+	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return false;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) != 0 || v != SOCK_STREAM)
+		return false;
+	l = sizeof(v);
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &l) == 0 &&
+	       (v == AF_INET || v == AF_INET6);
+}
+
+static void pong(struct conn *c, bool ok, const char *why)
+{
+	struct sbx_egress_pong a;
+
+	memset(&a, 0, sizeof(a));
+	memcpy(a.magic, SBX_EGRESS_HELLO_MAGIC, sizeof(a.magic));
+	a.ok = ok;
+	if (why)
+		sbx_strlcpy(a.why, sizeof(a.why), why);
+	send_all(c->fd, &a, sizeof(a));
+}
+
+/* PING: is the uid a proxy agent with this list? A uid asks only about
+ * itself; root (agent-shell --explain) about anyone. Not logged: no
+ * destination is decided. */
+static void answer_ping(struct conn *c, const struct sbx_egress_hello *h)
+{
+	struct sbx_profile *p = calloc(1, sizeof(*p));
+	char user[SBX_NAME_MAX], hash[65];
+	const char *why = NULL;
+
+	if (!p)
+		return;
+	if (c->cred.uid != 0 && h->uid != c->cred.uid)
+		pong(c, false, "a uid may ask only about itself");
+	else if (profile_for_uid(h->uid, user, sizeof(user), p, &why) < 0)
+		pong(c, false, why);
+	else if (sbx_egress_list_hash(p, hash), h->list_hash[0] && strcmp(hash, h->list_hash))
+		pong(c, false, "its egress list is not the session's (the config changed: "
+		     "reload agent-sandbox-egressd, or log in again)");
+	else
+		pong(c, true, NULL);
+	free(p);
+}
+
+/* A bridged connection from here on: the client's socket is fd, the
+ * bridge's connection ctl. A session whose list is not the config's any
+ * more (the config changed since it started) is refused once its request
+ * is read, in its own protocol. */
+static void take_bridged(struct conn *c, const struct sbx_egress_hello *h, int passed,
+			 const struct sbx_profile *p)
+{
+	char hash[65];
+
+	sbx_strlcpy(c->session, sizeof(c->session), h->session);
+	c->ctl = c->fd;
+	c->fd = passed;
+	c->len = 0;
+	sbx_egress_list_hash(p, hash);
+	c->stale_list = strcmp(hash, h->list_hash) != 0;
 }
 
 /* ---- the request -------------------------------------------------------------- */
@@ -291,18 +440,19 @@ static int read_request(struct conn *c, const char **why)
 
 /* ---- the policy ---------------------------------------------------------------- */
 
-/* The peer's effective profile: the [match] rules and the ceiling, as
- * agent-shell computes them. */
-static int peer_profile(struct conn *c, struct sbx_profile *p, const char **why)
+/* A uid's effective profile: the [match] rules and the ceiling, as
+ * agent-shell computes them; user gets its name. */
+static int profile_for_uid(uid_t uid, char *user, size_t user_size, struct sbx_profile *p,
+			   const char **why)
 {
 	struct sbx_account a;
 	struct sbx_error err = { 0 };
 	int r;
 
-	r = sbx_account_by_uid(c->cred.uid, &a, &err);
+	r = sbx_account_by_uid(uid, &a, &err);
 	if (r < 0)
 		return *why = "no passwd entry for the uid", r;
-	sbx_strlcpy(c->user, sizeof(c->user), a.user);
+	sbx_strlcpy(user, user_size, a.user);
 	pthread_rwlock_rdlock(&cfg_lock);
 	r = sbx_account_profile(cfg, &a, p, &err);
 	pthread_rwlock_unlock(&cfg_lock);
@@ -313,6 +463,11 @@ static int peer_profile(struct conn *c, struct sbx_profile *p, const char **why)
 		return *why = p->network == SBX_ACCESS_ALLOW ? "profile network is allow, not proxy" :
 			      "profile network is deny", -EACCES;
 	return 0;
+}
+
+static int peer_profile(struct conn *c, struct sbx_profile *p, const char **why)
+{
+	return profile_for_uid(c->cred.uid, c->user, sizeof(c->user), p, why);
 }
 
 static bool listed(const struct sbx_profile *p, const struct sbx_egress_target *t)
@@ -546,21 +701,64 @@ out:
 static void serve(struct conn *c)
 {
 	struct sbx_profile *p;
+	struct sbx_egress_hello h;
 	char reason[SBX_EGRESS_HOST_MAX + 64];
 	const char *why = NULL;
-	int r;
+	int r, passed = -1, pr;
 
 	c->deadline_ms = now_ms() + o.handshake_ms;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return;
-	if ((r = read_request(c, &why)) < 0) {
+	/* Whose connection first: only a proxy agent (and root, to ask)
+	 * gets a byte read, so nobody else holds a thread for long. */
+	pr = peer_profile(c, p, &why);
+	if (pr < 0 && c->cred.uid != 0) {
 		log_decision(c, "refused", why);
 		goto out;
 	}
-	if ((r = peer_profile(c, p, &why)) < 0) {
-		reply(c, S_RULESET, 403, "Forbidden");
+	r = first_read(c, &passed);
+	if (r == 0 && c->buf[0] == SBX_EGRESS_HELLO_MAGIC[0]) {
+		while ((r = sbx_egress_hello_parse(c->buf, c->len, &h)) == -EAGAIN)
+			if ((r = fill(c, left_ms(c))) < 0)
+				break;
+		if (r == 0 && h.kind == SBX_EGRESS_HELLO_PING && passed == -1) {
+			answer_ping(c, &h);
+			goto out;
+		}
+		if (r < 0 || h.kind != SBX_EGRESS_HELLO_CONNECT || passed < 0 || pr < 0 ||
+		    !bridgeable(passed)) {
+			log_decision(c, "refused", "bad bridge hello");
+			goto out;
+		}
+		take_bridged(c, &h, passed, p);
+		passed = -1;
+		r = 0;
+	} else if (pr < 0) {
+		/* Root speaks only PING. */
 		log_decision(c, "refused", why);
+		goto out;
+	}
+	if (passed >= 0)
+		close(passed);
+	passed = -1;
+	/* A direct client that closed without a byte: nothing asked. */
+	if (r == -EPIPE && c->ctl < 0)
+		goto out;
+	if ((r = read_request(c, &why)) < 0) {
+		/* Connected and closed without a byte: a probe (the session's
+		 * canary), not a request; nothing to decide or count. */
+		if (r == -EPIPE && c->len == 0) {
+			verdict(c, SBX_EGRESS_NO_REQUEST);
+			goto out;
+		}
+		log_decision(c, "refused", why);
+		goto out;
+	}
+	if (c->stale_list) {
+		reply(c, S_RULESET, 403, "Forbidden");
+		log_decision(c, "refused", "the session's egress list is not the config's "
+			     "(changed since the session started)");
 		goto out;
 	}
 	if (!listed(p, &c->t)) {
@@ -594,6 +792,8 @@ static void serve(struct conn *c)
 	p = NULL;
 	relay(c->fd, c->up);
 out:
+	if (passed >= 0)
+		close(passed);
 	free(p);
 }
 
@@ -603,7 +803,9 @@ static void *conn_thread(void *arg)
 	struct uid_stat *s;
 
 	c->up = -1;
+	c->ctl = -1;
 	serve(c);
+	verdict(c, SBX_EGRESS_FAILED);
 	close(c->fd);
 	if (c->up >= 0)
 		close(c->up);
@@ -670,6 +872,32 @@ static int listen_on(const char *path)
 	return fd;
 }
 
+/* systemd's socket activation (sd_listen_fds(3)): one listening socket at
+ * fd 3 when LISTEN_PID names this process. -1: not activated; -2: the
+ * environment names sockets but not one this daemon can use. */
+static int activated_socket(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *n = getenv("LISTEN_FDS");
+	uint64_t v;
+	int acc = 0;
+	socklen_t l = sizeof(acc);
+
+	if (!pid || !n || sbx_parse_u64(pid, false, 1, UINT32_MAX, &v) < 0 ||
+	    v != (uint64_t)getpid())
+		return -1;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (strcmp(n, "1") != 0 || getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l) != 0 ||
+	    !acc) {
+		fprintf(stderr, "agent-sandbox-egressd: socket activation: expected one "
+			"listening socket at fd 3 (LISTEN_FDS=%s)\n", n);
+		return -2;
+	}
+	(void)fcntl(3, F_SETFD, FD_CLOEXEC);
+	return 3;
+}
+
 /* Root only binds; the daemon runs as its own user, so a bug in a parser
  * reached by an agent gives the agent nothing root has. */
 static int drop_to(const char *user)
@@ -726,6 +954,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	pthread_attr_t attr;
 	char sock[SBX_PATH_MAX];
+	bool activated;
 	int c, lfd;
 
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -749,7 +978,12 @@ int main(int argc, char **argv)
 		return 1;
 	if (sbx_strlcpy(sock, sizeof(sock), o.socket ? o.socket : cfg->egress_socket) < 0)
 		return 1;
-	lfd = listen_on(sock);
+	lfd = activated_socket();
+	if (lfd == -2)
+		return 1;
+	activated = lfd >= 0;
+	if (!activated)
+		lfd = listen_on(sock);
 	if (lfd < 0 || (o.user && drop_to(o.user) < 0))
 		return 1;
 	sigaction(SIGHUP, &sa, NULL);
@@ -759,7 +993,8 @@ int main(int argc, char **argv)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 << 10);
-	fprintf(stderr, "agent-sandbox-egressd: listening on %s as uid %u\n", sock, (unsigned)getuid());
+	fprintf(stderr, "agent-sandbox-egressd: listening on %s%s as uid %u\n", sock,
+		activated ? " (socket activation)" : "", (unsigned)getuid());
 
 	while (!stop) {
 		struct pollfd p = { .fd = lfd, .events = POLLIN };
@@ -819,6 +1054,8 @@ int main(int argc, char **argv)
 		}
 	}
 	close(lfd);
-	unlink(sock);
+	/* An activated socket is systemd's, and stays for the next start. */
+	if (!activated)
+		unlink(sock);
 	return 0;
 }

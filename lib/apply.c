@@ -207,6 +207,9 @@ struct plans {
 	struct sbx_decision d;		/* what every plan is built from */
 	bool userns;
 	int ns_flags;
+	/* network = proxy (d.egress): the bridge's options and shared counts. */
+	struct sbx_egress_bridge_opts egress;
+	char egress_hash[65];
 };
 
 /* fd moved to a number above 10 (close-on-exec); the old one closed. */
@@ -464,10 +467,6 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		die_errno("prctl(PR_SET_PDEATHSIG)");
-	if (pl->ns_flags & CLONE_NEWNET) {
-		if (sbx_net_lo_up(&err) != 0)
-			die("network namespace", &err);
-	}
 	if (sbx_mount_view_apply(&pl->mounts, detail, sizeof(detail), &err) != 0)
 		die("mount view", &err);
 	sbx_report_set(r, SBX_F_MOUNT_VIEW, true, false, "%s", detail);
@@ -540,8 +539,23 @@ static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, stru
 		die_errno("prctl(PR_SET_DUMPABLE, 0)");
 	sbx_report_set(r, SBX_F_USERNS, true, false, "uid %u mapped to itself; setgroups denied",
 		       (unsigned)s->uid);
-	if (sbx_ns_unshare(pl->ns_flags, &err) != 0)
+	/* network = proxy: the bridge goes into the network namespace alone,
+	 * before the pid and mount namespaces (lib/egress_bridge.c). */
+	if (pl->d.egress) {
+		pid_t bridge;
+		int rc;
+
+		if (sbx_ns_unshare(CLONE_NEWNET, &err) != 0)
+			die("namespaces", &err);
+		if (sbx_net_lo_up(&err) != 0)
+			die("network namespace", &err);
+		rc = sbx_egress_bridge_start(&pl->egress, &bridge, &err);
+		sbx_egress_report(r, pl->egress.socket_path, rc, &err);
+	}
+	if (sbx_ns_unshare(pl->ns_flags & ~(pl->d.egress ? CLONE_NEWNET : 0), &err) != 0)
 		die("namespaces", &err);
+	if ((pl->ns_flags & CLONE_NEWNET) && !pl->d.egress && sbx_net_lo_up(&err) != 0)
+		die("network namespace", &err);
 	sbx_report_set(r, SBX_F_MOUNTNS, true, false, "private, no propagation to the host");
 	sbx_report_set(r, SBX_F_PIDNS, true, false, "the program is never PID 1");
 	sbx_report_set(r, SBX_F_IPCNS, pl->d.ipcns, false, "%s", pl->d.ipcns ?
@@ -639,6 +653,21 @@ static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_r
 	ret = sbx_env_build(run->envp, run->session, p->shell, &pl->env, err);
 	if (ret)
 		return ret;
+	if (d->egress) {
+		const struct sbx_session *s = run->session;
+
+		ret = sbx_env_set_proxy(&pl->env, SBX_EGRESS_PROXY_PORT, err);
+		if (ret)
+			return ret;
+		sbx_egress_list_hash(p, pl->egress_hash);
+		pl->egress.socket_path = s->egress_socket[0] ? s->egress_socket : SBX_EGRESS_SOCKET;
+		pl->egress.uid = s->uid;
+		pl->egress.session_id = s->session_id;
+		pl->egress.list_hash = pl->egress_hash;
+		ret = sbx_egress_counts_map(&pl->egress.counts, err);
+		if (ret)
+			return ret;
+	}
 	ret = sbx_mount_plan_build(p, run->session, &pl->mounts, err);
 	if (ret)
 		return ret;
@@ -939,6 +968,12 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 				     (unsigned)p->limits.value[SBX_LIMIT_SESSION_TIME] : 0);
 	if (ret == 0)
 		*exit_code = status;
+	/* The bridge has ended with the session: its counts are final. */
+	if (ret == 0 && pl->egress.counts) {
+		report->egress_allowed = __atomic_load_n(&pl->egress.counts->allowed, __ATOMIC_RELAXED);
+		report->egress_refused = __atomic_load_n(&pl->egress.counts->refused, __ATOMIC_RELAXED);
+		report->egress_failed = __atomic_load_n(&pl->egress.counts->failed, __ATOMIC_RELAXED);
+	}
 out:
 	if (outer_set) {
 		(void)prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
@@ -957,6 +992,7 @@ out:
 			close(pl->unix_chan);
 		sbx_env_free(pl->env);
 		sbx_mount_plan_free(&pl->mounts);
+		sbx_egress_counts_unmap(pl->egress.counts);
 	}
 	free(pl);
 	free(r);

@@ -434,6 +434,30 @@ static void canary_landlock_net(struct sbx_report *r)
 			    strerror(e));
 }
 
+/* network = proxy: the bridge listens on the sandbox's own loopback. Only
+ * it can have bound the port there (before this process existed), and the
+ * netns canary proves the loopback is the sandbox's. The connection is
+ * closed unused: the daemon counts and logs nothing for it. */
+static void canary_network_egress(struct sbx_report *r)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(SBX_EGRESS_PROXY_PORT),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd, e = 0;
+
+	if (!achieved(r, SBX_F_NETWORK_EGRESS))
+		return;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+		e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (e)
+		canary_fail(r, SBX_F_NETWORK_EGRESS, "connect(127.0.0.1:%d): %s",
+			    SBX_EGRESS_PROXY_PORT, strerror(e));
+	else
+		canary_pass(r, SBX_F_NETWORK_EGRESS);
+}
+
 /* ---- pathname unix sockets ------------------------------------------------------ */
 
 static int unix_connect_errno(int fd, const char *path)
@@ -958,6 +982,7 @@ void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
 	canary_write_boundary(p, s, r);
 	canary_deny_read(p, ctx, r);
 	canary_landlock_net(r);
+	canary_network_egress(r);
 	canary_unix_sockets(ctx, r);
 	canary_landlock_scope(r);
 	canary_landlock_ioctl(r);

@@ -623,6 +623,7 @@ static int resolve(struct parser *ps, size_t idx, unsigned depth)
 	r = apply_section(ps, sec, false, p);
 	if (r < 0)
 		return r;
+	p->require = sbx_require_for_network(p->require, p->network);
 	if (p->workspace_root[0] == '\0')
 		return sbx_error_set(ps->err, EINVAL,
 				     "%s:%u: [profile %s]: missing workspace_root",

@@ -84,6 +84,16 @@ int sbx_decide(const struct sbx_profile *p, const struct sbx_probe *probe,
 	d->unix_bind_mediated = d->network_denied && !(d->netns || private_netns);
 	d->inet_denied = d->network_denied && !d->netns;
 
+	/* network = proxy: the bridge listens on the sandbox's own loopback;
+	 * without a network namespace of the sandbox's, inet sockets are
+	 * refused altogether (inet_denied) and nothing could reach it. */
+	d->egress = p->network == SBX_NETWORK_PROXY && d->netns;
+	if (p->network == SBX_NETWORK_PROXY && !d->egress)
+		snprintf(d->egress_why, sizeof(d->egress_why),
+			 "no egress: the bridge needs the sandbox's own network namespace (%s); "
+			 "the session reaches only its private loopback",
+			 d->ns_why[0] ? d->ns_why : "network namespaces unavailable");
+
 	/* The gate holds only where the host can be made noexec (ld.so maps
 	 * programs, it does not execve them). */
 	if (p->command == SBX_ACCESS_ALLOW)
@@ -153,6 +163,7 @@ void sbx_decision_expect(const struct sbx_decision *d, struct sbx_report *r)
 	       "this session");
 	expect(r, SBX_F_SECCOMP, true, NULL);
 	expect(r, SBX_F_UNIX_SOCKETS, d->unix_mediated, NULL);
+	expect(r, SBX_F_NETWORK_EGRESS, d->egress, d->egress_why);
 	expect(r, SBX_F_DENY_READ, d->deny_read != SBX_DENY_READ_NONE,
 	       "no mount view and no Landlock: nothing keeps the secrets out");
 	if (d->netns)

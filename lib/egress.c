@@ -9,10 +9,12 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "internal.h"
+#include "sha256.h"
 
 static char lower(char c)
 {
@@ -640,4 +642,78 @@ int sbx_egress_tls_sni(const uint8_t *buf, size_t len, char *out, size_t size)
 	m.p = hs + 4;
 	m.n = need - 4;
 	return client_hello(m, out, size);
+}
+
+/* ---- the bridge's messages and the list they name ------------------------ */
+
+static bool hex_string(const char *s, size_t max, bool exact)
+{
+	size_t n = strnlen(s, max);
+
+	if (n == max || (exact && n != max - 1 && n != 0))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+int sbx_egress_hello_parse(const uint8_t *buf, size_t len, struct sbx_egress_hello *out)
+{
+	struct sbx_egress_hello h;
+
+	if (len < sizeof(h))
+		return memcmp(buf, SBX_EGRESS_HELLO_MAGIC, len < 4 ? len : 4) == 0 ? -EAGAIN :
+		       -EINVAL;
+	memcpy(&h, buf, sizeof(h));
+	if (memcmp(h.magic, SBX_EGRESS_HELLO_MAGIC, 4) != 0 ||
+	    h.version != SBX_EGRESS_HELLO_VERSION ||
+	    (h.kind != SBX_EGRESS_HELLO_CONNECT && h.kind != SBX_EGRESS_HELLO_PING) ||
+	    !hex_string(h.session, sizeof(h.session), false) ||
+	    !hex_string(h.list_hash, sizeof(h.list_hash), true))
+		return -EINVAL;
+	*out = h;
+	return 0;
+}
+
+void sbx_egress_list_format(const struct sbx_profile *p, char *buf, size_t size,
+			    bool *truncated)
+{
+	size_t used = 0;
+
+	*truncated = false;
+	if (size)
+		buf[0] = '\0';
+	for (size_t i = 0; i < p->n_egress; i++) {
+		char one[SBX_EGRESS_HOST_MAX + 8];
+		size_t n;
+
+		if (sbx_egress_entry_format(&p->egress[i], one, sizeof(one)) != 0)
+			continue;
+		n = strlen(one) + (used ? 2 : 0);
+		if (used + n + 1 > size) {
+			*truncated = true;
+			return;
+		}
+		snprintf(buf + used, size - used, "%s%s", used ? ", " : "", one);
+		used += n;
+	}
+}
+
+void sbx_egress_list_hash(const struct sbx_profile *p, char out[65])
+{
+	struct sbx_sha256 c;
+	uint8_t d[SBX_SHA256_DIGEST];
+
+	sbx_sha256_init(&c);
+	for (size_t i = 0; i < p->n_egress; i++) {
+		char one[SBX_EGRESS_HOST_MAX + 8];
+
+		if (sbx_egress_entry_format(&p->egress[i], one, sizeof(one)) != 0)
+			continue;
+		sbx_sha256_update(&c, one, strlen(one));
+		sbx_sha256_update(&c, "\n", 1);
+	}
+	sbx_sha256_final(&c, d);
+	sbx_sha256_to_hex(d, out);
 }

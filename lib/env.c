@@ -108,6 +108,39 @@ void sbx_env_free(char **env)
 	free(env);
 }
 
+int sbx_env_set_proxy(char ***env, int port, struct sbx_error *err)
+{
+	static const char *const names[] = {
+		"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY",
+		"ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy",
+	};
+	char http[64], socks[64];
+	char **e = *env, **grown;
+	size_t n = 0, i;
+
+	while (e[n])
+		n++;
+	grown = realloc(e, (n + ARRAY_SIZE(names) + 1) * sizeof(*e));
+	if (!grown)
+		return sbx_error_set(err, ENOMEM, "sbx_env_set_proxy: out of memory");
+	*env = e = grown;
+	snprintf(http, sizeof(http), "http://127.0.0.1:%d", port);
+	/* socks5h: the name goes to the proxy, which resolves it; there is
+	 * no resolver inside. */
+	snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%d", port);
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		const char *v = i < 4 ? http : i < 6 ? socks : "localhost,127.0.0.1,::1";
+		size_t need = strlen(names[i]) + strlen(v) + 2;
+
+		e[n] = malloc(need);
+		if (!e[n])
+			return sbx_error_set(err, ENOMEM, "sbx_env_set_proxy: out of memory");
+		snprintf(e[n], need, "%s=%s", names[i], v);
+		e[++n] = NULL;
+	}
+	return 0;
+}
+
 int sbx_env_build(char *const *envp, const struct sbx_session *s,
 		  const char *shell, char ***out, struct sbx_error *err)
 {

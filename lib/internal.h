@@ -192,6 +192,9 @@ struct sbx_session {
 	 * against its record): abstract unix names are private without one
 	 * of the engine's. */
 	bool private_netns;
+	/* network = proxy: agent-sandbox-egressd's socket ("" = the
+	 * default, SBX_EGRESS_SOCKET). */
+	char egress_socket[SBX_PATH_MAX];
 };
 
 /* ---- env.c: process hygiene (docs/design.md section 4) ------------------ */
@@ -205,6 +208,10 @@ struct sbx_session {
 int sbx_env_build(char *const *envp, const struct sbx_session *s,
 		  const char *shell, char ***out, struct sbx_error *err);
 void sbx_env_free(char **env);
+/* network = proxy: add http_proxy, https_proxy, ALL_PROXY (socks5h) and
+ * their capitals, and NO_PROXY for loopback, all at 127.0.0.1:port, to an
+ * environment from sbx_env_build (which has none of them). */
+int sbx_env_set_proxy(char ***env, int port, struct sbx_error *err);
 /* Close every fd above maxfd (close_range, with a /proc/self/fd fallback). */
 int sbx_fd_close_above(int maxfd, struct sbx_error *err);
 /* Reset every signal disposition to default and unblock all signals. */
@@ -640,6 +647,47 @@ int sbx_unix_supervisor_start(const struct sbx_unix_policy *pol, bool in_userns,
 			      pid_t *pid_out, struct sbx_error *err);
 /* Send the listener over the channel (SCM_RIGHTS): 0 or -errno. */
 int sbx_unix_send_listener(int chan, int listener);
+
+/* ---- egress.c, egress_bridge.c: network = proxy, the sandbox's half ---- */
+
+/* The profile's egress list as "host:port, ..." in buf, whole entries only
+ * (*truncated when one did not fit). */
+void sbx_egress_list_format(const struct sbx_profile *p, char *buf, size_t size,
+			    bool *truncated);
+/* SHA-256 (hex) of the list, each entry formatted and newline-ended, in
+ * the profile's order: what the bridge and the daemon compare. */
+void sbx_egress_list_hash(const struct sbx_profile *p, char out[65]);
+
+/* The bridge's counts of the daemon's verdicts, in a shared anonymous page
+ * the outer process maps before the sandbox forks: the bridge adds, the
+ * outer process reads them into the report when the session ends. */
+struct sbx_egress_counts {
+	uint64_t allowed, refused, failed;
+};
+int sbx_egress_counts_map(struct sbx_egress_counts **out, struct sbx_error *err);
+void sbx_egress_counts_unmap(struct sbx_egress_counts *c);
+
+/* Ask agent-sandbox-egressd at path whether uid is a proxy agent whose
+ * list has list_hash (NULL or "": any list), within timeout_ms. 0 yes;
+ * -EACCES no (err: the daemon's reason); other -errno: the daemon was not
+ * reached or did not answer (err says which). */
+int sbx_egress_ping(const char *path, uid_t uid, const char *list_hash, int timeout_ms,
+		    struct sbx_error *err);
+
+struct sbx_egress_bridge_opts {
+	const char *socket_path;	/* the daemon's */
+	uid_t uid;
+	const char *session_id;
+	const char *list_hash;
+	struct sbx_egress_counts *counts;	/* shared, may be NULL */
+};
+/* In the sandbox's network namespace (lo up) and user namespace, before
+ * its pid and mount namespaces: listen on 127.0.0.1:SBX_EGRESS_PROXY_PORT
+ * and fork the bridge, which drops every capability, asks the daemon
+ * (sbx_egress_ping) and then hands it each connection. 0 when the bridge
+ * runs; otherwise -errno with the reason in err, and nothing listens. */
+int sbx_egress_bridge_start(const struct sbx_egress_bridge_opts *o, pid_t *pid_out,
+			    struct sbx_error *err);
 
 /* ---- probe.c ----------------------------------------------------------- */
 

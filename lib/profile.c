@@ -13,7 +13,7 @@ static const char *const level_names[] = { "none", "degraded", "full" };
 static const char *const guarantee_names[SBX_G_COUNT] = {
 	"process_boundary", "write_boundary", "read_boundary",
 	"network_boundary", "env_scrub", "home_isolation", "exec_boundary",
-	"no_privilege_gain", "syscall_filter", "resource_limits",
+	"no_privilege_gain", "syscall_filter", "resource_limits", "network_egress",
 };
 static const char *const limit_names[SBX_LIMIT_COUNT] = {
 	"nproc", "nofile", "fsize", "as", "cpu", "core", "session_time",
@@ -68,6 +68,13 @@ void sbx_profile_init_default(struct sbx_profile *p)
 	p->require = SBX_G_WRITE_BOUNDARY | SBX_G_NO_PRIVILEGE_GAIN |
 		     SBX_G_SYSCALL_FILTER | SBX_G_ENV_SCRUB |
 		     SBX_G_NETWORK_BOUNDARY;
+}
+
+uint32_t sbx_require_for_network(uint32_t require, enum sbx_access network)
+{
+	if (network == SBX_NETWORK_PROXY && (require & SBX_G_NETWORK_BOUNDARY))
+		require = (require & ~(uint32_t)SBX_G_NETWORK_BOUNDARY) | SBX_G_NETWORK_EGRESS;
+	return require;
 }
 
 /* The identity of Restrict: every field at its widest, so that

@@ -34,6 +34,7 @@ static const char *const feature_names[SBX_F_COUNT] = {
 	[SBX_F_CGROUP_LIMITS] = "cgroup_limits",
 	[SBX_F_SECCOMP] = "seccomp",
 	[SBX_F_COMMAND_GATE] = "command_gate",
+	[SBX_F_NETWORK_EGRESS] = "network_egress",
 };
 
 const char *sbx_feature_name(enum sbx_feature f)
@@ -82,7 +83,7 @@ void sbx_report_init(struct sbx_report *r, const struct sbx_profile *p)
 	sbx_profile_hash(p, r->profile_hash);
 	r->isolation = p->isolation;
 	r->min_level = p->min_level;
-	r->required = p->require & SBX_G_ALL;
+	r->required = sbx_require_for_network(p->require, p->network) & SBX_G_ALL;
 	r->host_read = p->host_read;
 	r->host_write = p->host_write;
 	r->network = p->network;
@@ -106,6 +107,10 @@ void sbx_report_init(struct sbx_report *r, const struct sbx_profile *p)
 	r->entry[SBX_F_UNIX_SOCKETS].requested = p->network != SBX_ACCESS_ALLOW;
 	r->entry[SBX_F_DENY_READ].requested = p->n_deny_read > 0;
 	r->entry[SBX_F_COMMAND_GATE].requested = p->command != SBX_ACCESS_ALLOW;
+	r->entry[SBX_F_NETWORK_EGRESS].requested = p->network == SBX_NETWORK_PROXY;
+	if (p->network == SBX_NETWORK_PROXY)
+		sbx_egress_list_format(p, r->egress_list, sizeof(r->egress_list),
+				       &r->egress_list_truncated);
 	r->entry[SBX_F_HOME].requested = p->home != SBX_HOME_REAL;
 	r->entry[SBX_F_CGROUP_LIMITS].requested =
 		(p->limits.set_mask & ((1u << SBX_LIMIT_MEMORY_MAX) | (1u << SBX_LIMIT_PIDS_MAX) |
@@ -167,7 +172,7 @@ bool sbx_report_holds(const struct sbx_report *r, enum sbx_feature f)
 static uint32_t compute_guarantees(const struct sbx_report *r)
 {
 	uint32_t g = 0;
-	bool net_denied = r->network != SBX_ACCESS_ALLOW;
+	bool net_denied = r->network != SBX_ACCESS_ALLOW, boundary;
 
 	if (sbx_report_holds(r, SBX_F_PIDNS) &&
 	    (sbx_report_holds(r, SBX_F_LANDLOCK_SCOPE) || sbx_report_holds(r, SBX_F_SECCOMP)))
@@ -185,9 +190,20 @@ static uint32_t compute_guarantees(const struct sbx_report *r)
 		g |= SBX_G_READ_BOUNDARY;
 	/* Pathname unix sockets cross every network namespace: a host
 	 * daemon's socket is part of the network boundary too. */
-	if (net_denied && sbx_report_holds(r, SBX_F_UNIX_SOCKETS) &&
-	    (sbx_report_holds(r, SBX_F_NETNS) || (sbx_report_holds(r, SBX_F_LANDLOCK_NET) && sbx_report_holds(r, SBX_F_SECCOMP))))
+	boundary = net_denied && sbx_report_holds(r, SBX_F_UNIX_SOCKETS) &&
+		   (sbx_report_holds(r, SBX_F_NETNS) ||
+		    (sbx_report_holds(r, SBX_F_LANDLOCK_NET) && sbx_report_holds(r, SBX_F_SECCOMP)));
+	/* network = proxy with its bridge up: the listed destinations are
+	 * reached, so nothing is a boundary but the list, and the list holds
+	 * only where the rest of the boundary does (no host socket, no route
+	 * of the sandbox's own). Without the bridge such a session reaches
+	 * exactly what a deny session reaches. */
+	if (boundary && r->network == SBX_NETWORK_PROXY && r->entry[SBX_F_NETWORK_EGRESS].achieved) {
+		if (sbx_report_holds(r, SBX_F_NETWORK_EGRESS) && sbx_report_holds(r, SBX_F_NETNS))
+			g |= SBX_G_NETWORK_EGRESS;
+	} else if (boundary) {
 		g |= SBX_G_NETWORK_BOUNDARY;
+	}
 	if (sbx_report_holds(r, SBX_F_ENV_SCRUB))
 		g |= SBX_G_ENV_SCRUB;
 	if (sbx_report_holds(r, SBX_F_HOME))
@@ -206,6 +222,17 @@ static uint32_t compute_guarantees(const struct sbx_report *r)
 	return g;
 }
 
+/* The guarantees a floor can count on: network_boundary (nothing leaves)
+ * is stronger than network_egress (only the list leaves). */
+static uint32_t guarantees_met(const struct sbx_report *r)
+{
+	uint32_t g = r->guarantees;
+
+	if (g & SBX_G_NETWORK_BOUNDARY)
+		g |= SBX_G_NETWORK_EGRESS;
+	return g;
+}
+
 /* The features each guarantee can rest on (for naming what is missing). */
 static const enum sbx_feature *guarantee_inputs(uint32_t g, size_t *n)
 {
@@ -221,6 +248,8 @@ static const enum sbx_feature *guarantee_inputs(uint32_t g, size_t *n)
 	static const enum sbx_feature nopriv[] = { SBX_F_NO_NEW_PRIVS, SBX_F_CAPS };
 	static const enum sbx_feature sys[] = { SBX_F_SECCOMP };
 	static const enum sbx_feature res[] = { SBX_F_RLIMITS, SBX_F_CGROUP_LIMITS };
+	static const enum sbx_feature egress[] = {
+		SBX_F_NETNS, SBX_F_UNIX_SOCKETS, SBX_F_NETWORK_EGRESS };
 
 #define RET(a) do { *n = ARRAY_SIZE(a); return a; } while (0)
 	switch (g) {
@@ -234,6 +263,7 @@ static const enum sbx_feature *guarantee_inputs(uint32_t g, size_t *n)
 	case SBX_G_NO_PRIVILEGE_GAIN: RET(nopriv);
 	case SBX_G_SYSCALL_FILTER: RET(sys);
 	case SBX_G_RESOURCE_LIMITS: RET(res);
+	case SBX_G_NETWORK_EGRESS: RET(egress);
 	}
 #undef RET
 	*n = 0;
@@ -282,7 +312,7 @@ static void build_refusal(struct sbx_report *r)
 		size_t n, k;
 		bool any = false;
 
-		if (!(r->required & g) || (r->guarantees & g))
+		if (!(r->required & g) || (guarantees_met(r) & g))
 			continue;
 		if (!first)
 			sbx_sbuf_str(&b, "; ");
@@ -294,8 +324,15 @@ static void build_refusal(struct sbx_report *r)
 			sbx_sbuf_str(&b, ": the profile allows host writes");
 			continue;
 		}
-		if (g == SBX_G_NETWORK_BOUNDARY && r->network == SBX_ACCESS_ALLOW) {
+		if ((g == SBX_G_NETWORK_BOUNDARY || g == SBX_G_NETWORK_EGRESS) &&
+		    r->network == SBX_ACCESS_ALLOW) {
 			sbx_sbuf_str(&b, ": the profile allows the network");
+			continue;
+		}
+		if (g == SBX_G_NETWORK_BOUNDARY && r->network == SBX_NETWORK_PROXY &&
+		    r->entry[SBX_F_NETWORK_EGRESS].achieved) {
+			sbx_sbuf_str(&b, ": the profile's egress list is reached (network = proxy); "
+				     "require network_egress instead");
 			continue;
 		}
 		if (g == SBX_G_EXEC_BOUNDARY && r->command == SBX_ACCESS_ALLOW) {
@@ -340,7 +377,7 @@ void sbx_report_finish(struct sbx_report *r)
 	else
 		r->level = SBX_LEVEL_DEGRADED;
 	r->floor_met = r->level >= r->min_level &&
-		       (r->guarantees & r->required) == r->required;
+		       (guarantees_met(r) & r->required) == r->required;
 	if (r->floor_met)
 		r->refusal[0] = '\0';
 	else

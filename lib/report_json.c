@@ -59,6 +59,30 @@ static void json_argv(FILE *out, const struct sbx_report *r)
 	fprintf(out, "],\"command_truncated\":%s", r->argv_truncated ? "true" : "false");
 }
 
+/* network = proxy: the list as an array, the bridge's counts. */
+static void json_egress(FILE *out, const struct sbx_report *r)
+{
+	const char *p = r->egress_list;
+
+	fputs(",\"egress\":{\"list\":[", out);
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		char entry[SBX_EGRESS_HOST_MAX + 8];
+
+		snprintf(entry, sizeof(entry), "%.*s", (int)n, p);
+		sbx_json_put_string(out, entry);
+		p += n;
+		if (*p) {
+			p += strspn(p, ", ");
+			fputc(',', out);
+		}
+	}
+	fprintf(out, "],\"list_truncated\":%s,\"allowed\":%llu,\"refused\":%llu,"
+		"\"failed\":%llu}", r->egress_list_truncated ? "true" : "false",
+		(unsigned long long)r->egress_allowed, (unsigned long long)r->egress_refused,
+		(unsigned long long)r->egress_failed);
+}
+
 int sbx_report_to_json(const struct sbx_report *r, FILE *out)
 {
 	char when[32];
@@ -115,6 +139,9 @@ int sbx_report_to_json(const struct sbx_report *r, FILE *out)
 		json_key_string(out, "ended", when, true);
 	if (r->exit_status >= 0 && r->exit_status <= 255)
 		fprintf(out, ",\"exit_status\":%d", r->exit_status);
+	if (r->network == SBX_NETWORK_PROXY || r->egress_list[0] || r->egress_list_truncated ||
+	    r->egress_allowed || r->egress_refused || r->egress_failed)
+		json_egress(out, r);
 	fputs("}\n", out);
 	return ferror(out) ? -EIO : 0;
 }
@@ -214,8 +241,19 @@ static int jr_guarantees(struct sbx_jr *j, uint32_t *out)
 		return 0;
 	}
 	do {
-		if (jr_enum(j, guarantee_name_i, SBX_G_COUNT, &i))
+		char name[40];
+
+		if (sbx_jr_string(j, name, sizeof(name)))
 			return -EINVAL;
+		for (i = 0; i < SBX_G_COUNT; i++)
+			if (strcmp(name, guarantee_name_i(i)) == 0)
+				break;
+		/* A newer writer's guarantee: not one this reader can weigh. */
+		if (i == SBX_G_COUNT) {
+			if (!j->skip_unknown)
+				return sbx_jr_fail(j, "unknown name");
+			continue;
+		}
 		if (set & (1u << i))
 			return sbx_jr_fail(j, "duplicate guarantee");
 		set |= 1u << i;
@@ -290,8 +328,14 @@ static int entry_field(struct sbx_jr *j, int k, void *ctx)
 	case 0:
 		if (sbx_jr_string(j, name, sizeof(name)))
 			return -EINVAL;
-		if (strcmp(name, sbx_feature_name((enum sbx_feature)c->f)))
-			return sbx_jr_fail(j, "entries out of order or unknown feature");
+		for (unsigned f = 0; f < SBX_F_COUNT; f++) {
+			if (strcmp(name, sbx_feature_name((enum sbx_feature)f)) == 0) {
+				c->f = f;
+				return 0;
+			}
+		}
+		if (!j->skip_unknown)
+			return sbx_jr_fail(j, "unknown feature");
 		return 0;
 	case 1: return sbx_jr_bool(j, &e->requested);
 	case 2: return sbx_jr_bool(j, &e->achieved);
@@ -300,28 +344,98 @@ static int entry_field(struct sbx_jr *j, int k, void *ctx)
 	}
 }
 
-/* entries: exactly SBX_F_COUNT objects, in enum order. */
+/* entries: one object per feature, by name, in any order. A feature this
+ * reader does not know (a newer writer's) is skipped; one it knows but
+ * does not find stays not requested (an older writer's). */
 static int jr_entries(struct sbx_jr *j, struct sbx_report *r)
 {
 	static const char *const keys[] = {
 		"feature", "requested", "achieved", "verified", "detail",
 	};
+	uint32_t seen = 0;
 
 	if (sbx_jr_expect(j, '['))
 		return -EINVAL;
-	for (unsigned f = 0; f < SBX_F_COUNT; f++) {
-		struct entry_ctx c = { &r->entry[f], f };
+	if (sbx_jr_peek(j, ']'))
+		return 0;
+	do {
+		struct sbx_report_entry scratch;
+		struct entry_ctx c = { &scratch, SBX_F_COUNT };
 		int rc;
 
-		if (f && sbx_jr_expect(j, ','))
-			return -EINVAL;
+		memset(&scratch, 0, sizeof(scratch));
 		rc = sbx_jr_object(j, keys, ARRAY_SIZE(keys), "entry", entry_field, &c);
 		if (rc)
 			return rc;
-		if (c.e->verified && !c.e->achieved)
+		if (scratch.verified && !scratch.achieved)
 			return sbx_jr_fail(j, "entry verified but not achieved");
-	}
+		if (c.f == SBX_F_COUNT)
+			continue;
+		if (seen & (1u << c.f))
+			return sbx_jr_fail(j, "duplicate feature");
+		seen |= 1u << c.f;
+		r->entry[c.f] = scratch;
+	} while (sbx_jr_peek(j, ','));
 	return sbx_jr_expect(j, ']');
+}
+
+/* One list entry as the writer puts it: HOST:PORT, [V6]:PORT or
+ * *.SUFFIX:PORT, no separator. */
+static bool egress_entry_text_ok(const char *s)
+{
+	if (!s[0])
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+		      strchr("-.*:[]", *s)))
+			return false;
+	return true;
+}
+
+static int egress_list_read(struct sbx_jr *j, struct sbx_report *r)
+{
+	struct sbx_sbuf b;
+	bool first = true;
+
+	sbx_sbuf_init(&b, r->egress_list, sizeof(r->egress_list));
+	if (sbx_jr_expect(j, '['))
+		return -EINVAL;
+	if (sbx_jr_peek(j, ']'))
+		return 0;
+	do {
+		char entry[SBX_EGRESS_HOST_MAX + 8];
+
+		if (sbx_jr_string(j, entry, sizeof(entry)))
+			return -EINVAL;
+		if (!egress_entry_text_ok(entry))
+			return sbx_jr_fail(j, "egress list entry not HOST:PORT");
+		if (!first)
+			sbx_sbuf_str(&b, ", ");
+		first = false;
+		sbx_sbuf_str(&b, entry);
+		if (b.truncated)
+			return sbx_jr_fail(j, "egress list longer than a report holds");
+	} while (sbx_jr_peek(j, ','));
+	return sbx_jr_expect(j, ']');
+}
+
+static int egress_field(struct sbx_jr *j, int k, void *ctx)
+{
+	struct sbx_report *r = ctx;
+	uint64_t *count[] = { &r->egress_allowed, &r->egress_refused, &r->egress_failed };
+
+	if (k == 0)
+		return egress_list_read(j, r);
+	if (k == 1)
+		return sbx_jr_bool(j, &r->egress_list_truncated);
+	return sbx_jr_uint(j, UINT64_MAX, count[k - 2]);
+}
+
+static int jr_egress(struct sbx_jr *j, struct sbx_report *r)
+{
+	static const char *const keys[] = { "list", "list_truncated", "allowed", "refused", "failed" };
+
+	return sbx_jr_object(j, keys, ARRAY_SIZE(keys), "egress", egress_field, r);
 }
 
 static int report_field(struct sbx_jr *j, int k, void *ctx)
@@ -369,6 +483,7 @@ static int report_field(struct sbx_jr *j, int k, void *ctx)
 	case 18: return jr_argv(j, r);
 	case 19: return sbx_jr_bool(j, &r->argv_truncated);
 	case 20: return jr_time(j, &r->ended);
+	case 22: return jr_egress(j, r);
 	default:
 		rc = sbx_jr_uint(j, 255, &n);
 		r->exit_status = (int)n;
@@ -386,8 +501,10 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 		/* Schema 1; optional, so a report of an earlier version
 		 * (schema 0: none of them) still reads. */
 		"schema", "started", "command", "command_truncated", "ended", "exit_status",
+		/* Added in schema 1 with network = proxy. */
+		"egress",
 	};
-	const uint32_t optional = 0x3fu << 16;
+	const uint32_t optional = 0x7fu << 16;
 	struct sbx_report *r;
 	struct sbx_jr j;
 	int rc;

@@ -49,6 +49,15 @@ int sbx_report_to_text(const struct sbx_report *r, FILE *out)
 			e->verified ? "yes" : "no", e->detail);
 	}
 	fputc('\n', out);
+	if (r->network == SBX_NETWORK_PROXY) {
+		fprintf(out, "%-12s%s%s\n", "egress", r->egress_list[0] ? r->egress_list : "(none listed)",
+			r->egress_list_truncated ? ", ..." : "");
+		if (r->ended > 0)
+			fprintf(out, "%-12sallowed %llu, refused %llu, failed %llu\n", "",
+				(unsigned long long)r->egress_allowed,
+				(unsigned long long)r->egress_refused,
+				(unsigned long long)r->egress_failed);
+	}
 	text_guarantees(out, "guarantees", r->guarantees);
 	text_guarantees(out, "required", r->required);
 	fprintf(out, "level       %s (floor %s)\n", sbx_level_name(r->level),
@@ -104,6 +113,9 @@ void sbx_report_log(struct sbx_logline *l, const struct sbx_report *r)
 	}
 	if (b.len)
 		sbx_log_add_raw(l, "degraded", list);
+	if (r->network == SBX_NETWORK_PROXY)
+		sbx_log_add(l, "egress", "%s%s", r->egress_list[0] ? r->egress_list : "-",
+			    r->egress_list_truncated ? ", ..." : "");
 	if (!r->floor_met)
 		sbx_log_add(l, "refusal", "%s", r->refusal);
 }

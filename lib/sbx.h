@@ -124,6 +124,49 @@ int sbx_egress_socks5_request_parse(const uint8_t *buf, size_t len, size_t *used
 #define SBX_EGRESS_TLS_MAX 16384
 int sbx_egress_tls_sni(const uint8_t *buf, size_t len, char *out, size_t size);
 
+/*
+ * The sandbox's bridge and agent-sandbox-egressd (docs/design.md 13.7).
+ * Inside, a proxy session's programs reach 127.0.0.1:SBX_EGRESS_PROXY_PORT
+ * (HTTP CONNECT and SOCKS5 on one port). The bridge that listens there
+ * hands each connection's socket to the daemon over a new unix stream
+ * connection: one hello, with the socket in SCM_RIGHTS for kind CONNECT,
+ * then one verdict byte back. A PING asks whether a uid is a proxy agent
+ * with a given list, and is answered with a struct sbx_egress_pong.
+ */
+#define SBX_EGRESS_PROXY_PORT 3128
+#define SBX_EGRESS_HELLO_MAGIC "SBXB"
+#define SBX_EGRESS_HELLO_VERSION 1
+enum sbx_egress_hello_kind {
+	SBX_EGRESS_HELLO_CONNECT = 'C',
+	SBX_EGRESS_HELLO_PING = 'P',
+};
+enum sbx_egress_verdict {
+	SBX_EGRESS_ALLOWED = 'A',
+	SBX_EGRESS_REFUSED = 'R',
+	SBX_EGRESS_FAILED = 'F',	/* listed, but not reached */
+	SBX_EGRESS_NO_REQUEST = 'N',	/* closed before sending anything */
+};
+struct sbx_egress_hello {
+	char magic[4];
+	uint8_t version;
+	uint8_t kind;		/* enum sbx_egress_hello_kind */
+	uint8_t pad[2];
+	uint32_t uid;		/* PING: the uid asked about (only root asks for another) */
+	char session[40];	/* the session id (hex), NUL-terminated */
+	char list_hash[65];	/* sbx_egress_list_hash of the session's profile */
+	char pad2[3];
+};
+struct sbx_egress_pong {
+	char magic[4];
+	uint8_t ok;		/* the uid is a proxy agent, with that list */
+	uint8_t pad[3];
+	char why[184];		/* when not ok, NUL-terminated */
+};
+/* A hello of len bytes: 0 (*out filled), -EAGAIN short, -EINVAL not one
+ * (magic, version, kind, a field without its NUL, a session id that is
+ * not hex, a hash that is not 64 hex digits or empty). */
+int sbx_egress_hello_parse(const uint8_t *buf, size_t len, struct sbx_egress_hello *out);
+
 /* ---- the profile ------------------------------------------------------- */
 
 /* Ordered narrowest first: Restrict takes the minimum. Numbers are stable. */
@@ -163,8 +206,13 @@ enum sbx_guarantee {
 	SBX_G_NO_PRIVILEGE_GAIN = 1u << 7,
 	SBX_G_SYSCALL_FILTER = 1u << 8,
 	SBX_G_RESOURCE_LIMITS = 1u << 9,
+	/* network = proxy: only the listed destinations are reached, and
+	 * the list is enforced outside the sandbox (agent-sandbox-egressd).
+	 * A session that holds network_boundary reaches none, so it meets a
+	 * floor that requires this one too. */
+	SBX_G_NETWORK_EGRESS = 1u << 10,
 };
-#define SBX_G_COUNT 10
+#define SBX_G_COUNT 11
 #define SBX_G_ALL ((1u << SBX_G_COUNT) - 1)
 
 enum sbx_limit {
@@ -267,6 +315,11 @@ struct sbx_profile {
  * for --run): workspace rw, host read-only, network deny, command allow,
  * ephemeral home, sandboxed, a few deny_read secrets, floor "degraded". */
 void sbx_profile_init_default(struct sbx_profile *p);
+
+/* A profile's require for its network: under network = proxy the boundary
+ * a session can hold is its list, so network_boundary there reads as
+ * network_egress (the config and the report both apply it). */
+uint32_t sbx_require_for_network(uint32_t require, enum sbx_access network);
 
 /* The identity ceiling: allows everything, restricts nothing. */
 void sbx_profile_init_open(struct sbx_profile *p);
@@ -489,6 +542,10 @@ struct sbx_decision {
 	bool host_pids;			/* no pid namespace: other pids reachable */
 	bool cgroup2;			/* a cgroup v2 that could hold the session's limits */
 	enum sbx_gate_mech gate;
+	/* network = proxy: a bridge in the sandbox's own network namespace
+	 * (nothing else can be told from the host's loopback); why not. */
+	bool egress;
+	char egress_why[384];
 };
 
 /* The newest Landlock ABI whose rights and flags this code uses. */
@@ -510,6 +567,12 @@ int sbx_decide(const struct sbx_profile *p, const struct sbx_probe *probe,
  * decision expects, each entry marked verified as a canary would, then
  * finish it: r's level and floor are the expectation's. */
 void sbx_decision_expect(const struct sbx_decision *d, struct sbx_report *r);
+
+/* The network_egress entry once the bridge's start (or, for a prediction,
+ * the daemon's answer) is known: rc 0 and the list, or the reason in err.
+ * The session and --explain both write it here, so they say the same. */
+void sbx_egress_report(struct sbx_report *r, const char *socket_path, int rc,
+		       const struct sbx_error *err);
 
 /* ---- the report ---------------------------------------------------------- */
 
@@ -537,6 +600,7 @@ enum sbx_feature {
 	SBX_F_CGROUP_LIMITS,	/* memory_max, pids_max, cpu_max on the session's cgroup */
 	SBX_F_SECCOMP,
 	SBX_F_COMMAND_GATE,
+	SBX_F_NETWORK_EGRESS,	/* network = proxy: the bridge to agent-sandbox-egressd */
 	SBX_F_COUNT,
 };
 
@@ -585,6 +649,15 @@ struct sbx_report {
 	unsigned argc;
 	bool argv_truncated;
 	char argv_buf[1024];
+	/* network = proxy: the egress list as the session had it ("host:port"
+	 * entries, ", "-separated, cut with egress_list_truncated), and the
+	 * bridge's count of agent-sandbox-egressd's verdicts, known to the
+	 * copy written after the program ended. */
+	char egress_list[1024];
+	bool egress_list_truncated;
+	uint64_t egress_allowed;
+	uint64_t egress_refused;
+	uint64_t egress_failed;
 };
 
 /* The report JSON's schema version: raised only by a change an older

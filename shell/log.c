@@ -259,6 +259,11 @@ void shell_log_session_end(struct sbx_report *r, int exit_status, long long dura
 		sbx_log_add(l, "user", "%s", r->user[0] ? r->user : "-");
 		sbx_log_add(l, "exit_status", "%d", r->exit_status);
 		sbx_log_add(l, "duration_ms", "%lld", duration_ms);
+		if (r->network == SBX_NETWORK_PROXY) {
+			sbx_log_add(l, "egress_allowed", "%llu", (unsigned long long)r->egress_allowed);
+			sbx_log_add(l, "egress_refused", "%llu", (unsigned long long)r->egress_refused);
+			sbx_log_add(l, "egress_failed", "%llu", (unsigned long long)r->egress_failed);
+		}
 		shell_log_send(r->exit_status ? LOG_NOTICE : LOG_INFO, l);
 		free(l);
 	}

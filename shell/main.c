@@ -486,6 +486,8 @@ static int start_session(const struct run_opts *o)
 	if (ret)
 		goto refuse;
 	s.private_netns = pam_netns;
+	sbx_strlcpy(s.egress_socket, sizeof(s.egress_socket),
+		    cfg ? cfg->egress_socket : SBX_EGRESS_SOCKET);
 	if (o->executor) {
 		reason = "executor";
 		ret = executor_session(o, p, &s, home_note, sizeof(home_note), &err);

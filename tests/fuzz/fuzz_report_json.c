@@ -42,6 +42,10 @@ static void same(const struct sbx_report *a, const struct sbx_report *b)
 	must(a->exit_status == b->exit_status, "exit_status");
 	must(a->argc == b->argc && a->argv_truncated == b->argv_truncated, "command");
 	must(!memcmp(a->argv_buf, b->argv_buf, sizeof(a->argv_buf)), "command words");
+	must(!strcmp(a->egress_list, b->egress_list) &&
+	     a->egress_list_truncated == b->egress_list_truncated &&
+	     a->egress_allowed == b->egress_allowed && a->egress_refused == b->egress_refused &&
+	     a->egress_failed == b->egress_failed, "egress");
 	must(a->host_read == b->host_read && a->host_write == b->host_write &&
 	     a->network == b->network && a->command == b->command &&
 	     a->home == b->home && a->n_deny_read == b->n_deny_read, "policy");
