@@ -919,6 +919,8 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	sbx_report_set(r, SBX_F_ENV_SCRUB, true, false, "allow-list; LD_*, BASH_ENV, ENV, GLIBC_TUNABLES dropped");
 	if (!pl->userns)
 		report_missing_userns(r, &pl->d);
+	if (p->network == SBX_NETWORK_PROXY && !pl->d.egress)
+		sbx_report_set(r, SBX_F_NETWORK_EGRESS, false, false, "%s", pl->d.egress_why);
 	if (pl->userns && !pl->d.netns && pl->d.network_denied)
 		sbx_report_set(r, SBX_F_NETNS, false, false, "%s", pl->d.ns_why);
 	/* The session's cgroup, read here: the worker's cgroup namespace

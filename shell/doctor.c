@@ -790,6 +790,28 @@ bool shell_profile_missing_path(const struct sbx_profile *p, char *why, size_t s
 	return false;
 }
 
+/* network = proxy: the daemon must answer for this agent, with the list
+ * its sessions have; otherwise they reach only their own loopback. */
+static void check_egress(struct doctor *d, const struct doc_agent *a, const struct sbx_profile *p)
+{
+	struct sbx_error err = { 0 };
+	char hash[65];
+
+	if (p->network != SBX_NETWORK_PROXY)
+		return;
+	sbx_egress_list_hash(p, hash);
+	if (sbx_egress_ping(d->cfg->egress_socket, a->uid, hash, 2000, &err) == 0)
+		row(d, DOC_OK, "egress", a->user, NULL,
+		    "profile %s: network = proxy, %zu destination(s); agent-sandbox-egressd at %s "
+		    "answers with the same list", p->name, p->n_egress, d->cfg->egress_socket);
+	else
+		row(d, DOC_WARN, "egress", a->user,
+		    err.code == EACCES ? "systemctl reload agent-sandbox-egressd" :
+		    "systemctl enable --now agent-sandbox-egressd.socket",
+		    "profile %s: network = proxy: %s: its sessions reach only their private "
+		    "loopback (report: network_egress not achieved)", p->name, err.msg);
+}
+
 static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 {
 	struct sbx_error err = { 0 };
@@ -835,6 +857,7 @@ static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 		    rt->write == SBX_ACCESS_ALLOW ? "rw" : "ro", strerror(e));
 	}
 	check_ceiling_narrows(d, a, named, p, id.home);
+	check_egress(d, a, p);
 out:
 	sbx_account_free(&id);
 	free(p);

@@ -2,6 +2,7 @@
 /* The egress policy and parsers (lib/egress.c): entries, matching, address classes, requests, SNI. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -450,6 +451,98 @@ static void test_tls_sni(void **state)
 	assert_int_equal(sbx_egress_tls_sni(buf, n, sni, sizeof(sni)), -EINVAL);
 }
 
+static void hello_fill(uint8_t *buf, char kind, const char *session, const char *hash)
+{
+	struct sbx_egress_hello h;
+
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, SBX_EGRESS_HELLO_MAGIC, 4);
+	h.version = SBX_EGRESS_HELLO_VERSION;
+	h.kind = (uint8_t)kind;
+	h.uid = 1001;
+	snprintf(h.session, sizeof(h.session), "%s", session);
+	snprintf(h.list_hash, sizeof(h.list_hash), "%s", hash);
+	memcpy(buf, &h, sizeof(h));
+}
+
+static void test_hello(void **state)
+{
+	static const char hash[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+	uint8_t buf[sizeof(struct sbx_egress_hello)];
+	struct sbx_egress_hello h;
+
+	(void)state;
+	hello_fill(buf, 'C', "0123456789abcdef0123456789abcdef", hash);
+	assert_int_equal(sbx_egress_hello_parse(buf, sizeof(buf), &h), 0);
+	assert_int_equal(h.kind, SBX_EGRESS_HELLO_CONNECT);
+	assert_int_equal(h.uid, 1001);
+	assert_string_equal(h.list_hash, hash);
+	/* Short: more wanted while the magic so far agrees, refused when not. */
+	assert_int_equal(sbx_egress_hello_parse(buf, 3, &h), -EAGAIN);
+	assert_int_equal(sbx_egress_hello_parse(buf, sizeof(buf) - 1, &h), -EAGAIN);
+	assert_int_equal(sbx_egress_hello_parse((const uint8_t *)"SBXA", 4, &h), -EINVAL);
+	/* A ping with no session and no hash. */
+	hello_fill(buf, 'P', "", "");
+	assert_int_equal(sbx_egress_hello_parse(buf, sizeof(buf), &h), 0);
+	/* Refused: another kind, another version, a session that is not hex,
+	 * a hash of the wrong length, fields without their NUL. */
+	hello_fill(buf, 'X', "", "");
+	assert_int_equal(sbx_egress_hello_parse(buf, sizeof(buf), &h), -EINVAL);
+	hello_fill(buf, 'C', "", "");
+	buf[4] = 2;
+	assert_int_equal(sbx_egress_hello_parse(buf, sizeof(buf), &h), -EINVAL);
+	hello_fill(buf, 'C', "0123 user=root", hash);
+	assert_int_equal(sbx_egress_hello_parse(buf, sizeof(buf), &h), -EINVAL);
+	hello_fill(buf, 'C', "ab", "abcd");
+	assert_int_equal(sbx_egress_hello_parse(buf, sizeof(buf), &h), -EINVAL);
+	hello_fill(buf, 'C', "ab", hash);
+	memset(buf + offsetof(struct sbx_egress_hello, session), 'a', 40);
+	assert_int_equal(sbx_egress_hello_parse(buf, sizeof(buf), &h), -EINVAL);
+	hello_fill(buf, 'C', "ab", hash);
+	memset(buf + offsetof(struct sbx_egress_hello, list_hash), 'a', 65);
+	assert_int_equal(sbx_egress_hello_parse(buf, sizeof(buf), &h), -EINVAL);
+}
+
+/* The list as the report writes it and the hash the bridge and the
+ * daemon compare: order and every entry count, nothing else does. */
+static void test_list_format_hash(void **state)
+{
+	struct sbx_profile *p = calloc(1, sizeof(*p)), *q = calloc(1, sizeof(*q));
+	char buf[64], h1[65], h2[65];
+	bool cut;
+
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(q);
+	sbx_profile_init_default(p);
+	sbx_egress_list_hash(p, h1);
+	assert_int_equal(strlen(h1), 64);
+	assert_int_equal(sbx_egress_entry_parse("a.example.org", &p->egress[0], NULL), 0);
+	assert_int_equal(sbx_egress_entry_parse("*.b.example.org:8443", &p->egress[1], NULL), 0);
+	assert_int_equal(sbx_egress_entry_parse("[::1]:80", &p->egress[2], NULL), 0);
+	p->n_egress = 3;
+	sbx_egress_list_format(p, buf, sizeof(buf), &cut);
+	assert_string_equal(buf, "a.example.org:443, *.b.example.org:8443, [::1]:80");
+	assert_false(cut);
+	/* Whole entries only. */
+	sbx_egress_list_format(p, buf, 30, &cut);
+	assert_string_equal(buf, "a.example.org:443");
+	assert_true(cut);
+	sbx_egress_list_hash(p, h1);
+	*q = *p;
+	sbx_egress_list_hash(q, h2);
+	assert_string_equal(h1, h2);
+	q->egress[2].port = 81;
+	sbx_egress_list_hash(q, h2);
+	assert_string_not_equal(h1, h2);
+	*q = *p;
+	q->n_egress = 2;
+	sbx_egress_list_hash(q, h2);
+	assert_string_not_equal(h1, h2);
+	free(p);
+	free(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -460,6 +553,8 @@ int main(void)
 		cmocka_unit_test(test_http_connect),
 		cmocka_unit_test(test_socks5),
 		cmocka_unit_test(test_tls_sni),
+		cmocka_unit_test(test_hello),
+		cmocka_unit_test(test_list_format_hash),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -69,6 +69,35 @@ static void test_env_allowlist(void **state)
 	sbx_env_free(env);
 }
 
+/* network = proxy: the caller's proxy variables never pass (not on the
+ * allow-list); the session's point at the bridge. */
+static void test_env_proxy(void **state)
+{
+	char *in[] = { "https_proxy=http://evil:1", "NO_PROXY=*", "TERM=dumb", NULL };
+	struct sbx_session s;
+	struct sbx_error err;
+	char **env = NULL;
+	size_t n = 0;
+
+	(void)state;
+	fill_session(&s);
+	assert_int_equal(sbx_env_build(in, &s, NULL, &env, &err), 0);
+	assert_null(env_get(env, "https_proxy"));
+	assert_null(env_get(env, "NO_PROXY"));
+	assert_int_equal(sbx_env_set_proxy(&env, 3128, &err), 0);
+	assert_string_equal(env_get(env, "http_proxy"), "http://127.0.0.1:3128");
+	assert_string_equal(env_get(env, "HTTPS_PROXY"), "http://127.0.0.1:3128");
+	assert_string_equal(env_get(env, "ALL_PROXY"), "socks5h://127.0.0.1:3128");
+	assert_string_equal(env_get(env, "all_proxy"), "socks5h://127.0.0.1:3128");
+	assert_string_equal(env_get(env, "no_proxy"), "localhost,127.0.0.1,::1");
+	assert_string_equal(env_get(env, "TERM"), "dumb");
+	for (char **e = env; *e; e++)
+		if (strstr(*e, "proxy=") || strstr(*e, "PROXY="))
+			n++;
+	assert_int_equal(n, 8);
+	sbx_env_free(env);
+}
+
 static void test_env_path_and_control_bytes(void **state)
 {
 	char *in[] = { "PATH=/opt/bin:/usr/bin", "TERM=xterm\x1b]0;pwn\x07",
@@ -219,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_env_allowlist),
 		cmocka_unit_test(test_env_path_and_control_bytes),
 		cmocka_unit_test(test_env_limits),
+		cmocka_unit_test(test_env_proxy),
 		cmocka_unit_test(test_fd_close_above),
 		cmocka_unit_test(test_signals_reset),
 	};

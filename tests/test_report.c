@@ -612,6 +612,140 @@ static char *inserted(const char *json, const char *at, const char *ins)
 	return out;
 }
 
+/* network = proxy: the bridge up means only the list leaves (network_egress,
+ * not network_boundary); the bridge down means nothing does (boundary,
+ * which also meets a floor requiring network_egress). */
+static void test_proxy_guarantees(void **state)
+{
+	struct sbx_profile p;
+	struct sbx_report r;
+
+	(void)state;
+	sbx_profile_init_default(&p);
+	p.network = SBX_NETWORK_PROXY;
+	assert_int_equal(sbx_egress_entry_parse("registry.npmjs.org", &p.egress[0], NULL), 0);
+	assert_int_equal(sbx_egress_entry_parse("[fd00::1]:8443", &p.egress[1], NULL), 0);
+	p.n_egress = 2;
+	sbx_report_init(&r, &p);
+	/* The default require's network_boundary reads as network_egress. */
+	assert_true(r.required & SBX_G_NETWORK_EGRESS);
+	assert_false(r.required & SBX_G_NETWORK_BOUNDARY);
+	assert_true(r.entry[SBX_F_NETWORK_EGRESS].requested);
+	assert_string_equal(r.egress_list, "registry.npmjs.org:443, [fd00::1]:8443");
+	mark_all(&r, true, true);
+	sbx_report_finish(&r);
+	assert_true(r.guarantees & SBX_G_NETWORK_EGRESS);
+	assert_false(r.guarantees & SBX_G_NETWORK_BOUNDARY);
+	assert_true(r.floor_met);
+	assert_int_equal(r.level, SBX_LEVEL_FULL);
+
+	/* Achieved but not verified (its canary failed): neither. */
+	r.entry[SBX_F_NETWORK_EGRESS].verified = false;
+	sbx_report_finish(&r);
+	assert_false(r.guarantees & (SBX_G_NETWORK_EGRESS | SBX_G_NETWORK_BOUNDARY));
+	assert_false(r.floor_met);
+	assert_non_null(strstr(r.refusal, "network_egress"));
+
+	/* No bridge: a deny session in all but name. */
+	sbx_report_set(&r, SBX_F_NETWORK_EGRESS, false, false, "not reached");
+	sbx_report_finish(&r);
+	assert_true(r.guarantees & SBX_G_NETWORK_BOUNDARY);
+	assert_false(r.guarantees & SBX_G_NETWORK_EGRESS);
+	assert_int_equal(r.level, SBX_LEVEL_DEGRADED);
+	assert_true(r.floor_met);
+
+	/* Without the sandbox's network namespace no list holds either. */
+	mark_all(&r, true, true);
+	sbx_report_set(&r, SBX_F_NETNS, false, false, "no netns");
+	sbx_report_finish(&r);
+	assert_false(r.guarantees & SBX_G_NETWORK_EGRESS);
+
+	/* A deny profile's floor that requires network_egress: met by the
+	 * boundary; an allow profile's: not, and said why. */
+	sbx_profile_init_default(&p);
+	p.require |= SBX_G_NETWORK_EGRESS;
+	sbx_report_init(&r, &p);
+	mark_all(&r, true, true);
+	sbx_report_finish(&r);
+	assert_true(r.floor_met);
+	p.network = SBX_ACCESS_ALLOW;
+	p.require = SBX_G_NETWORK_EGRESS;
+	sbx_report_init(&r, &p);
+	mark_all(&r, true, true);
+	sbx_report_finish(&r);
+	assert_false(r.floor_met);
+	assert_non_null(strstr(r.refusal, "network_egress not held: the profile allows the network"));
+}
+
+/* Entries by name: a newer writer's feature or guarantee is skipped, an
+ * older writer's report (without network_egress) reads, the egress
+ * object round-trips, and what would not come back the same is refused. */
+static void test_json_features_by_name(void **state)
+{
+	struct sbx_error err = { 0 };
+	struct sbx_profile p;
+	struct sbx_report a, b;
+	char *json, *with, *cut, *q;
+	size_t len;
+
+	(void)state;
+	sbx_profile_init_default(&p);
+	p.network = SBX_NETWORK_PROXY;
+	assert_int_equal(sbx_egress_entry_parse("*.pythonhosted.org", &p.egress[0], NULL), 0);
+	assert_int_equal(sbx_egress_entry_parse("127.0.0.2:18443", &p.egress[1], NULL), 0);
+	p.n_egress = 2;
+	sbx_report_init(&a, &p);
+	mark_all(&a, true, true);
+	a.egress_allowed = 3;
+	a.egress_refused = 2;
+	a.egress_failed = 1;
+	sbx_report_finish(&a);
+	json = to_json(&a, &len);
+	assert_non_null(strstr(json, "\"egress\":{\"list\":[\"*.pythonhosted.org:443\","
+			       "\"127.0.0.2:18443\"],\"list_truncated\":false,\"allowed\":3,"
+			       "\"refused\":2,\"failed\":1}"));
+	assert_int_equal(parse_str(json, &b, &err), 0);
+	assert_reports_equal(&a, &b);
+	assert_string_equal(b.egress_list, a.egress_list);
+	assert_int_equal(b.egress_allowed, 3);
+	assert_int_equal(b.egress_refused, 2);
+	assert_int_equal(b.egress_failed, 1);
+
+	/* A newer writer's feature and guarantee. */
+	with = inserted(json, "\"entries\":[", "{\"feature\":\"future_layer\",\"requested\":true,"
+			"\"achieved\":true,\"verified\":true,\"detail\":\"\"},");
+	assert_int_equal(parse_str(with, &b, &err), 0);
+	assert_reports_equal(&a, &b);
+	free(with);
+	with = inserted(json, "\"guarantees\":[", "\"future_guarantee\",");
+	assert_int_equal(parse_str(with, &b, &err), 0);
+	assert_int_equal(b.guarantees, a.guarantees);
+	free(with);
+
+	/* An older writer's: no network_egress entry. */
+	cut = strdup(json);
+	assert_non_null(cut);
+	q = strstr(cut, ",{\"feature\":\"network_egress\"");
+	assert_non_null(q);
+	memmove(q, strchr(q + 1, '}') + 1, strlen(strchr(q + 1, '}') + 1) + 1);
+	assert_int_equal(parse_str(cut, &b, &err), 0);
+	assert_false(b.entry[SBX_F_NETWORK_EGRESS].requested);
+	assert_int_equal(b.entry[SBX_F_SECCOMP].requested, true);
+	free(cut);
+
+	/* Refused: a feature twice, a list entry that is not HOST:PORT. */
+	with = inserted(json, "\"entries\":[", "{\"feature\":\"seccomp\",\"requested\":true,"
+			"\"achieved\":false,\"verified\":false,\"detail\":\"\"},");
+	assert_int_equal(parse_str(with, &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "duplicate feature"));
+	free(with);
+	with = inserted(json, "\"list\":[", "\"a, b:443\",");
+	assert_int_equal(parse_str(with, &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "egress list entry"));
+	free(with);
+	free(json);
+}
+
 /* Schema 1: the version, when, what, and how it ended; each key written
  * only once known, each read back. */
 static void test_json_when_and_what(void **state)
@@ -836,6 +970,8 @@ int main(void)
 		cmocka_unit_test(test_json_roundtrip),
 		cmocka_unit_test(test_json_when_and_what),
 		cmocka_unit_test(test_json_skips_unknown_keys),
+		cmocka_unit_test(test_proxy_guarantees),
+		cmocka_unit_test(test_json_features_by_name),
 		cmocka_unit_test(test_write_at_refuses_non_files),
 		cmocka_unit_test(test_logline),
 		cmocka_unit_test(test_text),

@@ -7,8 +7,18 @@
 # positive control: the same server reached directly, or the same request
 # allowed for the listed destination.
 #
+# Then whole sessions (the test build of agent-shell, --run, as an agent
+# account whose profile is network = proxy): curl, git clone and pip
+# download inside the sandbox, through the bridge on the sandbox's own
+# loopback, to servers on 127.0.0.2 that literal entries name; the
+# refusals (another port, another name, a literal address, the metadata
+# address, a name that resolves to loopback, another TLS server name, plain
+# HTTP), the upstream and the daemon's socket tried directly from inside,
+# the report's list and counts, a list changed under a running session,
+# --explain against the real report, and a session with no daemon.
+#
 # Usage: tests/egress/run.sh     (root; BUILD from the environment)
-# Creates: accounts sbxe[dpna]-<random>, /run/sbx-egress-* (root-owned, for
+# Creates: accounts sbxe[dpnas]-<random>, /run/sbx-egress-* (root-owned, for
 # the trusted config and the socket), /var/tmp/sbx-egress-*; all removed on
 # exit, and the daemon and servers (by pid) stopped.
 set -u
@@ -18,19 +28,19 @@ D=$SRC/$BUILD/agent-sandbox-egressd
 CLIENT=$SRC/tests/egress/client.py
 . "$SRC/tests/tier.sh"
 tier_require_root
-for t in curl python3 openssl runuser; do
+for t in curl python3 openssl runuser git pip3; do
 	command -v $t >/dev/null || { echo "[  FAILED  ] $t missing (make deps installs it)"; exit 1; }
 done
 
 C=$(mktemp -d /run/sbx-egress-XXXXXX)
 T=$(mktemp -d /var/tmp/sbx-egress-XXXXXX)
 R=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
-DU=sbxed-$R AP=sbxep-$R AD=sbxen-$R NA=sbxea-$R
+DU=sbxed-$R AP=sbxep-$R AD=sbxen-$R NA=sbxea-$R SX=sbxes-$R
 PIDS=
 cleanup() {
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	for p in $PIDS; do wait "$p" 2>/dev/null; done
-	for u in $DU $AP $AD $NA; do userdel "$u" 2>/dev/null; done
+	for u in $DU $AP $AD $NA $SX; do userdel "$u" 2>/dev/null; done
 	rm -rf "$C" "$T"
 }
 trap cleanup EXIT
@@ -40,19 +50,45 @@ for u in $DU $AP $AD $NA; do
 	useradd --system -M -d /nonexistent -s /usr/sbin/nologin -U "$u" ||
 		{ echo "useradd $u failed"; exit 1; }
 done
+useradd --system -M -d "$T/home" -s /usr/sbin/nologin -U "$SX" || { echo "useradd $SX failed"; exit 1; }
+mkdir -m 0700 "$T/home" "$T/ws" "$T/xdg"
+chown "$SX:$SX" "$T/home" "$T/ws" "$T/xdg"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P1=$(free_port) P2=$(free_port)
+P1=$(free_port) P2=$(free_port) PG=$(free_port)
 [ "$P1" != "$P2" ] || P2=$((P1 + 1))
+[ "$PG" != "$P1" ] && [ "$PG" != "$P2" ] || PG=$((P2 + 1))
 
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/key.pem" -out "$T/cert.pem" -days 1 \
-	-subj /CN=egress-test -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" 2>/dev/null ||
+	-subj /CN=egress-test -addext "subjectAltName=IP:127.0.0.1,IP:127.0.0.2,IP:127.0.0.3,DNS:localhost" 2>/dev/null ||
 	{ echo "openssl req failed"; exit 1; }
 chmod 0644 "$T/cert.pem"
 for p in $P1 $P2; do
 	python3 "$SRC/tests/egress/tls_server.py" "$p" "$T/cert.pem" "$T/key.pem" >"$T/srv$p.out" 2>&1 &
 	PIDS="$PIDS $!"
 done
+# The sessions' outside: 127.0.0.2 (P1 and P2) and 127.0.0.3 (P1), and a
+# git repository and a package index on 127.0.0.2:PG. 127.0.0.1 is in the
+# sessions' NO_PROXY, as loopback: it is the sandbox's own.
+for a in 127.0.0.2:$P1 127.0.0.2:$P2 127.0.0.3:$P1; do
+	python3 "$SRC/tests/egress/tls_server.py" "${a#*:}" "$T/cert.pem" "$T/key.pem" "${a%:*}" \
+		>"$T/srv-$a.out" 2>&1 &
+	PIDS="$PIDS $!"
+done
+mkdir -p "$T/www"
+git init -q --bare "$T/www/repo.git"
+git -C "$T" -c init.defaultBranch=main init -q src
+printf 'through the proxy\n' >"$T/src/README"
+git -C "$T/src" add README
+git -C "$T/src" -c user.name=t -c user.email=t@t commit -qm one
+git -C "$T/src" push -q "$T/www/repo.git" HEAD:main
+git -C "$T/www/repo.git" symbolic-ref HEAD refs/heads/main
+git -C "$T/www/repo.git" update-server-info
+python3 "$SRC/tests/egress/make_wheel.py" "$T/www"
+chmod -R a+rX "$T/www"
+python3 "$SRC/tests/egress/file_server.py" 127.0.0.2 "$PG" "$T/cert.pem" "$T/key.pem" "$T/www" \
+	>"$T/www.out" 2>&1 &
+PIDS="$PIDS $!"
 
 S=$C/e.sock
 cat >"$C/agent-sandbox.conf" <<CONF
@@ -68,9 +104,17 @@ egress_allow = *.example.invalid:$P1
 workspace_root = /var/tmp
 network = deny
 egress_allow = 127.0.0.1:$P1
+[profile sx]
+workspace_root = $T/ws
+network = proxy
+egress_allow = 127.0.0.2:$P1
+egress_allow = 127.0.0.2:$PG
+egress_allow = localhost:$P2
+egress_allow = *.example.invalid:$P1
 [match]
 user $AP = px
 user $AD = dn
+user $SX = sx
 CONF
 chmod 0644 "$C/agent-sandbox.conf"
 
@@ -79,7 +123,8 @@ chmod 0644 "$C/agent-sandbox.conf"
 PIDS="$PIDS $!"
 DPID=$!
 for _ in $(seq 50); do
-	[ -S "$S" ] && grep -q ready "$T/srv$P1.out" 2>/dev/null && grep -q ready "$T/srv$P2.out" 2>/dev/null && break
+	[ -S "$S" ] && grep -q ready "$T/srv$P1.out" 2>/dev/null && grep -q ready "$T/srv$P2.out" 2>/dev/null &&
+		grep -q ready "$T/www.out" 2>/dev/null && break
 	sleep 0.1
 done
 [ -S "$S" ] || { echo "daemon did not start:"; cat "$T/daemon.log"; exit 1; }
@@ -199,6 +244,8 @@ case "$line" in
 *"allowed=2 refused="*) ok "per-uid counters in the log line" ;;
 *) bad "per-uid counters in the log line" "$line" ;;
 esac
+
+. "$SRC/tests/egress/sessions.sh"
 
 if [ "$fail" -ne 0 ] || [ -n "${EGRESS_VERBOSE:-}" ]; then echo "--- daemon log"; cat "$T/daemon.log"; fi
 summary

@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Sourced by tests/egress/run.sh once the daemon and the servers run: whole
+# network = proxy sessions as the agent $SX (profile sx), each refusal
+# beside its control. Uses T C S SX P1 P2 PG DPID, logline, ok, bad.
+AS=$SRC/$BUILD/tests/agent-shell-testable
+CA=$T/cert.pem
+# One confined session: sh -c SCRIPT inside, as the agent; its output
+# (stderr too, but agent-shell's note that no syslog daemon listens here).
+# The session id goes to ws/.sid, for report_json.
+sbx() {
+	runuser -u "$SX" -- env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" \
+		SBX_TEST_CONFIG="$C/agent-sandbox.conf" "$AS" --run -- /bin/sh -c \
+		"echo \"\$AGENT_SANDBOX_SESSION\" >$T/ws/.sid; $1" 2>&1 |
+		grep -v '^agent-shell: warning: no syslog daemon listens'
+}
+# The last session's report, as its agent reads it.
+report_json() {
+	runuser -u "$SX" -- env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" \
+		SBX_TEST_CONFIG="$C/agent-sandbox.conf" "$AS" --report --json "$(cat "$T/ws/.sid")"
+}
+# A python check over the last report: report_has 'EXPR' (r is the report).
+report_has() {
+	report_json >"$T/r.json" 2>"$T/r.err" || { echo "no report: $(cat "$T/r.err")"; return 1; }
+	python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/r.json" 2>/dev/null || { echo "not JSON: $(head -c 300 "$T/r.json")"; return 1; }
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); e={x["feature"]:x for x in r["entries"]}
+ok = '"$1"'
+print("" if ok else json.dumps({"guarantees": r["guarantees"], "egress": r.get("egress"), "network_egress": e.get("network_egress"), "level": r["level"]}))
+sys.exit(0 if ok else 1)' "$T/r.json" 2>&1
+}
+n_lines() { grep -c "event=egress.*session=" "$T/daemon.log"; }
+
+# ---- allowed, and what the session sees ----------------------------------------------
+out=$(sbx "curl -sS --max-time 8 --cacert $CA https://127.0.0.2:$P1/")
+line=$(logline 127.0.0.2 "$P1")
+case "$out/$line" in
+"ok $P1/"*"session="*"user=$SX"*"verdict=allowed"*) ok "session: curl https to a listed address, through the bridge" ;;
+*) bad "session: curl https to a listed address, through the bridge" "$out / $line" ;;
+esac
+if why=$(report_has 'e["network_egress"]["achieved"] and e["network_egress"]["verified"] and "network_egress" in r["guarantees"] and "network_boundary" not in r["guarantees"] and r["egress"]["list"] == ["127.0.0.2:'"$P1"'", "127.0.0.2:'"$PG"'", "localhost:'"$P2"'", "*.example.invalid:'"$P1"'"] and r["egress"]["allowed"] == 1 and r["egress"]["refused"] == 0 and r["level"] == "full"'); then
+	ok "session: report lists the egress list, network_egress verified, the count"
+else
+	bad "session: report lists the egress list, network_egress verified, the count" "$why"
+fi
+# The session's environment points every client at the bridge, and nothing
+# but the bridge's port answers on its loopback.
+out=$(sbx 'echo "$https_proxy $ALL_PROXY $NO_PROXY"')
+case "$out" in
+*"http://127.0.0.1:3128 socks5h://127.0.0.1:3128 localhost,127.0.0.1,::1"*) ok "session: proxy variables set" ;;
+*) bad "session: proxy variables set" "$out" ;;
+esac
+
+out=$(sbx "git -c http.sslCAInfo=$CA clone -q https://127.0.0.2:$PG/repo.git \$HOME/r && cat \$HOME/r/README")
+case "$out" in
+*"through the proxy"*) ok "session: git clone over https through the proxy" ;;
+*) bad "session: git clone over https through the proxy" "$out" ;;
+esac
+out=$(sbx "cd \$HOME && pip3 download -q --no-deps --disable-pip-version-check --cert $CA \
+	--index-url https://127.0.0.2:$PG/simple/ sbxprobe && ls \$HOME")
+case "$out" in
+*"sbxprobe-1.0-py3-none-any.whl"*) ok "session: pip download from an index a literal entry names" ;;
+*) bad "session: pip download from an index a literal entry names" "$out" ;;
+esac
+
+# ---- refused from inside, each with its control above --------------------------------
+expect_session_refused() {	# NAME HOST PORT REASON OUTPUT
+	local line
+	line=$(logline "$2" "$3")
+	case "$5" in *"ok $3"*) bad "$1" "went through: $5"; return ;; esac
+	case "$line" in
+	*"session="*"verdict=refused"*"$4"*) ok "$1" ;;
+	*) bad "$1" "log: '${line:-none}', output: $5" ;;
+	esac
+}
+direct=$(curl -sS --max-time 5 --cacert "$CA" "https://127.0.0.2:$P2/" 2>&1)
+[ "$direct" = "ok $P2" ] && ok "control: 127.0.0.2:$P2 answers from the host" ||
+	bad "control: 127.0.0.2:$P2 answers from the host" "$direct"
+out=$(sbx "curl -sS --max-time 8 --cacert $CA https://127.0.0.2:$P2/")
+expect_session_refused "session: a listed address on another port" 127.0.0.2 "$P2" "address not listed" "$out"
+out=$(sbx "curl -sS --max-time 8 --cacert $CA https://127.0.0.3:$P1/")
+expect_session_refused "session: a literal address not listed" 127.0.0.3 "$P1" "address not listed" "$out"
+out=$(sbx "curl -sS --max-time 8 https://other.example.org:$P1/")
+expect_session_refused "session: a name not listed" other.example.org "$P1" "host:port not listed" "$out"
+out=$(sbx "curl -sS --max-time 8 --proxytunnel http://169.254.169.254/latest/meta-data/")
+expect_session_refused "session: the metadata address" 169.254.169.254 80 "address not listed" "$out"
+out=$(sbx "curl -sS --max-time 8 --cacert $CA https://localhost:$P2/")
+# localhost is in NO_PROXY: curl goes to the sandbox's own loopback, where
+# nothing listens; through the proxy explicitly, the name is refused.
+case "$out" in
+*"ok $P2"*) bad "session: localhost is the sandbox's own" "went through: $out" ;;
+*"Failed to connect"*|*"Couldn't connect"*) ok "session: localhost is the sandbox's own" ;;
+*) bad "session: localhost is the sandbox's own" "$out" ;;
+esac
+out=$(sbx "curl -sS --max-time 8 --cacert $CA --noproxy '' https://localhost:$P2/")
+expect_session_refused "session: a listed name that resolves to loopback" localhost "$P2" \
+	"resolves to loopback address" "$out"
+out=$(sbx "curl -sS --max-time 8 --cacert $CA -x socks5://127.0.0.1:3128 \
+	--resolve other.example:$P1:127.0.0.2 https://other.example:$P1/")
+expect_session_refused "session: TLS server name other than the requested host" 127.0.0.2 "$P1" \
+	"TLS server name other.example is not the requested host" "$out"
+before=$(grep -c "http method other than CONNECT" "$T/daemon.log")
+out=$(sbx "curl -sS --max-time 8 -o /dev/null -w '%{http_code}' http://127.0.0.2:$P1/")
+after=$(grep -c "http method other than CONNECT" "$T/daemon.log")
+[ "$out" = "405" ] && [ "$after" -gt "$before" ] && ok "session: plain HTTP through the proxy is refused (405)" ||
+	bad "session: plain HTTP through the proxy is refused (405)" "$out"
+
+# ---- the proxy's other side, tried directly from inside --------------------------------
+out=$(sbx "curl -sS --max-time 5 --noproxy '*' --cacert $CA https://127.0.0.2:$P1/; echo rc=\$?")
+case "$out" in
+*"ok $P1"*) bad "session: the upstream directly, bypassing the proxy" "went through: $out" ;;
+*"rc=7"*) ok "session: the upstream directly, bypassing the proxy (connection refused)" ;;
+*) bad "session: the upstream directly, bypassing the proxy" "$out" ;;
+esac
+out=$(sbx "python3 -c 'import socket,sys
+s=socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); print(\"connected\")
+except OSError as e:
+    print(\"refused\", e.errno)' $S")
+case "$out" in
+*connected*) bad "session: the daemon's socket directly" "$out" ;;
+"refused 2"*) ok "session: the daemon's socket directly (ENOENT: not in the sandbox's view)" ;;
+*) bad "session: the daemon's socket directly" "$out" ;;
+esac
+out=$(sbx "python3 -c 'import socket,sys
+s=socket.socket(socket.AF_INET6)
+try:
+    s.connect((\"::1\", 3128)); print(\"connected\")
+except OSError as e:
+    print(\"refused\", e.errno)'")
+case "$out" in
+*"refused"*) ok "session: the bridge listens on 127.0.0.1 only" ;;
+*) bad "session: the bridge listens on 127.0.0.1 only" "$out" ;;
+esac
+
+# The counts of one session that was allowed once and refused twice.
+out=$(sbx "curl -sS --max-time 8 --cacert $CA https://127.0.0.2:$P1/ >/dev/null;
+	curl -sS --max-time 8 https://127.0.0.3:$P1/; curl -sS --max-time 8 https://nope.invalid/")
+if why=$(report_has 'r["egress"]["allowed"] == 1 and r["egress"]["refused"] == 2 and r["egress"]["failed"] == 0 and "exit_status" in r'); then
+	ok "session: the report's counts at the end (1 allowed, 2 refused)"
+else
+	bad "session: the report's counts at the end (1 allowed, 2 refused)" "$why / $out"
+fi
+
+# ---- the prediction ---------------------------------------------------------------------
+SBX_TEST_CONFIG="$C/agent-sandbox.conf" "$AS" --explain "$SX" --json >"$T/explain.json" 2>"$T/explain.err"
+sbx true >/dev/null
+report_json >"$T/real.json"
+why=$(python3 - "$T/explain.json" "$T/real.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["predicted_report"]
+b = json.load(open(sys.argv[2]))
+ea = {e["feature"]: (e["requested"], e["achieved"]) for e in a["entries"]}
+eb = {e["feature"]: (e["requested"], e["achieved"] and e["verified"]) for e in b["entries"]}
+diff = [f for f in ea if ea[f] != eb.get(f)]
+if (a["level"], sorted(a["guarantees"])) != (b["level"], sorted(b["guarantees"])):
+    diff.append("level/guarantees")
+if a["egress"]["list"] != b["egress"]["list"]:
+    diff.append("egress list")
+print(", ".join(diff))
+PY
+)
+if [ -z "$why" ] && grep -q '"network_egress","requested":true,"achieved":true' "$T/explain.json"; then
+	ok "explain: the prediction (daemon answering) equals the real report"
+else
+	bad "explain: the prediction (daemon answering) equals the real report" "${why:-$(head -c 300 "$T/explain.err")}"
+fi
+
+# ---- the list changed under a running session -------------------------------------------
+# The session waits for a file of the test's, then asks for its one listed
+# address; meanwhile the config gains an entry and the daemon reloads.
+rm -f "$T/ws/go"
+sbx "while [ ! -e $T/ws/go ]; do sleep 0.1; done;
+	curl -sS --max-time 8 --cacert $CA https://127.0.0.2:$P1/" >"$T/stale.out" 2>&1 &
+stale=$!
+sleep 1
+cp "$C/agent-sandbox.conf" "$C/orig.conf"
+sed -i "s|^egress_allow = 127.0.0.2:$PG\$|&\negress_allow = 127.0.0.9:$PG|" "$C/agent-sandbox.conf"
+kill -HUP "$DPID"
+sleep 1.5
+touch "$T/ws/go"
+wait "$stale"
+line=$(logline 127.0.0.2 "$P1")
+case "$(cat "$T/stale.out")/$line" in
+*"ok $P1"*) bad "session: a list changed since the session started is refused" "went through" ;;
+*"verdict=refused"*"changed since the session started"*)
+	ok "session: a list changed since the session started is refused" ;;
+*) bad "session: a list changed since the session started is refused" "$line / $(cat "$T/stale.out")" ;;
+esac
+out=$(sbx "curl -sS --max-time 8 --cacert $CA https://127.0.0.2:$P1/")
+[ "$out" = "ok $P1" ] && ok "control: a session started after the reload gets through" ||
+	bad "control: a session started after the reload gets through" "$out"
+cp "$C/orig.conf" "$C/agent-sandbox.conf"
+kill -HUP "$DPID"
+sleep 1
+
+# ---- no daemon: the session runs, reaching only its own loopback ----------------------------
+kill "$DPID"
+wait "$DPID" 2>/dev/null
+out=$(sbx "curl -sS --max-time 5 --cacert $CA https://127.0.0.2:$P1/; echo rc=\$?")
+if why=$(report_has 'not e["network_egress"]["achieved"] and "not reached" in e["network_egress"]["detail"] and "network_boundary" in r["guarantees"] and "network_egress" not in r["guarantees"] and r["level"] == "degraded" and r["floor_met"]'); then
+	case "$out" in
+	*"ok $P1"*) bad "session without the daemon: nothing leaves, the report says why" "went through" ;;
+	*"rc=7"*) ok "session without the daemon: nothing leaves, the report says why" ;;
+	*) bad "session without the daemon: nothing leaves, the report says why" "$out" ;;
+	esac
+else
+	bad "session without the daemon: nothing leaves, the report says why" "$why"
+fi
+SBX_TEST_CONFIG="$C/agent-sandbox.conf" "$AS" --explain "$SX" --json >"$T/explain.json" 2>"$T/explain.err"
+if grep -q '"network_egress","requested":true,"achieved":false' "$T/explain.json"; then
+	ok "explain: the prediction without the daemon says network_egress not achieved"
+else
+	bad "explain: the prediction without the daemon says network_egress not achieved" \
+		"$(head -c 300 "$T/explain.json" "$T/explain.err")"
+fi
