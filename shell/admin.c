@@ -213,7 +213,7 @@ static int newest_report(const char *dir, char *out, size_t size)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
-	time_t best = 0;
+	struct timespec best = { 0, 0 };
 	int ret = -ENOENT;
 
 	if (!d)
@@ -229,8 +229,11 @@ static int newest_report(const char *dir, char *out, size_t size)
 			continue;
 		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
 			continue;
-		if (st.st_mtime >= best && sbx_strlcpy(out, size, path) == 0) {
-			best = st.st_mtime;
+		/* To the nanosecond: sessions a second apart are common. */
+		if ((st.st_mtim.tv_sec > best.tv_sec ||
+		     (st.st_mtim.tv_sec == best.tv_sec && st.st_mtim.tv_nsec >= best.tv_nsec)) &&
+		    sbx_strlcpy(out, size, path) == 0) {
+			best = st.st_mtim;
 			ret = 0;
 		}
 	}
