@@ -100,6 +100,9 @@ EPH=sbxe-$R		# ephemeral home, for the 50 concurrent sessions
 WRONG=sbxw-$R		# in the agents' group, but its login shell is bash
 FLOOR=sbxf-$R		# its profile requires a guarantee it can never hold
 LIMIT=sbxl-$R		# max_sessions = 2
+PROXY=sbxy-$R		# network = proxy, through agent-sandbox-egressd
+EGRESS_USER=sbxd-$R	# the daemon's own account
+EGRESSD_PID="" ESERVER_PID=""
 SVC=sbxe2e-$R
 OPEN=/var/tmp/sbxe2e-$R	# agent-writable by Unix permissions, outside the workspace
 HOLDER="" SINK="" LISTENER="" ULISTENER="" AGENT_PID="" SSHD_PIDS=()
@@ -116,7 +119,7 @@ S_WRONG=sbxq-$R		# in group agents with /bin/bash: refused by the account line
 cleanup() {
 	local p uid h ns
 	trap - EXIT INT TERM
-	for p in "${SSHD_PIDS[@]}" $SINK $LISTENER $ULISTENER $AGENT_PID; do
+	for p in "${SSHD_PIDS[@]}" $SINK $LISTENER $ULISTENER $AGENT_PID $EGRESSD_PID $ESERVER_PID; do
 		kill "$p" 2>/dev/null
 	done
 	# Session processes of our accounts (uids exist only in our namespaces;
@@ -212,12 +215,13 @@ setup() {
 
 	# Accounts, in the namespace's /etc only.
 	NS groupadd --system "$GROUP" || return 1
-	for u in $AGENT $EPH $FLOOR $LIMIT; do
+	for u in $AGENT $EPH $FLOOR $LIMIT $PROXY; do
 		NS useradd --system -M -g "$GROUP" -s "$WN/bin/agent-shell" -d "$WN/home/$u" "$u" ||
 			return 1
 	done
 	NS useradd --system -M -g "$GROUP" -s /bin/bash -d "$WN/home/$WRONG" "$WRONG" || return 1
-	for u in $AGENT $EPH $FLOOR $LIMIT $WRONG; do
+	NS useradd --system -M -U -s /usr/sbin/nologin -d /nonexistent "$EGRESS_USER" || return 1
+	for u in $AGENT $EPH $FLOOR $LIMIT $WRONG $PROXY; do
 		NS id -u "$u" >>"$T/uids" || return 1
 		mkdir -m 0755 "$W/home/$u" "$W/ws/$u"
 		NS chown "$u:$GROUP" "$WN/ws/$u"
@@ -226,12 +230,23 @@ setup() {
 	# workspace and visible in the sandbox: only the sandbox keeps it out.
 	chown "$(NS id -u "$AGENT")" "$OPEN"
 
+	# network = proxy's outside: a TLS server on 127.0.0.2 (the host's
+	# loopback, which no session's network namespace has).
+	EPORT=$("$PY" "$HELPER" freeport)
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/egress-key.pem" -out "$W/egress-cert.pem" \
+		-days 1 -subj /CN=e2e -addext "subjectAltName=IP:127.0.0.2,IP:127.0.0.3" 2>/dev/null || return 1
+	chmod 0644 "$W/egress-cert.pem"
+	"$PY" "$SRC/tests/egress/tls_server.py" "$EPORT" "$W/egress-cert.pem" "$T/egress-key.pem" 127.0.0.2 \
+		>"$T/egress-server.out" 2>&1 &
+	ESERVER_PID=$!
+
 	# The config, at the fixed path the shipped shell reads.
 	NS mkdir -m 0755 /etc/agent-sandbox
 	NS tee /etc/agent-sandbox/agent-sandbox.conf >/dev/null <<-EOF
 	[global]
 	state_dir = $WN/state
 	agent_shell = $WN/bin/agent-shell
+	egress_socket = $WN/egress.sock
 
 	[profile e2e]
 	workspace_root = $WN/ws/%u
@@ -264,7 +279,14 @@ setup() {
 	inherit = e2e-eph
 	max_sessions = 2
 
+	[profile e2e-proxy]
+	inherit = e2e
+	network = proxy
+	egress_allow = 127.0.0.2:$EPORT
+	require = write_boundary no_privilege_gain syscall_filter env_scrub network_egress
+
 	[match]
+	user $PROXY = e2e-proxy
 	user $AGENT = e2e
 	user $WRONG = e2e
 	user $EPH = e2e-eph
@@ -274,6 +296,9 @@ setup() {
 	NS chmod 0644 /etc/agent-sandbox/agent-sandbox.conf
 	NS "$WN/bin/agent-shell" --check-config >"$T/check-config.out" 2>&1 || {
 		cat "$T/check-config.out"; return 1; }
+	NSBG "$BUILD/agent-sandbox-egressd" --socket "$WN/egress.sock" --user "$EGRESS_USER" \
+		--log-stderr 2>"$T/egressd.log"
+	EGRESSD_PID=$!
 
 	# PAM services: one per sshd (the name is the sshd symlink's name).
 	for svc in "$SVC" "$SVC-b" "$SVC-c" "$SVC-d"; do
@@ -296,7 +321,7 @@ setup() {
 	# Keys.
 	ssh-keygen -q -t ed25519 -N '' -C e2e-host -f "$W/sshd/hostkey" || return 1
 	ssh-keygen -q -t ed25519 -N '' -C e2e-client -f "$W/client/id" || return 1
-	for u in $AGENT $EPH $FLOOR $LIMIT $WRONG; do
+	for u in $AGENT $EPH $FLOOR $LIMIT $WRONG $PROXY; do
 		install -m 0644 "$W/client/id.pub" "$W/keys/$u"
 	done
 	echo "sbxe2e $(cut -d' ' -f1,2 "$W/sshd/hostkey.pub")" >"$W/client/known_hosts"
@@ -324,7 +349,7 @@ setup() {
 			AuthorizedKeysFile $WN/keys/%u
 			StrictModes yes
 			LogLevel VERBOSE
-			AllowUsers $AGENT $EPH $FLOOR $LIMIT $WRONG
+			AllowUsers $AGENT $EPH $FLOOR $LIMIT $WRONG $PROXY
 			MaxStartups 100:30:200
 			MaxSessions 20
 			AllowTcpForwarding yes
@@ -1275,6 +1300,54 @@ EOF
 	return $ok
 }
 
+# network = proxy over the real sshd, whose PAM stage has already put the
+# session in an empty network namespace (service A: "netns"): inside, curl
+# reaches the listed address through the bridge and agent-sandbox-egressd,
+# and nothing else; the report proves network_egress; the daemon names the
+# session; root's copy of the report has the counts.
+t_proxy_session_over_sshd() {
+	local ok=0 sid
+	grep -q "listening on" "$T/egressd.log" || { echo "  the daemon: $(cat "$T/egressd.log")"; return 1; }
+	# (The sandbox's view has no /run/e2e: the certificate goes in the workspace.)
+	install -m 0644 "$W/egress-cert.pem" "$W/ws/$PROXY/ca.pem"
+	sshc a "$PROXY" "echo sid=\$AGENT_SANDBOX_SESSION; echo ns_net=\$(readlink /proc/self/ns/net)
+		curl -sS --max-time 8 --cacert ca.pem https://127.0.0.2:$EPORT/; echo
+		curl -sS --max-time 8 --cacert ca.pem https://127.0.0.3:$EPORT/ 2>&1
+		curl -sS --max-time 5 --noproxy '*' --cacert ca.pem https://127.0.0.2:$EPORT/ 2>&1
+		cat \$HOME/.agent-sandbox/reports/\$AGENT_SANDBOX_SESSION.json" >"$T/proxy.out" 2>&1
+	sed 's/^/  | /' "$T/proxy.out" | cut -c1-200 | head -8
+	sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/proxy.out")
+	[ -n "$sid" ] || { echo "  no session id"; return 1; }
+	grep -qx "ok $EPORT" "$T/proxy.out" || { echo "  the listed address was not reached"; ok=1; }
+	grep -q "CONNECT tunnel failed, response 403" "$T/proxy.out" ||
+		{ echo "  the unlisted address was not refused with 403"; ok=1; }
+	grep -q "Failed to connect to 127.0.0.2 port $EPORT" "$T/proxy.out" ||
+		{ echo "  the listed address was reachable without the proxy"; ok=1; }
+	grep -qx "ns_net=$(readlink /proc/self/ns/net)" "$T/proxy.out" && { echo "  the host's network namespace"; ok=1; }
+	grep "session=$sid" "$T/egressd.log" | grep -q "host=127.0.0.2 port=$EPORT .*verdict=allowed" ||
+		{ echo "  the daemon has no allowed line for $sid"; ok=1; }
+	grep "session=$sid" "$T/egressd.log" | grep -q "host=127.0.0.3 port=$EPORT .*verdict=refused reason=\"address not listed\"" ||
+		{ echo "  the daemon has no refused line for $sid"; ok=1; }
+	# The PAM stage made its network namespace for this session.
+	wait_for syslog_has "session=$sid" "pam_stage=" && grep -F "session=$sid" "$W/syslog.log" |
+		grep -qE 'pam_stage=([a-z_-]+,)*netns' || { echo "  no PAM-stage netns for $sid"; ok=1; }
+	grep '"session_id"' "$T/proxy.out" | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+e = {x["feature"]: x for x in r["entries"]}
+if not (e["network_egress"]["achieved"] and e["network_egress"]["verified"] and "network_egress" in r["guarantees"] and "network_boundary" not in r["guarantees"] and r["floor_met"]):
+    print("  the session report: %r" % (e["network_egress"], r["guarantees"])); sys.exit(1)' || ok=1
+	wait_for test -n "$(NS "$WN/bin/agent-shell" --report --json "$sid" 2>/dev/null | grep exit_status)"
+	NS "$WN/bin/agent-shell" --report --json "$sid" 2>&1 | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+g = r.get("egress", {})
+if (g.get("allowed"), g.get("refused")) != (1, 1) or r.get("exit_status") is None:
+    print("  root'"'"'s copy: egress %r exit %r" % (g, r.get("exit_status"))); sys.exit(1)
+print("  root'"'"'s copy: list %s, allowed %d, refused %d" % (g["list"], g["allowed"], g["refused"]))' || ok=1
+	return $ok
+}
+
 # Two shells in one PAM session: sshd opens one per connection, and a
 # connection carries up to MaxSessions session channels. The first shell
 # takes the ledger's one slot; a second one's command, status and refusals
@@ -1700,7 +1773,8 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 	t_forwarding_refused_with_dropin t_forwarding_netns_without_dropin \
 	t_forwarding_hole_without_dropin_and_netns t_wrong_login_shell_refused \
 	t_floor_unmet_refused t_profile_changed_between_stages t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd \
-	t_ops_sessions_end_prune t_ops_log_and_root_report t_ledger_two_shells_one_session; do
+	t_ops_sessions_end_prune t_ops_log_and_root_report t_ledger_two_shells_one_session \
+	t_proxy_session_over_sshd; do
 	run_test "$t"
 done
 # The shipped files: their own world, set up once the tests above are done.
