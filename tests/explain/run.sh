@@ -112,4 +112,21 @@ if [ $erc = 1 ] && grep -q "every session would be refused: .*root $T/no-such-ro
 else
 	bad "$name" "the prediction and the session disagree on a missing root"
 fi
+# The shipped config's commented proxy example, uncommented as its comment
+# says (and the ceiling raised to proxy): it loads, and the profile it makes
+# is network = proxy with its list.
+name=commented_proxy_example
+echo "[ RUN      ] $name"
+awk '/^#\[profile coder-net\]$/ { on = 1 } on && /^$/ { on = 0 } on { sub(/^#/, "") } { print }' \
+	"$C/base.conf" | sed 's/^network = deny$/network = proxy/' >"$C/example.conf"
+printf '[match]\nuser %s = coder-net\n' "$U" >>"$C/example.conf"
+chmod 0644 "$C/example.conf"
+out=$(SBX_TEST_CONFIG="$C/example.conf" "$SHELL_BIN" --check-config 2>&1)
+exp=$(SBX_TEST_CONFIG="$C/example.conf" "$SHELL_BIN" --explain "$U" 2>&1)
+if [[ $out == *"OK (4 profile(s)"* ]] && [[ $out == *"profile coder-net: network = proxy, 6 destination(s)"* ]] &&
+	[[ $exp == *"egress      pypi.org:443, files.pythonhosted.org:443"* ]]; then
+	ok "$name"
+else
+	bad "$name" "$(echo "$out" | head -3) / $(echo "$exp" | grep -m2 -E 'egress|refused')"
+fi
 summary
