@@ -161,6 +161,7 @@ int sbx_egress_ping(const char *path, uid_t uid, const char *list_hash, int time
 	struct sbx_egress_pong pong;
 	int fd, r;
 
+	memset(&pong, 0, sizeof(pong));
 	fd = daemon_connect(path, err);
 	if (fd < 0)
 		return fd;
@@ -306,7 +307,7 @@ int sbx_egress_bridge_start(const struct sbx_egress_bridge_opts *o, pid_t *pid_o
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_port = htons(SBX_EGRESS_PROXY_PORT),
 				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct ready_msg m;
+	struct ready_msg m = { 0 };
 	int lfd, ready[2], r, one = 1, status;
 	pid_t pid;
 
