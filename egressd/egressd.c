@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -47,6 +48,7 @@ struct opts {
 	int handshake_ms;
 	int peek_ms;		/* wait for a client's first bytes on ports other than 443 */
 	bool log_stderr;
+	bool allow_direct;	/* serve clients that send no bridge hello (tests) */
 };
 
 static struct opts o = {
@@ -67,13 +69,29 @@ static volatile sig_atomic_t reload, stop;
 struct uid_stat {
 	uid_t uid;
 	bool used;
-	unsigned open;
+	unsigned open;		/* accepted, PINGs included */
+	unsigned active;	/* requests being decided or relayed (at most max_per_uid) */
 	unsigned long allowed, refused;
+	/* Whether the uid is a proxy agent, as of config generation gen
+	 * (0 unknown, 1 yes, -1 no): a known "no" is closed in the accept
+	 * loop, with no thread and no lookup. */
+	int agent;
+	unsigned gen;
+	int64_t agent_until_ms;	/* and at most this long (group changes need no reload) */
+	/* Refusals that name no destination (not an agent, too many
+	 * connections, no request) are logged at most once a second per
+	 * uid; the next line says how many were not. */
+	int64_t quiet_until_ms;
+	unsigned long suppressed;
 };
 
 static pthread_mutex_t stat_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct uid_stat stats[MAX_UIDS];
 static unsigned open_total;
+static unsigned cfg_gen = 1;	/* raised by every config (re)load */
+/* Connections a uid may hold beyond max_per_uid for PING only: a uid whose
+ * sessions hold every slot can still start one (docs/design.md 13.5). */
+#define PING_RESERVE 4
 
 static struct uid_stat *stat_for(uid_t uid)
 {
@@ -107,6 +125,12 @@ struct conn {
 	int ctl;
 	char session[40];
 	bool stale_list;
+	bool active;		/* holds one of its uid's max_per_uid slots */
+	struct {
+		bool set;
+		int socks_code, http_code;
+		const char *http_text;
+	} pending;		/* a refusal's reply, sent after its verdict */
 	struct ucred cred;
 	bool socks;
 	char user[SBX_NAME_MAX];
@@ -188,6 +212,8 @@ static int send_all(int fd, const void *buf, size_t n)
 
 /* ---- the decision's log line ---------------------------------------------- */
 
+static void reply_pending(struct conn *c);
+
 /* The bridge's count: one byte, once, then its connection is done. */
 static void verdict(struct conn *c, enum sbx_egress_verdict v)
 {
@@ -204,8 +230,8 @@ static void log_decision(struct conn *c, const char *verdict_word, const char *r
 {
 	struct sbx_logline l;
 	struct uid_stat *s;
-	unsigned long allowed = 0, refused = 0;
-	bool ok = strcmp(verdict_word, "allowed") == 0;
+	unsigned long allowed = 0, refused = 0, suppressed = 0;
+	bool ok = strcmp(verdict_word, "allowed") == 0, quiet = false;
 
 	pthread_mutex_lock(&stat_lock);
 	s = stat_for(c->cred.uid);
@@ -216,11 +242,28 @@ static void log_decision(struct conn *c, const char *verdict_word, const char *r
 			s->refused++;
 		allowed = s->allowed;
 		refused = s->refused;
+		/* Every destination is named in the log; what names none is
+		 * bounded, so a flood by one uid cannot flood the log. */
+		if (!ok && !c->t.host[0]) {
+			int64_t now = now_ms();
+
+			if (now < s->quiet_until_ms) {
+				s->suppressed++;
+				quiet = true;
+			} else {
+				s->quiet_until_ms = now + 1000;
+				suppressed = s->suppressed;
+				s->suppressed = 0;
+			}
+		}
 	}
 	pthread_mutex_unlock(&stat_lock);
 
 	verdict(c, ok ? SBX_EGRESS_ALLOWED : strcmp(verdict_word, "refused") == 0 ?
 		   SBX_EGRESS_REFUSED : SBX_EGRESS_FAILED);
+	reply_pending(c);
+	if (quiet)
+		return;
 	sbx_log_begin(&l, "egress");
 	if (c->session[0])
 		sbx_log_add(&l, "session", "%s", c->session);
@@ -240,6 +283,8 @@ static void log_decision(struct conn *c, const char *verdict_word, const char *r
 		sbx_log_add(&l, "reason", "%s", reason);
 	sbx_log_add(&l, "allowed", "%lu", allowed);
 	sbx_log_add(&l, "refused", "%lu", refused);
+	if (suppressed)
+		sbx_log_add(&l, "suppressed", "%lu", suppressed);
 	sbx_log_send(ok ? LOG_INFO : LOG_WARNING, &l);
 	if (o.log_stderr)
 		fprintf(stderr, "%s\n", l.line);
@@ -251,7 +296,7 @@ static void log_decision(struct conn *c, const char *verdict_word, const char *r
 enum { S_OK = 0, S_FAIL = 1, S_RULESET = 2, S_HOSTUNREACH = 4, S_REFUSED = 5,
        S_TTL = 6, S_CMD = 7, S_ATYP = 8 };
 
-static void reply(struct conn *c, int socks_code, int http_code, const char *http_text)
+static void reply_now(struct conn *c, int socks_code, int http_code, const char *http_text)
 {
 	if (c->socks) {
 		uint8_t r[10] = { 5, (uint8_t)socks_code, 0, 1 };
@@ -264,6 +309,30 @@ static void reply(struct conn *c, int socks_code, int http_code, const char *htt
 			 http_code == 200 ? "" : "Connection: close\r\nContent-Length: 0\r\n");
 		send_all(c->fd, b, strlen(b));
 	}
+}
+
+/* A refusal's reply waits for its decision's log line: the bridge's verdict
+ * goes first, so a client that leaves on the reply (and ends its session)
+ * is counted. Success is answered at once (its verdict comes before the
+ * relay, so before any byte of the destination's). */
+static void reply(struct conn *c, int socks_code, int http_code, const char *http_text)
+{
+	if (socks_code == S_OK && (c->socks || http_code == 200)) {
+		reply_now(c, socks_code, http_code, http_text);
+		return;
+	}
+	c->pending.set = true;
+	c->pending.socks_code = socks_code;
+	c->pending.http_code = http_code;
+	c->pending.http_text = http_text;
+}
+
+static void reply_pending(struct conn *c)
+{
+	if (!c->pending.set)
+		return;
+	c->pending.set = false;
+	reply_now(c, c->pending.socks_code, c->pending.http_code, c->pending.http_text);
 }
 
 /* ---- the bridge's hello ---------------------------------------------------------- */
@@ -653,14 +722,33 @@ static int pump(struct dir *d)
 	return 0;
 }
 
-static void relay(int a, int b)
+/* The relay's pipes, made before the connection is counted allowed: a
+ * daemon out of file descriptors says "failed", not "allowed". */
+static int relay_prepare(struct dir d[2], int a, int b)
 {
-	struct dir d[2] = { { .from = a, .to = b }, { .from = b, .to = a } };
+	d[0] = (struct dir){ .from = a, .to = b, .pipe = { -1, -1 } };
+	d[1] = (struct dir){ .from = b, .to = a, .pipe = { -1, -1 } };
+	for (int i = 0; i < 2; i++)
+		if (pipe2(d[i].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+			return -errno;
+	return 0;
+}
+
+static void relay_close(struct dir d[2])
+{
+	for (int i = 0; i < 2; i++) {
+		if (d[i].pipe[0] >= 0)
+			close(d[i].pipe[0]);
+		if (d[i].pipe[1] >= 0)
+			close(d[i].pipe[1]);
+		d[i].pipe[0] = d[i].pipe[1] = -1;
+	}
+}
+
+static void relay(struct dir d[2], int a, int b)
+{
 	int i;
 
-	for (i = 0; i < 2; i++)
-		if (pipe2(d[i].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-			goto out;
 	fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK);
 	fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
 	while (!(d[0].done && d[1].done)) {
@@ -687,21 +775,44 @@ static void relay(int a, int b)
 		if (((p[0].revents | p[1].revents) & POLLERR) && !d[0].in_pipe && !d[1].in_pipe)
 			break;
 	}
-out:
-	for (i = 0; i < 2; i++) {
-		if (d[i].pipe[0] > 0)
-			close(d[i].pipe[0]);
-		if (d[i].pipe[1] > 0)
-			close(d[i].pipe[1]);
-	}
 }
 
 /* ---- one connection ------------------------------------------------------------------- */
+
+static void remember_agent(uid_t uid, int agent)
+{
+	struct uid_stat *s;
+
+	if (!agent)
+		return;
+	pthread_mutex_lock(&stat_lock);
+	s = stat_for(uid);
+	if (s) {
+		s->agent = agent;
+		s->gen = cfg_gen;
+		s->agent_until_ms = now_ms() + 30000;
+	}
+	pthread_mutex_unlock(&stat_lock);
+}
+
+static bool take_active_slot(struct conn *c)
+{
+	struct uid_stat *s;
+
+	pthread_mutex_lock(&stat_lock);
+	s = stat_for(c->cred.uid);
+	c->active = s && s->active < o.max_per_uid;
+	if (c->active)
+		s->active++;
+	pthread_mutex_unlock(&stat_lock);
+	return c->active;
+}
 
 static void serve(struct conn *c)
 {
 	struct sbx_profile *p;
 	struct sbx_egress_hello h;
+	struct dir d[2] = { { .pipe = { -1, -1 } }, { .pipe = { -1, -1 } } };
 	char reason[SBX_EGRESS_HOST_MAX + 64];
 	const char *why = NULL;
 	int r, passed = -1, pr;
@@ -711,8 +822,10 @@ static void serve(struct conn *c)
 	if (!p)
 		return;
 	/* Whose connection first: only a proxy agent (and root, to ask)
-	 * gets a byte read, so nobody else holds a thread for long. */
+	 * gets a byte read, so nobody else holds a thread for long; a "no"
+	 * is remembered until the config changes. */
 	pr = peer_profile(c, p, &why);
+	remember_agent(c->cred.uid, pr == 0 ? 1 : pr == -ENOENT || pr == -EACCES ? -1 : 0);
 	if (pr < 0 && c->cred.uid != 0) {
 		log_decision(c, "refused", why);
 		goto out;
@@ -738,7 +851,17 @@ static void serve(struct conn *c)
 		/* Root speaks only PING. */
 		log_decision(c, "refused", why);
 		goto out;
+	} else if (!o.allow_direct) {
+		/* A client speaking SOCKS5 or CONNECT on the socket itself has
+		 * no session: no list hash to hold it to, no report to count
+		 * it. Only a bridge's connection is served (tests may allow
+		 * direct clients). */
+		if (r == -EPIPE)
+			goto out;
+		log_decision(c, "refused", "no bridge hello (direct clients are not served)");
+		goto out;
 	}
+
 	if (passed >= 0)
 		close(passed);
 	passed = -1;
@@ -753,6 +876,13 @@ static void serve(struct conn *c)
 			goto out;
 		}
 		log_decision(c, "refused", why);
+		goto out;
+	}
+	/* A request to decide: within the uid's max_per_uid (PINGs used the
+	 * accept loop's reserve). */
+	if (!take_active_slot(c)) {
+		reply(c, S_RULESET, 403, "Forbidden");
+		log_decision(c, "refused", "too many connections");
 		goto out;
 	}
 	if (c->stale_list) {
@@ -787,11 +917,17 @@ static void serve(struct conn *c)
 		log_decision(c, "failed", "upstream write failed");
 		goto out;
 	}
+	if ((r = relay_prepare(d, c->fd, c->up)) < 0) {
+		snprintf(reason, sizeof(reason), "relay pipes: %s", strerror(-r));
+		log_decision(c, "failed", reason);
+		goto out;
+	}
 	log_decision(c, "allowed", NULL);
 	free(p);
 	p = NULL;
-	relay(c->fd, c->up);
+	relay(d, c->fd, c->up);
 out:
+	relay_close(d);
 	if (passed >= 0)
 		close(passed);
 	free(p);
@@ -805,6 +941,13 @@ static void *conn_thread(void *arg)
 	c->up = -1;
 	c->ctl = -1;
 	serve(c);
+	if (c->active) {
+		pthread_mutex_lock(&stat_lock);
+		s = stat_for(c->cred.uid);
+		if (s && s->active)
+			s->active--;
+		pthread_mutex_unlock(&stat_lock);
+	}
 	verdict(c, SBX_EGRESS_FAILED);
 	close(c->fd);
 	if (c->up >= 0)
@@ -842,6 +985,9 @@ static int load_config(void)
 	sbx_config_free(cfg);
 	cfg = n;
 	pthread_rwlock_unlock(&cfg_lock);
+	pthread_mutex_lock(&stat_lock);
+	cfg_gen++;
+	pthread_mutex_unlock(&stat_lock);
 	return 0;
 }
 
@@ -870,6 +1016,40 @@ static int listen_on(const char *path)
 		return -1;
 	}
 	return fd;
+}
+
+/* A relayed connection holds about six fds (the client, the destination,
+ * two pipes of two ends): the soft limit goes to the hard one, and
+ * max_conns comes down to what that allows, said once at start, so a
+ * tunnel is never counted allowed and then starved of a pipe. */
+#define FDS_PER_CONN 6
+#define FDS_SPARE 64
+
+static int nofile_fit(void)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)o.max_conns * FDS_PER_CONN + FDS_SPARE;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return -1;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur >= need)
+		return 0;
+	if (rl.rlim_cur < FDS_SPARE + FDS_PER_CONN) {
+		fprintf(stderr, "agent-sandbox-egressd: RLIMIT_NOFILE %llu is too low to serve "
+			"anyone\n", (unsigned long long)rl.rlim_cur);
+		return -1;
+	}
+	o.max_conns = (unsigned)((rl.rlim_cur - FDS_SPARE) / FDS_PER_CONN);
+	if (o.max_per_uid > o.max_conns)
+		o.max_per_uid = o.max_conns;
+	fprintf(stderr, "agent-sandbox-egressd: RLIMIT_NOFILE %llu: at most %u connections "
+		"(%u per uid)\n", (unsigned long long)rl.rlim_cur, o.max_conns, o.max_per_uid);
+	return 0;
 }
 
 /* systemd's socket activation (sd_listen_fds(3)): one listening socket at
@@ -924,7 +1104,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: agent-sandbox-egressd [--config PATH] [--socket PATH] [--user NAME]\n"
 		   "                             [--max-conns N] [--max-per-uid N]\n"
-		   "                             [--handshake-timeout MS] [--log-stderr]\n");
+		   "                             [--handshake-timeout MS] [--log-stderr]\n"
+		   "                             [--allow-direct]\n");
 }
 
 static unsigned num(const char *s, uint64_t max)
@@ -948,6 +1129,7 @@ int main(int argc, char **argv)
 		{ "max-per-uid", required_argument, NULL, 'p' },
 		{ "handshake-timeout", required_argument, NULL, 't' },
 		{ "log-stderr", no_argument, NULL, 'l' },
+		{ "allow-direct", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -966,6 +1148,7 @@ int main(int argc, char **argv)
 		case 'p': o.max_per_uid = num(optarg, 1u << 16); break;
 		case 't': o.handshake_ms = (int)num(optarg, 600000); break;
 		case 'l': o.log_stderr = true; break;
+		case 'd': o.allow_direct = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -974,6 +1157,19 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* fds 0-2 open on something, so that no socket or pipe of a
+	 * connection is ever fd 0 (a stray close or write to it). */
+	for (;;) {
+		int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (fd > 2)
+			close(fd);
+		if (fd < 0 || fd > 2)
+			break;
+		(void)fcntl(fd, F_SETFD, 0);
+	}
+	if (nofile_fit() < 0)
+		return 1;
 	if (load_config() < 0)
 		return 1;
 	if (sbx_strlcpy(sock, sizeof(sock), o.socket ? o.socket : cfg->egress_socket) < 0)
@@ -1003,7 +1199,7 @@ int main(int argc, char **argv)
 		struct conn *cn;
 		struct uid_stat *s;
 		pthread_t th;
-		bool over;
+		bool over, not_agent;
 		int fd;
 
 		if (reload) {
@@ -1021,15 +1217,25 @@ int main(int argc, char **argv)
 		}
 		pthread_mutex_lock(&stat_lock);
 		s = stat_for(cr.uid);
-		over = !s || open_total >= o.max_conns || s->open >= o.max_per_uid;
+		not_agent = s && cr.uid != 0 && s->agent < 0 && s->gen == cfg_gen &&
+			    now_ms() < s->agent_until_ms;
+		over = !s || not_agent || open_total >= o.max_conns ||
+		       s->open >= o.max_per_uid + PING_RESERVE;
 		if (!over) {
 			s->open++;
 			open_total++;
 		}
 		pthread_mutex_unlock(&stat_lock);
+		if (not_agent) {
+			struct conn tmp = { .fd = fd, .up = -1, .ctl = -1, .cred = cr };
+
+			log_decision(&tmp, "refused", "not a proxy agent");
+			close(fd);
+			continue;
+		}
 		cn = over ? NULL : calloc(1, sizeof(*cn));
 		if (!cn) {
-			struct conn tmp = { .fd = fd, .cred = cr };
+			struct conn tmp = { .fd = fd, .up = -1, .ctl = -1, .cred = cr };
 
 			log_decision(&tmp, "refused", "too many connections");
 			close(fd);

@@ -210,6 +210,8 @@ struct plans {
 	/* network = proxy (d.egress): the bridge's options and shared counts. */
 	struct sbx_egress_bridge_opts egress;
 	char egress_hash[65];
+	int egress_pin_rc;		/* sbx_egress_socket_pin's */
+	struct sbx_error egress_pin_err;
 };
 
 /* fd moved to a number above 10 (close-on-exec); the old one closed. */
@@ -549,7 +551,13 @@ static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, stru
 			die("namespaces", &err);
 		if (sbx_net_lo_up(&err) != 0)
 			die("network namespace", &err);
-		rc = sbx_egress_bridge_start(&pl->egress, &bridge, &err);
+		rc = pl->egress_pin_rc;
+		if (rc == 0)
+			rc = sbx_egress_bridge_start(&pl->egress, &bridge, &err);
+		else
+			err = pl->egress_pin_err;
+		if (pl->egress.socket_fd >= 0)
+			close(pl->egress.socket_fd);
 		sbx_egress_report(r, pl->egress.socket_path, rc, &err);
 	}
 	if (sbx_ns_unshare(pl->ns_flags & ~(pl->d.egress ? CLONE_NEWNET : 0), &err) != 0)
@@ -661,6 +669,11 @@ static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_r
 			return ret;
 		sbx_egress_list_hash(p, pl->egress_hash);
 		pl->egress.socket_path = s->egress_socket[0] ? s->egress_socket : SBX_EGRESS_SOCKET;
+		/* Pinned here, in the host's user namespace, where the socket's
+		 * owner and its directories' are seen as they are; a socket that
+		 * cannot be pinned leaves the bridge out (the report says why). */
+		pl->egress_pin_rc = sbx_egress_socket_pin(pl->egress.socket_path,
+							  &pl->egress.socket_fd, &pl->egress_pin_err);
 		pl->egress.uid = s->uid;
 		pl->egress.session_id = s->session_id;
 		pl->egress.list_hash = pl->egress_hash;
@@ -882,6 +895,7 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		goto out;
 	}
 	pl->unix_chan = -1;
+	pl->egress.socket_fd = -1;
 	sbx_report_init(r, p);
 	/* Every layer (mount masks, Landlock, the unix supervisor, the
 	 * canaries) works on the secrets' real paths from here on. */
@@ -972,9 +986,17 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		*exit_code = status;
 	/* The bridge has ended with the session: its counts are final. */
 	if (ret == 0 && pl->egress.counts) {
-		report->egress_allowed = __atomic_load_n(&pl->egress.counts->allowed, __ATOMIC_RELAXED);
-		report->egress_refused = __atomic_load_n(&pl->egress.counts->refused, __ATOMIC_RELAXED);
-		report->egress_failed = __atomic_load_n(&pl->egress.counts->failed, __ATOMIC_RELAXED);
+		const struct sbx_egress_counts *c = pl->egress.counts;
+		uint64_t answered;
+
+		report->egress_allowed = __atomic_load_n(&c->allowed, __ATOMIC_RELAXED);
+		report->egress_refused = __atomic_load_n(&c->refused, __ATOMIC_RELAXED);
+		report->egress_failed = __atomic_load_n(&c->failed, __ATOMIC_RELAXED);
+		/* Handed over, but the session ended before the daemon's
+		 * verdict came back (it may still have been allowed). */
+		answered = report->egress_allowed + report->egress_refused +
+			   report->egress_failed + __atomic_load_n(&c->none, __ATOMIC_RELAXED);
+		report->egress_unanswered = __atomic_load_n(&c->handed, __ATOMIC_RELAXED) - answered;
 	}
 out:
 	if (outer_set) {
@@ -995,6 +1017,8 @@ out:
 		sbx_env_free(pl->env);
 		sbx_mount_plan_free(&pl->mounts);
 		sbx_egress_counts_unmap(pl->egress.counts);
+		if (pl->egress.socket_fd >= 0)
+			close(pl->egress.socket_fd);
 	}
 	free(pl);
 	free(r);

@@ -436,8 +436,9 @@ static void canary_landlock_net(struct sbx_report *r)
 
 /* network = proxy: the bridge listens on the sandbox's own loopback. Only
  * it can have bound the port there (before this process existed), and the
- * netns canary proves the loopback is the sandbox's. The connection is
- * closed unused: the daemon counts and logs nothing for it. */
+ * netns canary proves the loopback is the sandbox's. Proved by bind(), not
+ * a connection: the port is taken (EADDRINUSE), and the daemon is not
+ * asked anything (a connection would be a hand-off to count). */
 static void canary_network_egress(struct sbx_report *r)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(SBX_EGRESS_PROXY_PORT),
@@ -447,15 +448,19 @@ static void canary_network_egress(struct sbx_report *r)
 	if (!achieved(r, SBX_F_NETWORK_EGRESS))
 		return;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+	if (fd < 0) {
+		canary_fail(r, SBX_F_NETWORK_EGRESS, "socket(AF_INET): %s", strerror(errno));
+		return;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
 		e = errno;
-	if (fd >= 0)
-		close(fd);
-	if (e)
-		canary_fail(r, SBX_F_NETWORK_EGRESS, "connect(127.0.0.1:%d): %s",
-			    SBX_EGRESS_PROXY_PORT, strerror(e));
-	else
+	close(fd);
+	if (e == EADDRINUSE)
 		canary_pass(r, SBX_F_NETWORK_EGRESS);
+	else
+		canary_fail(r, SBX_F_NETWORK_EGRESS, "bind(127.0.0.1:%d): %s, not EADDRINUSE: "
+			    "nothing listens there", SBX_EGRESS_PROXY_PORT,
+			    e ? strerror(e) : "bound");
 }
 
 /* ---- pathname unix sockets ------------------------------------------------------ */

@@ -34,6 +34,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,22 +64,61 @@ void sbx_egress_counts_unmap(struct sbx_egress_counts *c)
 		(void)munmap(c, sizeof(*c));
 }
 
-/* A non-blocking connection to the daemon: a full backlog is EAGAIN at
+int sbx_egress_socket_pin(const char *path, int *out_fd, struct sbx_error *err)
+{
+	char dir[SBX_PATH_MAX];
+	const char *name;
+	struct sbx_error why = { 0 };
+	struct stat st;
+	int dfd, fd, e;
+
+	name = strrchr(path, '/');
+	if (path[0] != '/' || !name || !name[1] ||
+	    sbx_snprintf(dir, sizeof(dir), "%.*s", (int)(name - path), path) != 0)
+		return sbx_error_set(err, EINVAL, "egress_socket %s: not an absolute path to a "
+				     "socket", path);
+	if (!dir[0])
+		sbx_strlcpy(dir, sizeof(dir), "/");
+	name++;
+	/* Every directory root's alone to change, so nobody can swap the
+	 * socket under the name; the socket itself root's, so nobody but
+	 * root bound it: an impostor's listener is not the daemon. */
+	if (sbx_trust_open_dir(dir, true, &dfd, &why) != 0)
+		return sbx_error_set(err, why.code ? why.code : EPERM, "egress_socket %s: %s",
+				     path, why.msg);
+	fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	e = errno;
+	close(dfd);
+	if (fd < 0)
+		return sbx_error_set(err, e, "agent-sandbox-egressd not reached at %s: %s", path,
+				     strerror(e));
+	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != 0) {
+		close(fd);
+		return sbx_error_set(err, EPERM, "egress_socket %s: not a socket root made "
+				     "(owner uid %u): not agent-sandbox-egressd's", path,
+				     (unsigned)st.st_uid);
+	}
+	*out_fd = fd;
+	return 0;
+}
+
+/* A non-blocking connection to the daemon through its pinned socket (an
+ * O_PATH fd from sbx_egress_socket_pin): a full backlog is EAGAIN at
  * once, never a wait. */
-static int daemon_connect(const char *path, struct sbx_error *err)
+static int daemon_connect(int pin, const char *path, struct sbx_error *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, e;
+	int fd;
 
-	if (sbx_strlcpy(sa.sun_path, sizeof(sa.sun_path), path) != 0)
-		return sbx_error_set(err, ENAMETOOLONG, "agent-sandbox-egressd: socket path %s: "
-				     "too long", path);
+	if (sbx_snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", pin) != 0)
+		return sbx_error_set(err, ENAMETOOLONG, "agent-sandbox-egressd: fd path");
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return sbx_error_set(err, errno, "agent-sandbox-egressd: socket: %s",
 				     strerror(errno));
 	if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		e = errno;
+		int e = errno;
+
 		close(fd);
 		return sbx_error_set(err, e, "agent-sandbox-egressd not reached at %s: %s", path,
 				     strerror(e));
@@ -154,15 +194,15 @@ static int read_exact(int fd, void *buf, size_t size, int ms)
 	return 0;
 }
 
-int sbx_egress_ping(const char *path, uid_t uid, const char *list_hash, int timeout_ms,
-		    struct sbx_error *err)
+static int ping_pinned(int pin, const char *path, uid_t uid, const char *list_hash,
+		       int timeout_ms, struct sbx_error *err)
 {
 	struct sbx_egress_hello h;
 	struct sbx_egress_pong pong;
 	int fd, r;
 
 	memset(&pong, 0, sizeof(pong));
-	fd = daemon_connect(path, err);
+	fd = daemon_connect(pin, path, err);
 	if (fd < 0)
 		return fd;
 	hello_init(&h, SBX_EGRESS_HELLO_PING, uid, NULL, list_hash);
@@ -189,6 +229,19 @@ int sbx_egress_ping(const char *path, uid_t uid, const char *list_hash, int time
 	return 0;
 }
 
+int sbx_egress_ping(const char *path, uid_t uid, const char *list_hash, int timeout_ms,
+		    struct sbx_error *err)
+{
+	int pin, r;
+
+	r = sbx_egress_socket_pin(path, &pin, err);
+	if (r)
+		return r;
+	r = ping_pinned(pin, path, uid, list_hash, timeout_ms, err);
+	close(pin);
+	return r;
+}
+
 /* ---- the bridge process ---------------------------------------------------- */
 
 struct ready_msg {
@@ -200,10 +253,11 @@ static void count_verdict(struct sbx_egress_counts *c, int byte)
 {
 	uint64_t *n;
 
-	if (!c || byte == SBX_EGRESS_NO_REQUEST)
+	if (!c)
 		return;
 	n = byte == SBX_EGRESS_ALLOWED ? &c->allowed :
-	    byte == SBX_EGRESS_REFUSED ? &c->refused : &c->failed;
+	    byte == SBX_EGRESS_REFUSED ? &c->refused :
+	    byte == SBX_EGRESS_NO_REQUEST ? &c->none : &c->failed;
 	__atomic_add_fetch(n, 1, __ATOMIC_RELAXED);
 }
 
@@ -246,7 +300,7 @@ static void __attribute__((noreturn)) bridge_loop(int lfd, const struct sbx_egre
 		c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
-		ctl = daemon_connect(o->socket_path, &e);
+		ctl = daemon_connect(5, o->socket_path, &e);
 		if (ctl < 0 || send_hello(ctl, &h, c) != 0) {
 			/* The client sees its connection closed: as refused
 			 * as a connection can be without a daemon to say why. */
@@ -257,6 +311,8 @@ static void __attribute__((noreturn)) bridge_loop(int lfd, const struct sbx_egre
 			continue;
 		}
 		close(c);
+		if (o->counts)
+			__atomic_add_fetch(&o->counts->handed, 1, __ATOMIC_RELAXED);
 		n++;
 		pf[n].fd = ctl;
 		pf[n].events = POLLIN;
@@ -269,18 +325,20 @@ static void __attribute__((noreturn)) bridge_main(const struct sbx_egress_bridge
 {
 	struct ready_msg m = { 0 };
 	struct sbx_error e = { 0 };
-	int null;
+	int null, pin;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		_exit(1);
-	/* Only the listener (3) and the ready pipe (4); 0-2 on /dev/null, so
-	 * the bridge holds none of the session's terminal or channel. */
+	/* Only the listener (3), the ready pipe (4) and the daemon's pinned
+	 * socket (5); 0-2 on /dev/null, so the bridge holds none of the
+	 * session's terminal or channel. */
 	lfd = fcntl(lfd, F_DUPFD_CLOEXEC, 10);
 	ready = fcntl(ready, F_DUPFD_CLOEXEC, 10);
+	pin = fcntl(o->socket_fd, F_DUPFD_CLOEXEC, 10);
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (lfd < 0 || ready < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-	    dup2(null, 2) < 0 || dup2(lfd, 3) < 0 || dup2(ready, 4) < 0 ||
-	    sbx_fd_close_above(4, &e) != 0)
+	if (lfd < 0 || ready < 0 || pin < 0 || null < 0 || dup2(null, 0) < 0 ||
+	    dup2(null, 1) < 0 || dup2(null, 2) < 0 || dup2(lfd, 3) < 0 || dup2(ready, 4) < 0 ||
+	    dup2(pin, 5) < 0 || sbx_fd_close_above(5, &e) != 0)
 		_exit(1);
 	if (chdir("/") != 0)
 		_exit(1);
@@ -289,8 +347,8 @@ static void __attribute__((noreturn)) bridge_main(const struct sbx_egress_bridge
 		m.code = e.code ? e.code : errno;
 		snprintf(m.msg, sizeof(m.msg), "egress bridge: %.900s",
 			 e.msg[0] ? e.msg : "no_new_privs");
-	} else if (sbx_egress_ping(o->socket_path, o->uid, o->list_hash, PING_TIMEOUT_MS,
-				   &e) != 0) {
+	} else if (ping_pinned(5, o->socket_path, o->uid, o->list_hash, PING_TIMEOUT_MS,
+			       &e) != 0) {
 		m.code = e.code ? e.code : EIO;
 		sbx_strlcpy(m.msg, sizeof(m.msg), e.msg);
 	}

@@ -663,11 +663,18 @@ void sbx_egress_list_hash(const struct sbx_profile *p, char out[65]);
  * outer process reads them into the report when the session ends. */
 struct sbx_egress_counts {
 	uint64_t allowed, refused, failed;
+	uint64_t handed;	/* connections handed to the daemon */
+	uint64_t none;		/* closed before a request (no verdict to count) */
 };
 int sbx_egress_counts_map(struct sbx_egress_counts **out, struct sbx_error *err);
 void sbx_egress_counts_unmap(struct sbx_egress_counts *c);
 
-/* Ask agent-sandbox-egressd at path whether uid is a proxy agent whose
+/* agent-sandbox-egressd's socket at path, as an O_PATH fd: every directory
+ * on the way root's alone to change (sbx_trust_open_dir), the socket a
+ * socket root owns, so nobody but root can have bound it. 0, or -errno
+ * with the reason (-ENOENT: no socket there). */
+int sbx_egress_socket_pin(const char *path, int *out_fd, struct sbx_error *err);
+/* Ask agent-sandbox-egressd at path (pinned as above) whether uid is a proxy agent whose
  * list has list_hash (NULL or "": any list), within timeout_ms. 0 yes;
  * -EACCES no (err: the daemon's reason); other -errno: the daemon was not
  * reached or did not answer (err says which). */
@@ -675,7 +682,8 @@ int sbx_egress_ping(const char *path, uid_t uid, const char *list_hash, int time
 		    struct sbx_error *err);
 
 struct sbx_egress_bridge_opts {
-	const char *socket_path;	/* the daemon's */
+	const char *socket_path;	/* the daemon's, for messages */
+	int socket_fd;			/* the same, pinned (sbx_egress_socket_pin) */
 	uid_t uid;
 	const char *session_id;
 	const char *list_hash;

@@ -78,9 +78,9 @@ static void json_egress(FILE *out, const struct sbx_report *r)
 		}
 	}
 	fprintf(out, "],\"list_truncated\":%s,\"allowed\":%llu,\"refused\":%llu,"
-		"\"failed\":%llu}", r->egress_list_truncated ? "true" : "false",
+		"\"failed\":%llu,\"unanswered\":%llu}", r->egress_list_truncated ? "true" : "false",
 		(unsigned long long)r->egress_allowed, (unsigned long long)r->egress_refused,
-		(unsigned long long)r->egress_failed);
+		(unsigned long long)r->egress_failed, (unsigned long long)r->egress_unanswered);
 }
 
 int sbx_report_to_json(const struct sbx_report *r, FILE *out)
@@ -140,7 +140,7 @@ int sbx_report_to_json(const struct sbx_report *r, FILE *out)
 	if (r->exit_status >= 0 && r->exit_status <= 255)
 		fprintf(out, ",\"exit_status\":%d", r->exit_status);
 	if (r->network == SBX_NETWORK_PROXY || r->egress_list[0] || r->egress_list_truncated ||
-	    r->egress_allowed || r->egress_refused || r->egress_failed)
+	    r->egress_allowed || r->egress_refused || r->egress_failed || r->egress_unanswered)
 		json_egress(out, r);
 	fputs("}\n", out);
 	return ferror(out) ? -EIO : 0;
@@ -422,7 +422,8 @@ static int egress_list_read(struct sbx_jr *j, struct sbx_report *r)
 static int egress_field(struct sbx_jr *j, int k, void *ctx)
 {
 	struct sbx_report *r = ctx;
-	uint64_t *count[] = { &r->egress_allowed, &r->egress_refused, &r->egress_failed };
+	uint64_t *count[] = { &r->egress_allowed, &r->egress_refused, &r->egress_failed,
+			      &r->egress_unanswered };
 
 	if (k == 0)
 		return egress_list_read(j, r);
@@ -433,9 +434,11 @@ static int egress_field(struct sbx_jr *j, int k, void *ctx)
 
 static int jr_egress(struct sbx_jr *j, struct sbx_report *r)
 {
-	static const char *const keys[] = { "list", "list_truncated", "allowed", "refused", "failed" };
+	static const char *const keys[] = { "list", "list_truncated", "allowed", "refused", "failed",
+					    "unanswered" };
 
-	return sbx_jr_object(j, keys, ARRAY_SIZE(keys), "egress", egress_field, r);
+	/* unanswered came after the others: optional. */
+	return sbx_jr_object_opt(j, keys, ARRAY_SIZE(keys), 1u << 5, "egress", egress_field, r);
 }
 
 static int report_field(struct sbx_jr *j, int k, void *ctx)

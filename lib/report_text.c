@@ -53,10 +53,11 @@ int sbx_report_to_text(const struct sbx_report *r, FILE *out)
 		fprintf(out, "%-12s%s%s\n", "egress", r->egress_list[0] ? r->egress_list : "(none listed)",
 			r->egress_list_truncated ? ", ..." : "");
 		if (r->ended > 0)
-			fprintf(out, "%-12sallowed %llu, refused %llu, failed %llu\n", "",
-				(unsigned long long)r->egress_allowed,
+			fprintf(out, "%-12sallowed %llu, refused %llu, failed %llu, unanswered %llu\n",
+				"", (unsigned long long)r->egress_allowed,
 				(unsigned long long)r->egress_refused,
-				(unsigned long long)r->egress_failed);
+				(unsigned long long)r->egress_failed,
+				(unsigned long long)r->egress_unanswered);
 	}
 	text_guarantees(out, "guarantees", r->guarantees);
 	text_guarantees(out, "required", r->required);

@@ -658,6 +658,9 @@ struct sbx_report {
 	uint64_t egress_allowed;
 	uint64_t egress_refused;
 	uint64_t egress_failed;
+	/* handed to the daemon, verdict not seen before the session ended
+	 * (a connection still being decided: it may have been allowed) */
+	uint64_t egress_unanswered;
 };
 
 /* The report JSON's schema version: raised only by a change an older

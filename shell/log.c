@@ -263,6 +263,8 @@ void shell_log_session_end(struct sbx_report *r, int exit_status, long long dura
 			sbx_log_add(l, "egress_allowed", "%llu", (unsigned long long)r->egress_allowed);
 			sbx_log_add(l, "egress_refused", "%llu", (unsigned long long)r->egress_refused);
 			sbx_log_add(l, "egress_failed", "%llu", (unsigned long long)r->egress_failed);
+			sbx_log_add(l, "egress_unanswered", "%llu",
+				    (unsigned long long)r->egress_unanswered);
 		}
 		shell_log_send(r->exit_status ? LOG_NOTICE : LOG_INFO, l);
 		free(l);

@@ -703,7 +703,7 @@ static void test_json_features_by_name(void **state)
 	json = to_json(&a, &len);
 	assert_non_null(strstr(json, "\"egress\":{\"list\":[\"*.pythonhosted.org:443\","
 			       "\"127.0.0.2:18443\"],\"list_truncated\":false,\"allowed\":3,"
-			       "\"refused\":2,\"failed\":1}"));
+			       "\"refused\":2,\"failed\":1,\"unanswered\":0}"));
 	assert_int_equal(parse_str(json, &b, &err), 0);
 	assert_reports_equal(&a, &b);
 	assert_string_equal(b.egress_list, a.egress_list);

@@ -55,9 +55,10 @@ mkdir -m 0700 "$T/home" "$T/ws" "$T/xdg"
 chown "$SX:$SX" "$T/home" "$T/ws" "$T/xdg"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P1=$(free_port) P2=$(free_port) PG=$(free_port)
+P1=$(free_port) P2=$(free_port) PG=$(free_port) PH=$(free_port)
 [ "$P1" != "$P2" ] || P2=$((P1 + 1))
 [ "$PG" != "$P1" ] && [ "$PG" != "$P2" ] || PG=$((P2 + 1))
+[ "$PH" != "$P1" ] && [ "$PH" != "$P2" ] && [ "$PH" != "$PG" ] || PH=$((PG + 1))
 
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/key.pem" -out "$T/cert.pem" -days 1 \
 	-subj /CN=egress-test -addext "subjectAltName=IP:127.0.0.1,IP:127.0.0.2,IP:127.0.0.3,DNS:localhost" 2>/dev/null ||
@@ -89,6 +90,12 @@ chmod -R a+rX "$T/www"
 python3 "$SRC/tests/egress/file_server.py" 127.0.0.2 "$PG" "$T/cert.pem" "$T/key.pem" "$T/www" \
 	>"$T/www.out" 2>&1 &
 PIDS="$PIDS $!"
+# A plain TCP service that accepts and holds (a long tunnel's far end).
+python3 -c 'import socket,sys,threading
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.2", int(sys.argv[1]))); s.listen(64); held=[]
+while True: held.append(s.accept()[0])' "$PH" >/dev/null 2>&1 &
+PIDS="$PIDS $!"
 
 S=$C/e.sock
 cat >"$C/agent-sandbox.conf" <<CONF
@@ -111,6 +118,7 @@ egress_allow = 127.0.0.2:$P1
 egress_allow = 127.0.0.2:$PG
 egress_allow = localhost:$P2
 egress_allow = *.example.invalid:$P1
+egress_allow = 127.0.0.2:$PH
 [match]
 user $AP = px
 user $AD = dn
@@ -118,8 +126,10 @@ user $SX = sx
 CONF
 chmod 0644 "$C/agent-sandbox.conf"
 
+# The parsers first, with clients that speak on the socket itself
+# (--allow-direct; the sessions below get a daemon without it).
 "$D" --config "$C/agent-sandbox.conf" --user "$DU" --handshake-timeout 3000 --log-stderr \
-	2>"$T/daemon.log" &
+	--allow-direct 2>"$T/daemon.log" &
 PIDS="$PIDS $!"
 DPID=$!
 for _ in $(seq 50); do

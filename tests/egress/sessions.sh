@@ -27,7 +27,32 @@ ok = '"$1"'
 print("" if ok else json.dumps({"guarantees": r["guarantees"], "egress": r.get("egress"), "network_egress": e.get("network_egress"), "level": r["level"]}))
 sys.exit(0 if ok else 1)' "$T/r.json" 2>&1
 }
-n_lines() { grep -c "event=egress.*session=" "$T/daemon.log"; }
+# The daemon as it runs on a host: no direct clients; max_per_uid 8, so
+# that a session can hold all of its uid's slots within a test.
+start_daemon() {	# [daemon options]
+	"$D" --config "$C/agent-sandbox.conf" --user "$DU" --handshake-timeout 3000 --log-stderr \
+		--max-per-uid 8 "$@" 2>>"$T/daemon.log" &
+	DPID=$!
+	PIDS="$PIDS $DPID"
+	for _ in $(seq 50); do
+		[ -S "$S" ] && grep -q "listening on" "$T/daemon.log" && break
+		sleep 0.1
+	done
+}
+kill "$DPID"
+wait "$DPID" 2>/dev/null
+: >"$T/daemon.log"
+start_daemon
+
+# Without --allow-direct, a client that speaks on the socket itself (an
+# agent uid's own code outside any sandbox) has no session to hold it to.
+out=$(curl_via "$AP" "https://127.0.0.1:$P1/")
+line=$(grep "user=$AP " "$T/daemon.log" | tail -n 1)
+case "$out/$line" in
+*"ok $P1"*) bad "daemon: a direct client is not served" "went through" ;;
+*"verdict=refused"*"no bridge hello"*) ok "daemon: a direct client is not served" ;;
+*) bad "daemon: a direct client is not served" "$line / $out" ;;
+esac
 
 # ---- allowed, and what the session sees ----------------------------------------------
 out=$(sbx "curl -sS --max-time 8 --cacert $CA https://127.0.0.2:$P1/")
@@ -36,7 +61,7 @@ case "$out/$line" in
 "ok $P1/"*"session="*"user=$SX"*"verdict=allowed"*) ok "session: curl https to a listed address, through the bridge" ;;
 *) bad "session: curl https to a listed address, through the bridge" "$out / $line" ;;
 esac
-if why=$(report_has 'e["network_egress"]["achieved"] and e["network_egress"]["verified"] and "network_egress" in r["guarantees"] and "network_boundary" not in r["guarantees"] and r["egress"]["list"] == ["127.0.0.2:'"$P1"'", "127.0.0.2:'"$PG"'", "localhost:'"$P2"'", "*.example.invalid:'"$P1"'"] and r["egress"]["allowed"] == 1 and r["egress"]["refused"] == 0 and r["level"] == "full"'); then
+if why=$(report_has 'e["network_egress"]["achieved"] and e["network_egress"]["verified"] and "network_egress" in r["guarantees"] and "network_boundary" not in r["guarantees"] and r["egress"]["list"] == ["127.0.0.2:'"$P1"'", "127.0.0.2:'"$PG"'", "localhost:'"$P2"'", "*.example.invalid:'"$P1"'", "127.0.0.2:'"$PH"'"] and r["egress"]["allowed"] == 1 and r["egress"]["refused"] == 0 and r["level"] == "full"'); then
 	ok "session: report lists the egress list, network_egress verified, the count"
 else
 	bad "session: report lists the egress list, network_egress verified, the count" "$why"
@@ -192,6 +217,141 @@ out=$(sbx "curl -sS --max-time 8 --cacert $CA https://127.0.0.2:$P1/")
 cp "$C/orig.conf" "$C/agent-sandbox.conf"
 kill -HUP "$DPID"
 sleep 1
+
+# ---- what an attacker's review found, each a regression test ----------------------------
+# fd 0: the overflow path once closed (and wrote to) the daemon's fd 0,
+# which a later connection's pipe or socket then was. Over max_conns, as a
+# uid with no profile, many times; fd 0 stays /dev/null and the daemon
+# serves the agent after it.
+kill "$DPID"; wait "$DPID" 2>/dev/null
+start_daemon --max-conns 3 --allow-direct
+fd0_before=$(readlink "/proc/$DPID/fd/0")
+hold=$(runuser -u "$AP" -- python3 -c 'import socket,sys,time
+ss=[]
+for i in range(3):
+    s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); ss.append(s)
+time.sleep(0.3)
+n=0
+for i in range(40):
+    s=socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(sys.argv[1]); s.settimeout(1); n += s.recv(1) == b""
+    except OSError: n += 1
+print(n)' "$S")
+sleep 0.2
+fd0_after=$(readlink "/proc/$DPID/fd/0")
+out=$(curl_via "$AP" "https://127.0.0.1:$P1/")
+if [ "$fd0_before" = /dev/null ] && [ "$fd0_after" = /dev/null ] && [ "$out" = "ok $P1" ] &&
+	grep -q "too many connections" "$T/daemon.log"; then
+	ok "daemon: over max_conns, fd 0 stays /dev/null and service goes on ($hold refused)"
+else
+	bad "daemon: over max_conns, fd 0 stays /dev/null and service goes on" \
+		"fd0 $fd0_before -> $fd0_after, after: $out, refused $hold"
+fi
+kill "$DPID"; wait "$DPID" 2>/dev/null
+# The open-file limit: a relay holds about six fds; max_conns comes down to
+# what RLIMIT_NOFILE allows, said at start.
+prlimit --nofile=256:256 "$D" --config "$C/agent-sandbox.conf" --socket "$T/lim.sock" \
+	--log-stderr 2>"$T/lim.log" &
+lim=$!
+sleep 0.5
+kill "$lim"; wait "$lim" 2>/dev/null
+grep -q "RLIMIT_NOFILE 256: at most 32 connections" "$T/lim.log" &&
+	ok "daemon: max_conns fits RLIMIT_NOFILE" || bad "daemon: max_conns fits RLIMIT_NOFILE" "$(cat "$T/lim.log")"
+start_daemon
+
+# A uid with no profile: refused before any byte is read, and its lines
+# bounded (once a second, with the count of the others).
+before=$(grep -c "user=$NA " "$T/daemon.log")
+runuser -u "$NA" -- python3 -c 'import socket,sys
+for i in range(200):
+    s=socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(sys.argv[1]); s.settimeout(2); s.recv(1)
+    except OSError: pass' "$S"
+after=$(grep -c "user=$NA " "$T/daemon.log")
+if [ $((after - before)) -ge 1 ] && [ $((after - before)) -le 6 ]; then
+	ok "daemon: 200 connections of a non-agent uid, $((after - before)) log line(s)"
+else
+	bad "daemon: 200 connections of a non-agent uid" "$((after - before)) log lines"
+fi
+
+# Every slot of the uid held by one session (8 tunnels, the daemon's
+# max_per_uid here): another session of the uid still starts with its
+# bridge (PING has a reserve of its own), and a ninth request is refused,
+# not queued.
+rm -f "$T/ws/go"
+sbx "python3 -c 'import socket,time,os
+ss=[]
+for i in range(8):
+    s=socket.create_connection((\"127.0.0.1\", 3128)); s.sendall(b\"CONNECT 127.0.0.2:$PH HTTP/1.1\\r\\n\\r\\nx\")
+    s.recv(100); ss.append(s)
+open(\"$T/ws/held\", \"w\").close()
+while not os.path.exists(\"$T/ws/go\"): time.sleep(0.05)
+s=socket.create_connection((\"127.0.0.1\", 3128)); s.sendall(b\"CONNECT 127.0.0.2:$P1 HTTP/1.1\\r\\n\\r\\n\")
+print(\"ninth:\", s.recv(100).split(b\"\\r\\n\")[0].decode())'" >"$T/hold.out" 2>&1 &
+holder=$!
+for _ in $(seq 50); do [ -e "$T/ws/held" ] && break; sleep 0.05; done
+sleep 0.3
+sbx true >/dev/null
+if why=$(report_has 'e["network_egress"]["achieved"] and e["network_egress"]["verified"]'); then
+	ok "daemon: a session starts with its bridge while another holds every slot of the uid"
+else
+	bad "daemon: a session starts with its bridge while another holds every slot of the uid" "$why"
+fi
+touch "$T/ws/go"
+wait "$holder"
+rm -f "$T/ws/go" "$T/ws/held"
+case "$(cat "$T/hold.out")" in
+*"ninth: HTTP/1.1 403"*) ok "daemon: a request over max_per_uid is refused (403)" ;;
+*) bad "daemon: a request over max_per_uid is refused (403)" "$(cat "$T/hold.out")" ;;
+esac
+
+# A connection still being decided when its session ends: the report
+# counts it as unanswered, not as nothing. (The daemon is stopped after the
+# session started, so the verdict cannot come first.)
+sbx "while [ ! -e $T/ws/go ]; do sleep 0.05; done
+	python3 -c 'import socket
+s=socket.create_connection((\"127.0.0.1\", 3128)); s.sendall(b\"CONNECT 127.0.0.2:$P1 HTTP/1.1\\r\\n\\r\\n\")'
+	echo sent" >"$T/unans.out" 2>&1 &
+holder=$!
+sleep 0.5
+kill -STOP "$DPID"
+touch "$T/ws/go"
+wait "$holder"
+kill -CONT "$DPID"
+rm -f "$T/ws/go"
+if why=$(report_has 'r["egress"]["unanswered"] == 1 and r["egress"]["allowed"] == 0'); then
+	ok "session: a hand-off without its verdict at the end is counted unanswered"
+else
+	bad "session: a hand-off without its verdict at the end is counted unanswered" "$why / $(cat "$T/unans.out")"
+fi
+
+# An impostor: a socket some user made where egress_socket points (a
+# directory that user may write). The session does not take it for the
+# daemon, whatever it answers; --explain and --check-config say the same.
+install -d -m 0755 -o "$NA" "$T/imp"
+runuser -u "$NA" -- python3 -c 'import socket,sys,os
+s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
+while True:
+    c,_=s.accept(); c.recv(200); c.sendall(b"SBXB\x01" + bytes(187)); c.close()' "$T/imp/e.sock" &
+imp=$!
+PIDS="$PIDS $imp"
+sed "s|^egress_socket = .*|egress_socket = $T/imp/e.sock|" "$C/agent-sandbox.conf" >"$C/imp.conf"
+chmod 0644 "$C/imp.conf"
+sleep 0.3
+out=$(runuser -u "$SX" -- env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" SBX_TEST_CONFIG="$C/imp.conf" \
+	"$AS" --run -- /bin/sh -c "echo \"\$AGENT_SANDBOX_SESSION\" >$T/ws/.sid" 2>&1)
+if why=$(report_has 'not e["network_egress"]["achieved"] and "egress_socket" in e["network_egress"]["detail"] and "network_boundary" in r["guarantees"]'); then
+	ok "session: a socket some user put at egress_socket is not taken for the daemon"
+else
+	bad "session: a socket some user put at egress_socket is not taken for the daemon" "$why / $out"
+fi
+SBX_TEST_CONFIG="$C/imp.conf" "$AS" --explain "$SX" --json >"$T/explain.json" 2>&1
+grep -q '"network_egress","requested":true,"achieved":false' "$T/explain.json" &&
+	ok "explain: the impostor is not the daemon either" ||
+	bad "explain: the impostor is not the daemon either" "$(head -c 300 "$T/explain.json")"
+kill "$imp"
 
 # ---- no daemon: the session runs, reaching only its own loopback ----------------------------
 kill "$DPID"

@@ -45,7 +45,8 @@ static void same(const struct sbx_report *a, const struct sbx_report *b)
 	must(!strcmp(a->egress_list, b->egress_list) &&
 	     a->egress_list_truncated == b->egress_list_truncated &&
 	     a->egress_allowed == b->egress_allowed && a->egress_refused == b->egress_refused &&
-	     a->egress_failed == b->egress_failed, "egress");
+	     a->egress_failed == b->egress_failed &&
+	     a->egress_unanswered == b->egress_unanswered, "egress");
 	must(a->host_read == b->host_read && a->host_write == b->host_write &&
 	     a->network == b->network && a->command == b->command &&
 	     a->home == b->home && a->n_deny_read == b->n_deny_read, "policy");
