@@ -3,6 +3,8 @@
 
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
+# agent-sandbox-egressd: a daemon, started by systemd, not by users.
+SBINDIR     ?= $(PREFIX)/sbin
 MANDIR      ?= $(PREFIX)/share/man
 SYSCONFDIR  ?= /etc
 DESTDIR     ?=
@@ -304,6 +306,12 @@ UNITDIR     ?= $(PREFIX)/lib/systemd/system
 UM_DROPIN_SRC := etc/systemd/user@.service.d/agent-sandbox.conf
 UM_DROPIN   := $(BUILD)/install/user-manager-dropin.conf
 UM_DROPIN_DST := $(UNITDIR)/user@.service.d/agent-sandbox.conf
+# agent-sandbox-egressd's socket and service: the service as installed
+# names $(SBINDIR), where the daemon really goes.
+EGRESS_UNIT   := agent-sandbox-egressd
+EGRESS_SOCKET_SRC  := etc/systemd/system/$(EGRESS_UNIT).socket
+EGRESS_SERVICE_SRC := etc/systemd/system/$(EGRESS_UNIT).service
+EGRESS_SERVICE := $(BUILD)/install/$(EGRESS_UNIT).service
 ETC_CONF    := $(BUILD)/install/agent-sandbox.conf
 ETC_PAIRS   := $(ETC_CONF):$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf \
                etc/skel/.bashrc:$(SYSCONFDIR)/agent-sandbox/skel/.bashrc \
@@ -326,9 +334,13 @@ install-conf-file:
 		$(UM_DROPIN_SRC) > $(UM_DROPIN)
 	@grep -q '^ExecCondition=+$(BINDIR)/agent-shell --user-manager %i$$' $(UM_DROPIN) || \
 		{ echo "$(UM_DROPIN_SRC): no ExecCondition line to point at $(BINDIR)" >&2; exit 1; }
+	@sed 's|^\(ExecStart=\)/usr/local/sbin/agent-sandbox-egressd$$|\1$(SBINDIR)/agent-sandbox-egressd|' \
+		$(EGRESS_SERVICE_SRC) > $(EGRESS_SERVICE)
+	@grep -q '^ExecStart=$(SBINDIR)/agent-sandbox-egressd$$' $(EGRESS_SERVICE) || \
+		{ echo "$(EGRESS_SERVICE_SRC): no ExecStart line to point at $(SBINDIR)" >&2; exit 1; }
 
 install: all install-conf-file
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PAMDIR) $(DESTDIR)$(DOCDIR) \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(PAMDIR) $(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/agent-sandbox/skel $(DESTDIR)$(SSHDCONFDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
@@ -336,6 +348,7 @@ install: all install-conf-file
 	install -d $(DESTDIR)$(SHELL_REAL_DIR)
 	install -m 0755 $(LAUNCHER) $(DESTDIR)$(BINDIR)/agent-shell
 	install -m 0755 $(SHELL_BIN) $(DESTDIR)$(SHELL_REAL_DIR)/agent-shell
+	install -m 0755 $(EGRESSD) $(DESTDIR)$(SBINDIR)/agent-sandbox-egressd
 	install -m 0644 $(LIBSBX_SO) $(DESTDIR)$(LIBDIR)/libsbx.so.0
 	ln -sf libsbx.so.0 $(DESTDIR)$(LIBDIR)/libsbx.so
 	$(PC_SED) >$(DESTDIR)$(LIBDIR)/pkgconfig/libsbx.pc
@@ -346,7 +359,16 @@ install: all install-conf-file
 	install -m 0644 completion/agent-shell $(DESTDIR)$(COMPLDIR)/agent-shell
 	install -d $(DESTDIR)$(dir $(UM_DROPIN_DST))
 	install -m 0644 $(UM_DROPIN) $(DESTDIR)$(UM_DROPIN_DST)
-	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+	install -m 0644 $(EGRESS_SOCKET_SRC) $(DESTDIR)$(UNITDIR)/$(EGRESS_UNIT).socket
+	install -m 0644 $(EGRESS_SERVICE) $(DESTDIR)$(UNITDIR)/$(EGRESS_UNIT).service
+	@# A running daemon takes the new binary; a socket that is not enabled
+	@# stays off (the package enables it, and creates the user, itself).
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; \
+		systemctl try-restart $(EGRESS_UNIT).service; \
+		systemctl --quiet is-enabled $(EGRESS_UNIT).socket 2>/dev/null || { \
+		echo "agent-sandbox-egressd (network = proxy) is off: create its user, then enable its socket:"; \
+		echo "  adduser --system --group --no-create-home --home /nonexistent agent-sandbox-egress"; \
+		echo "  systemctl enable --now $(EGRESS_UNIT).socket"; }; fi
 	@set -e; for pair in $(ETC_PAIRS); do \
 		src=$${pair%%:*}; dst=$(DESTDIR)$${pair#*:}; \
 		if [ ! -e "$$dst" ]; then \
@@ -375,8 +397,11 @@ uninstall: install-conf-file
 			printf '%s\n' "uninstall: these PAM lines still load pam_agent_sandbox.so; take them out first:" \
 				"$$refs" >&2; exit 1; fi; \
 	fi
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+		systemctl disable --now $(EGRESS_UNIT).socket $(EGRESS_UNIT).service 2>/dev/null || true; fi
 	rm -f $(DESTDIR)$(BINDIR)/agent-shell $(DESTDIR)$(SHELL_REAL_DIR)/agent-shell \
-		$(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
+		$(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so $(DESTDIR)$(SBINDIR)/agent-sandbox-egressd \
+		$(DESTDIR)$(UNITDIR)/$(EGRESS_UNIT).socket $(DESTDIR)$(UNITDIR)/$(EGRESS_UNIT).service
 	-@rmdir $(DESTDIR)$(SHELL_REAL_DIR) 2>/dev/null || true
 	rm -f $(DESTDIR)$(UM_DROPIN_DST)
 	rm -f $(DESTDIR)$(PAMCONFDIR)/agent-sandbox $(DESTDIR)$(COMPLDIR)/agent-shell

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * egress_bridge.c — network = proxy, the sandbox's half (docs/design.md
- * section 13.7).
+ * section 13.6).
  *
  * A proxy session is built as a deny session: its own network namespace
  * with only lo. The bridge listens on that lo (127.0.0.1:3128) and hands

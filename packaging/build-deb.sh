@@ -1,7 +1,8 @@
 #!/bin/sh
 # Build the Debian packages from an install tree (make deb: "make install
 # PREFIX=/usr" into STAGE), without debhelper:
-#   agent-sandbox  agent-shell, the PAM module, /etc conffiles, docs
+#   agent-sandbox  agent-shell, the PAM module, agent-sandbox-egressd with
+#                  its systemd units, /etc conffiles, docs
 #   libsbx0        libsbx.so.0 (Debian policy 8.1: a shared library goes
 #                  in a package named after its soname, with shlibs and an
 #                  ldconfig trigger)
@@ -62,13 +63,14 @@ for pkg in agent-sandbox libsbx0 libsbx-dev; do
 		[ -f "$m" ] && gzip -9n "$m"
 	done
 	# usr/lib/agent-sandbox holds agent-shell proper (the launcher in
-	# usr/bin runs it): a program, so stripped and 0755 as well.
-	find "$root" -type f \( -name '*.so*' -o -path '*/usr/bin/*' \
+	# usr/bin runs it): a program, so stripped and 0755 as well, like
+	# the daemon in usr/sbin. (Not '*.so*': that is every .socket unit.)
+	find "$root" -type f \( -name '*.so' -o -name '*.so.*' -o -path '*/usr/bin/*' -o -path '*/usr/sbin/*' \
 		-o -path '*/usr/lib/agent-sandbox/*' \) -exec \
 		strip --strip-unneeded --remove-section=.comment --remove-section=.note {} +
 	find "$root" -type d -exec chmod 0755 {} +
-	find "$root" -type f ! -path '*/usr/bin/*' ! -path '*/usr/lib/agent-sandbox/*' \
-		! -path '*/DEBIAN/*' -exec chmod 0644 {} +
+	find "$root" -type f ! -path '*/usr/bin/*' ! -path '*/usr/sbin/*' \
+		! -path '*/usr/lib/agent-sandbox/*' ! -path '*/DEBIAN/*' -exec chmod 0644 {} +
 done
 
 install -m 0755 "$here/postinst" "$here/prerm" "$here/postrm" "$out/agent-sandbox/DEBIAN/"
@@ -91,6 +93,7 @@ shlibdeps() {
 }
 abs=$(cd "$out" && pwd)
 dep_app=$(shlibdeps "$abs/agent-sandbox/usr/lib/agent-sandbox/agent-shell" \
+	"$abs/agent-sandbox/usr/sbin/agent-sandbox-egressd" \
 	"$abs/agent-sandbox/$libdir/security/pam_agent_sandbox.so")
 dep_lib=$(shlibdeps "$abs/libsbx0/$libdir/libsbx.so.0")
 [ -n "$dep_app" ] || dep_app="libc6, libpam0g, libseccomp2, libcap2"

@@ -3,7 +3,8 @@
 # Package tier: "make deb", then what the three .deb files hold, read back
 # with dpkg-deb: the file list (the module under /usr/lib/<triplet>/security
 # and nothing under /lib, the completion, the pam-auth-update profile, the
-# empty state dir, the doc files), conffiles, md5sums that verify, control
+# empty state dir, the doc files, agent-sandbox-egressd in /usr/sbin with
+# units systemd-analyze verifies), conffiles, md5sums that verify, control
 # fields, the changelog's version, the DEP-5 copyright against LICENSE, and
 # maintainer scripts that parse (sh -n, shellcheck when installed). Running
 # the scripts in an installed system is the VM tier's job (make check-vm).
@@ -64,11 +65,15 @@ want agent-sandbox "usr/lib/$MA/security/pam_agent_sandbox.so" f 644 || r=1
 want agent-sandbox usr/share/bash-completion/completions/agent-shell f 644 || r=1
 want agent-sandbox usr/share/pam-configs/agent-sandbox f 644 || r=1
 want agent-sandbox usr/lib/systemd/system/user@.service.d/agent-sandbox.conf f 644 || r=1
+want agent-sandbox usr/sbin/agent-sandbox-egressd f 755 || r=1
+want agent-sandbox usr/lib/systemd/system/agent-sandbox-egressd.socket f 644 || r=1
+want agent-sandbox usr/lib/systemd/system/agent-sandbox-egressd.service f 644 || r=1
 want agent-sandbox var/lib/agent-sandbox d 755 || r=1
 for f in copyright changelog.gz agent-sandbox-sshd agent-sandbox-login agent-sandbox-su; do
 	want agent-sandbox "usr/share/doc/agent-sandbox/$f" f 644 || r=1
 done
-for m in man1/agent-shell.1.gz man5/agent-sandbox.conf.5.gz man8/pam_agent_sandbox.8.gz; do
+for m in man1/agent-shell.1.gz man5/agent-sandbox.conf.5.gz man8/pam_agent_sandbox.8.gz \
+	man8/agent-sandbox-egressd.8.gz; do
 	want agent-sandbox "usr/share/man/$m" f 644 || r=1
 done
 want libsbx0 "usr/lib/$MA/libsbx.so.0" f 644 || r=1
@@ -98,6 +103,42 @@ cmp -s "$SRC/etc/pam-configs/agent-sandbox" "$A/usr/share/pam-configs/agent-sand
 # statically.
 if find "$A" -name 'libsbx.so*' | grep -q .; then echo "  agent-sandbox ships libsbx.so"; r=1; fi
 if [ $r = 0 ]; then ok file_list; else bad file_list "see above"; fi
+
+# The units as packaged: the service runs the packaged daemon as its own
+# user, the socket is the config's default egress_socket, world-connectable
+# in a directory the PAM module accepts (root's, 0755), and systemd reads
+# both without a complaint. (systemd-analyze verify wants ExecStart= to
+# exist on this host: a copy points it at the unpacked binary.)
+echo "[ RUN      ] egressd_units"
+r=0
+U=$A/usr/lib/systemd/system
+grep -qx 'ExecStart=/usr/sbin/agent-sandbox-egressd' "$U/agent-sandbox-egressd.service" ||
+	{ echo "  service: ExecStart is not /usr/sbin/agent-sandbox-egressd"; r=1; }
+for kv in User=agent-sandbox-egress Group=agent-sandbox-egress Requires=agent-sandbox-egressd.socket \
+	NoNewPrivileges=yes CapabilityBoundingSet= ProtectSystem=strict 'ExecReload=kill -HUP $MAINPID'; do
+	grep -qxF "$kv" "$U/agent-sandbox-egressd.service" || { echo "  service: no $kv"; r=1; }
+done
+grep -q '^PrivateUsers=\|^DynamicUser=\|^RuntimeDirectory=' "$U/agent-sandbox-egressd.service" &&
+	{ echo "  service: PrivateUsers/DynamicUser/RuntimeDirectory (see the unit's comment)"; r=1; }
+sock=$(sed -n 's/^#define SBX_EGRESS_SOCKET "\(.*\)"/\1/p' "$SRC/lib/sbx.h")
+for kv in "ListenStream=$sock" SocketMode=0666 DirectoryMode=0755 SocketUser=root WantedBy=sockets.target; do
+	grep -qxF "$kv" "$U/agent-sandbox-egressd.socket" || { echo "  socket: no $kv"; r=1; }
+done
+grep -q "useradd\|adduser --system --group .*--no-create-home --home /nonexistent" "$A/DEBIAN/postinst" ||
+	{ echo "  postinst: does not create the daemon's system user"; r=1; }
+if command -v systemd-analyze >/dev/null; then
+	mkdir -p "$T/units"
+	cp "$U/agent-sandbox-egressd.socket" "$T/units/"
+	sed "s|^ExecStart=/usr/sbin/|ExecStart=$A/usr/sbin/|" "$U/agent-sandbox-egressd.service" \
+		>"$T/units/agent-sandbox-egressd.service"
+	(cd "$T/units" && SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no \
+		./agent-sandbox-egressd.socket ./agent-sandbox-egressd.service) >"$T/verify.log" 2>&1 ||
+		{ echo "  systemd-analyze verify: $(cat "$T/verify.log")"; r=1; }
+	[ ! -s "$T/verify.log" ] || { echo "  systemd-analyze verify says: $(cat "$T/verify.log")"; r=1; }
+else
+	echo "  (systemd-analyze not installed: units not verified here; the VM tier does)"
+fi
+if [ $r = 0 ]; then ok egressd_units; else bad egressd_units "see above"; fi
 
 echo "[ RUN      ] conffiles_are_the_etc_files"
 (cd "$A" && find etc -type f | sed 's|^|/|' | sort) >"$T/etc.list"
@@ -168,6 +209,10 @@ grep -q '^[[:space:]]*pam-auth-update --package$' "$A/DEBIAN/postinst" || { echo
 grep -q '^[[:space:]]*pam-auth-update --package --remove agent-sandbox$' "$A/DEBIAN/prerm" ||
 	{ echo "  prerm: no pam-auth-update --remove"; r=1; }
 grep -q '^[[:space:]]*remove-shell /usr/bin/agent-shell$' "$A/DEBIAN/postrm" || { echo "  postrm: no remove-shell"; r=1; }
+grep -q 'deb-systemd-helper enable "$EGRESS_SOCKET"' "$A/DEBIAN/postinst" || { echo "  postinst: socket not enabled"; r=1; }
+grep -q 'deb-systemd-invoke stop agent-sandbox-egressd.socket agent-sandbox-egressd.service' "$A/DEBIAN/prerm" ||
+	{ echo "  prerm: egress units not stopped"; r=1; }
+grep -q 'deb-systemd-helper purge agent-sandbox-egressd.socket' "$A/DEBIAN/postrm" || { echo "  postrm: no purge of the socket's state"; r=1; }
 if [ $r = 0 ]; then ok maintainer_scripts_parse; else bad maintainer_scripts_parse "see above"; fi
 
 # The prerm's guard, on copies of PAM stacks: a hand-written line blocks

@@ -21,6 +21,15 @@ for f in common-account common-session common-session-noninteractive; do
 	[ "$n" = 1 ] || { echo "setup: /etc/pam.d/$f names the module $n times"; exit 1; }
 done
 
+# Before anything could connect to it: the socket listens, the daemon
+# does not run yet (the suite reads this).
+step "agent-sandbox-egressd's units after install"
+{
+	systemctl is-enabled agent-sandbox-egressd.socket || true
+	systemctl is-active agent-sandbox-egressd.socket || true
+	systemctl is-active agent-sandbox-egressd.service || true
+} >egressd-after-install.out 2>&1
+
 step "PAM lines from README's walkthrough"
 bash -e ./readme-pam.sh
 sshd -t
@@ -61,6 +70,26 @@ agent-shell --enroll lim1 --profile limited >>enroll.log
 install -d -m 0750 -o lim1 -g lim1 /srv/agents/lim1/cache
 install -d -m 0700 -o lim1 -g lim1 /home/lim1/.ssh
 install -m 0600 -o lim1 -g lim1 agent.pub /home/lim1/.ssh/authorized_keys
+
+# network = proxy, as an admin turns it on: the shipped ceiling says
+# network = deny, which no drop-in may change, so the main file is edited;
+# a profile of its own for egress1 names one destination served in this
+# guest on 127.0.0.2 (a literal entry: a loopback address is reached only
+# through an entry naming it).
+step "profile egress (network = proxy, 127.0.0.2:7070) for egress1"
+sed -i '/^\[ceiling\]/,/^\[/ s/^network = deny$/network = proxy/' /etc/agent-sandbox/agent-sandbox.conf
+sed -n '/^\[ceiling\]/,/^\[/p' /etc/agent-sandbox/agent-sandbox.conf | grep -q '^network = proxy' ||
+	{ echo "setup: the ceiling's network line was not changed"; exit 1; }
+printf '[profile egress]\ninherit = coder\nnetwork = proxy\negress_allow = 127.0.0.2:7070\negress_allow = localhost:7070\n\n[match]\nuser egress1 = egress\n' \
+	>/etc/agent-sandbox/conf.d/egress.conf
+chmod 0644 /etc/agent-sandbox/conf.d/egress.conf
+agent-shell --check-config >/dev/null
+agent-shell --enroll egress1 --profile egress >>enroll.log
+install -d -m 0750 -o egress1 -g egress1 /srv/agents/egress1/cache
+install -d -m 0700 -o egress1 -g egress1 /home/egress1/.ssh
+install -m 0600 -o egress1 -g egress1 agent.pub /home/egress1/.ssh/authorized_keys
+# An account no rule matches yet (the reload test adds one).
+useradd --create-home --shell /bin/bash egress2
 
 # A normal account, to log in again after the package is removed.
 step "a normal user, plain1"

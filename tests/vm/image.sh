@@ -33,6 +33,9 @@ mirror=${mirror:-http://deb.debian.org/debian}
 pkgs=systemd-sysv,systemd,dbus,libpam-systemd,udev,kmod,openssh-server,openssh-sftp-server
 pkgs=$pkgs,linux-image-amd64,initramfs-tools,iproute2,procps,libpam-modules,libseccomp2,libcap2
 pkgs=$pkgs,util-linux,login,passwd,adduser,e2fsprogs
+# socat: the egress tests speak to agent-sandbox-egressd's unix socket and
+# serve a destination on 127.0.0.2 with it.
+pkgs=$pkgs,socat
 
 root=$vm/root
 mkdir -p "$vm"

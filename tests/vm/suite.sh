@@ -396,6 +396,134 @@ t_linger_gets_no_user_manager() {
 	return $ok
 }
 
+# ---- agent-sandbox-egressd as packaged: socket activation, its user, reload
+# The daemon answers a SOCKS5 greeting (05 01 00: one method, none) with
+# 05 00 only for a uid whose profile is network = proxy; for any other uid
+# it closes the connection without a byte.
+EGRESS_SOCK=/run/agent-sandbox/egress.sock
+# greet USER: the daemon's answer to USER's greeting, in hex ('' for none).
+greet() {
+	vm_root "printf '\\5\\1\\0' | setpriv --reuid=$1 --regid=$1 --clear-groups \
+		socat -t 3 - UNIX-CONNECT:$EGRESS_SOCK | od -An -tx1 | tr -s ' \\n' ' ' | sed 's/^ //; s/ \$//'"
+}
+egressd_pid() { vm_root systemctl show -p MainPID --value agent-sandbox-egressd.service; }
+
+t_egressd_socket_activated_as_its_user() {
+	local ok=0 pid uid st
+	# Right after the install (guest-setup.sh): enabled, listening, not
+	# running.
+	[ "$(vm_root cat /root/sbx-vm/egressd-after-install.out | tr '\n' ' ')" = "enabled active inactive " ] ||
+		{ echo "  after install (socket enabled, active; service): $(vm_root cat /root/sbx-vm/egressd-after-install.out | tr '\n' ' ')"; ok=1; }
+	[ "$(vm_root systemctl is-active agent-sandbox-egressd.socket)" = active ] ||
+		{ echo "  the socket is not active"; ok=1; }
+	st=$(vm_root "stat -c '%a %U:%G %F' $EGRESS_SOCK /run/agent-sandbox" | tr '\n' ' ')
+	[ "$st" = "666 root:root socket 755 root:root directory " ] ||
+		{ echo "  socket, directory: $st (want 666 root:root socket, 755 root:root directory)"; ok=1; }
+	# A uid that is no agent: refused without a byte, and logged.
+	[ -z "$(greet plain1)" ] || { echo "  plain1 got an answer: $(greet plain1)"; ok=1; }
+	vm_root "journalctl -b -t agent-sandbox -o cat | grep -q '^event=egress user=plain1 .*verdict=refused reason=\"not an agent account\"'" ||
+		{ echo "  no event=egress refusal for plain1 in the journal"; ok=1; }
+	# The proxy agent's uid (not through PAM: the daemon knows only the uid).
+	[ "$(greet egress1)" = "05 00" ] || { echo "  egress1's greeting: '$(greet egress1)', want 05 00"; ok=1; }
+	[ "$(vm_root systemctl is-active agent-sandbox-egressd.service)" = active ] ||
+		{ echo "  the first connection did not start the service"; ok=1; }
+	vm_root "journalctl -b -u agent-sandbox-egressd -o cat | grep -q 'listening on $EGRESS_SOCK (socket activation) as uid '" ||
+		{ echo "  the daemon did not say it was socket-activated"; ok=1; }
+	pid=$(egressd_pid)
+	uid=$(vm_root id -u agent-sandbox-egress)
+	[ -n "$uid" ] && [ "$uid" != 0 ] || { echo "  no agent-sandbox-egress user"; return 1; }
+	st=$(vm_root "grep -E '^(Uid|Gid|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/$pid/status" | tr -s '\t\n' '  ')
+	echo "  daemon pid $pid: $st"
+	case "$st" in
+	"Uid: $uid $uid $uid $uid Gid: "*" CapPrm: 0000000000000000 CapEff: 0000000000000000 CapBnd: 0000000000000000 CapAmb: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 ") ;;
+	*) echo "  want every uid $uid, no capability, NoNewPrivs 1, Seccomp 2"; ok=1 ;;
+	esac
+	# No home, no shell, a system uid.
+	vm_root "getent passwd agent-sandbox-egress" | grep -q ":/nonexistent:/usr/sbin/nologin$" ||
+		{ echo "  passwd: $(vm_root getent passwd agent-sandbox-egress)"; ok=1; }
+	return $ok
+}
+
+# SIGHUP through systemctl reload: a [match] rule added to a drop-in takes
+# effect in the same process, and taking it out again refuses again.
+t_egressd_reload_reads_the_config() {
+	local ok=0 pid
+	pid=$(egressd_pid)
+	[ -z "$(greet egress2)" ] || { echo "  control: egress2 is answered before any rule names it"; ok=1; }
+	vm_root "printf '[match]\\nuser egress2 = egress\\n' >/etc/agent-sandbox/conf.d/egress2.conf &&
+		chmod 0644 /etc/agent-sandbox/conf.d/egress2.conf && systemctl reload agent-sandbox-egressd" ||
+		{ echo "  systemctl reload failed"; return 1; }
+	sleep 2
+	[ "$(greet egress2)" = "05 00" ] || { echo "  after reload egress2 got '$(greet egress2)'"; ok=1; }
+	vm_root "rm /etc/agent-sandbox/conf.d/egress2.conf && systemctl reload agent-sandbox-egressd"
+	sleep 2
+	[ -z "$(greet egress2)" ] || { echo "  the rule's removal did not take effect"; ok=1; }
+	[ "$(egressd_pid)" = "$pid" ] || { echo "  reload restarted the daemon ($pid -> $(egressd_pid))"; ok=1; }
+	[ -z "$(vm_root systemctl --failed --no-legend)" ] ||
+		{ echo "  failed units: $(vm_root systemctl --failed --no-legend | tr '\n' ' ')"; ok=1; }
+	return $ok
+}
+
+# The packaged path end to end: egress1's profile lists 127.0.0.2:7070 and
+# localhost:7070; a server answers on 127.0.0.2:7070 and :7071 in this
+# guest. Through the bridge (127.0.0.1:3128 in the sandbox) and the
+# installed daemon, the listed one is reached and the other is refused; a
+# listed name is looked up by the daemon under its unit's confinement (and
+# refused, since it resolves to loopback).
+t_egressd_proxy_session_reaches_its_list() {
+	local ok=0 out
+	vm_root "for p in 7070 7071; do setsid timeout 120 socat TCP-LISTEN:\$p,bind=127.0.0.2,reuseaddr,fork \
+		SYSTEM:'echo sbxvm-egress-'\$p </dev/null >/dev/null 2>&1 & done; sleep 1"
+	# Control: both answer outside the sandbox.
+	[ "$(vm_root 'socat -t 3 - TCP:127.0.0.2:7071 </dev/null')" = sbxvm-egress-7071 ] ||
+		{ echo "  control: 127.0.0.2:7071 does not answer in the guest"; ok=1; }
+	out=$(as_agent egress1 'echo "https_proxy=$https_proxy"
+		for t in 127.0.0.2:7070 127.0.0.2:7071 localhost:7070; do
+			exec 3<>/dev/tcp/127.0.0.1/3128
+			printf "CONNECT $t HTTP/1.1\r\nHost: $t\r\n\r\n" >&3
+			echo "$t: $(timeout 5 cat <&3 | tr -d "\r" | grep -v "^$" | tr "\n" " ")"
+			exec 3<&-
+		done' 2>&1)
+	echo "$out" | sed 's/^/  | /'
+	echo "$out" | grep -qx 'https_proxy=http://127.0.0.1:3128' || { echo "  https_proxy not the bridge"; ok=1; }
+	echo "$out" | grep -qx '127.0.0.2:7070: HTTP/1.1 200 Connection established sbxvm-egress-7070 ' ||
+		{ echo "  the listed destination was not reached"; ok=1; }
+	echo "$out" | grep -q '^127.0.0.2:7071: HTTP/1.1 403 Forbidden' || { echo "  the unlisted port was not refused"; ok=1; }
+	echo "$out" | grep -q 'sbxvm-egress-7071' && { echo "  the unlisted port's server was reached"; ok=1; }
+	echo "$out" | grep -q '^localhost:7070: HTTP/1.1 403 Forbidden' || { echo "  localhost:7070 was not refused"; ok=1; }
+	vm_root "journalctl -b -t agent-sandbox -o cat | grep -q '^event=egress session=[0-9a-f]* user=egress1 .*host=127.0.0.2 port=7070 addr=127.0.0.2 verdict=allowed'" ||
+		{ echo "  no allowed event=egress line for 127.0.0.2:7070"; ok=1; }
+	vm_root "journalctl -b -t agent-sandbox -o cat | grep -q '^event=egress session=.* user=egress1 .*host=localhost port=7070 addr=127.0.0.1 verdict=refused reason=\"resolves to loopback address\"'" ||
+		{ echo "  the daemon did not look localhost up (no 'resolves to loopback address' line)"; ok=1; }
+	as_agent egress1 'agent-shell --report --json' >"$VM/egress.json" 2>"$VM/egress.err" ||
+		{ echo "  report: $(head -c 300 "$VM/egress.err")"; return 1; }
+	python3 - "$VM/egress.json" <<'PY' || ok=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = {x["feature"]: x for x in r["entries"]}["network_egress"]
+if not (e["achieved"] and e["verified"] and "network_egress" in r["guarantees"]):
+    print("  network_egress not held: %s" % e["detail"])
+    sys.exit(1)
+PY
+	return $ok
+}
+
+# systemd's own checks of the installed units, and the exposure score
+# (printed for the record; above 2.0 means a directive was lost). The
+# guest has no man(1), so verify skips the Documentation= check.
+t_egressd_units_verify_and_score() {
+	local ok=0 out score
+	out=$(vm_root "systemd-analyze verify --man=no agent-sandbox-egressd.socket agent-sandbox-egressd.service 2>&1; echo rc=\$?")
+	[ "$out" = rc=0 ] || { echo "  systemd-analyze verify: $out"; ok=1; }
+	# The C locale: ASCII marks ("-" for an open directive, "->" before
+	# the score) whatever locale ssh passes on.
+	vm_root "LC_ALL=C systemd-analyze security --no-pager agent-sandbox-egressd.service" >"$VM/security.out" 2>&1
+	score=$(sed -n 's/^-> Overall exposure level for agent-sandbox-egressd.service: \([0-9.]*\) .*/\1/p' "$VM/security.out")
+	echo "  systemd-analyze security: ${score:-?} ($(grep -c '^- ' "$VM/security.out") directives open:$(sed -n 's/^- \([^ ]*\) .*/ \1/p' "$VM/security.out" | tr -d '\n'))"
+	[ -n "$score" ] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }' || { echo "  exposure ${score:-?} > 2.0"; tail -n 3 "$VM/security.out"; ok=1; }
+	return $ok
+}
+
 # ---- the package's life: upgrade, remove, purge ---------------------------
 # Last, since they take the package away. pam-auth-update wired the module
 # at install (guest-setup.sh checked it); it must stay wired once through
@@ -444,6 +572,24 @@ EOF
 	return $ok
 }
 
+# An upgrade (here a reinstall of the upgrade's version) restarts a running
+# daemon on the new binary and keeps the socket it listens on.
+t_upgrade_restarts_egressd() {
+	local ok=0 before after
+	[ "$(greet egress1)" = "05 00" ] || { echo "  control: egress1 not answered before"; ok=1; }
+	before=$(egressd_pid)
+	vm_root "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall /root/sbx-vm/sbx-upgrade.deb" \
+		>"$VM/reinstall.log" 2>&1 || { echo "  reinstall failed:"; tail -n 15 "$VM/reinstall.log"; return 1; }
+	after=$(egressd_pid)
+	[ "$before" != 0 ] && [ "$after" != 0 ] && [ "$after" != "$before" ] ||
+		{ echo "  daemon pid $before before, $after after (want a new running one)"; ok=1; }
+	[ "$(vm_root systemctl is-active agent-sandbox-egressd.socket)" = active ] || { echo "  the socket is not active"; ok=1; }
+	[ "$(greet egress1)" = "05 00" ] || { echo "  egress1 not answered after the upgrade"; ok=1; }
+	[ -z "$(vm_root systemctl --failed --no-legend)" ] ||
+		{ echo "  failed units: $(vm_root systemctl --failed --no-legend | tr '\n' ' ')"; ok=1; }
+	return $ok
+}
+
 # After apt remove: no stack names the module, root and a normal user log
 # in (ssh, su, runuser), and the agent account gets no session at all.
 t_remove_then_root_and_user_log_in() {
@@ -467,6 +613,23 @@ t_remove_then_root_and_user_log_in() {
 	return $ok
 }
 
+# After apt remove: the daemon and its units are gone, nothing failed, and
+# /run/agent-sandbox is still the PAM module's (root, 0755).
+t_remove_takes_egressd_away() {
+	local ok=0
+	[ "$(vm_root "systemctl list-unit-files --no-legend 'agent-sandbox-egressd*' | wc -l")" = 0 ] ||
+		{ echo "  unit files left: $(vm_root "systemctl list-unit-files --no-legend 'agent-sandbox-egressd*'")"; ok=1; }
+	[ "$(vm_root 'systemctl is-active agent-sandbox-egressd.socket agent-sandbox-egressd.service' | tr '\n' ' ')" = "inactive inactive " ] ||
+		{ echo "  a unit is still active"; ok=1; }
+	vm_root "test ! -e $EGRESS_SOCK -a ! -e /usr/sbin/agent-sandbox-egressd" || { echo "  the socket or the binary is left"; ok=1; }
+	vm_root "pgrep -u agent-sandbox-egress" && { echo "  a daemon process is left"; ok=1; }
+	[ "$(vm_root "stat -c '%a %U:%G' /run/agent-sandbox")" = "755 root:root" ] ||
+		{ echo "  /run/agent-sandbox: $(vm_root "stat -c '%a %U:%G' /run/agent-sandbox")"; ok=1; }
+	[ -z "$(vm_root systemctl --failed --no-legend)" ] ||
+		{ echo "  failed units: $(vm_root systemctl --failed --no-legend | tr '\n' ' ')"; ok=1; }
+	return $ok
+}
+
 # After purge: the config is gone, the agents' homes are not.
 t_purge_keeps_agent_homes() {
 	local ok=0
@@ -476,6 +639,12 @@ t_purge_keeps_agent_homes() {
 	vm_root "test -d /var/lib/agent-sandbox/homes/coder1" || { echo "  purge deleted coder1's home"; ok=1; }
 	[ "$(vm_root 'id -u')" = 0 ] || { echo "  root cannot log in after purge"; ok=1; }
 	[ "$(as_agent plain1 'id -un')" = plain1 ] || { echo "  plain1 cannot log in after purge"; ok=1; }
+	# The socket's enablement is forgotten; the daemon's user stays.
+	vm_root "test ! -L /etc/systemd/system/sockets.target.wants/agent-sandbox-egressd.socket" ||
+		{ echo "  the sockets.target.wants link survived purge"; ok=1; }
+	vm_root "getent passwd agent-sandbox-egress >/dev/null" || { echo "  purge removed agent-sandbox-egress"; ok=1; }
+	[ -z "$(vm_root systemctl --failed --no-legend)" ] ||
+		{ echo "  failed units: $(vm_root systemctl --failed --no-legend | tr '\n' ' ')"; ok=1; }
 	return $ok
 }
 
@@ -483,7 +652,10 @@ for t in t_session_limits_reported t_memory_hog_oom_killed t_fork_bomb_stops_at_
 	t_cpu_held_to_quota t_doctor_on_debian t_report_names_what_the_kernel_lacks t_guarantees_hold_on_this_kernel \
 	t_ssh_command_pty_scp_sftp t_reviewer_profile t_ci_profile_refused_with_reason \
 	t_report_line_in_journal t_logind_session_and_no_user_manager t_linger_gets_no_user_manager \
-	t_doctor_fix_is_pam_auth_update t_upgrade_keeps_pam_wiring t_remove_then_root_and_user_log_in t_purge_keeps_agent_homes; do
+	t_egressd_socket_activated_as_its_user t_egressd_reload_reads_the_config \
+	t_egressd_proxy_session_reaches_its_list t_egressd_units_verify_and_score \
+	t_doctor_fix_is_pam_auth_update t_upgrade_keeps_pam_wiring t_upgrade_restarts_egressd \
+	t_remove_then_root_and_user_log_in t_remove_takes_egressd_away t_purge_keeps_agent_homes; do
 	if out=$($t 2>&1); then
 		ok "$t"
 	else
