@@ -125,7 +125,7 @@ int sbx_egress_socks5_request_parse(const uint8_t *buf, size_t len, size_t *used
 int sbx_egress_tls_sni(const uint8_t *buf, size_t len, char *out, size_t size);
 
 /*
- * The sandbox's bridge and agent-sandbox-egressd (docs/design.md 13.7).
+ * The sandbox's bridge and agent-sandbox-egressd (docs/design.md 13.6).
  * Inside, a proxy session's programs reach 127.0.0.1:SBX_EGRESS_PROXY_PORT
  * (HTTP CONNECT and SOCKS5 on one port). The bridge that listens there
  * hands each connection's socket to the daemon over a new unix stream
