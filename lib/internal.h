@@ -643,6 +643,14 @@ int sbx_unix_send_listener(int chan, int listener);
 
 /* ---- probe.c ----------------------------------------------------------- */
 
+/* What sbx_probe_get() finds, except the namespaces, without making a
+ * process or a namespace: uname, landlock_create_ruleset(VERSION),
+ * prctl/seccomp queries, mount_setattr with invalid arguments, statfs and
+ * /proc, /sys reads. The namespace fields are false and userns_why says
+ * they were not probed. For the PAM stage, inside sshd's root monitor
+ * (docs/design.md section 8). */
+void sbx_probe_kernel(struct sbx_probe *out);
+
 /* Test-only: replace the cached probe. Only test binaries call this; the
  * shipped binaries have no path (env, argument, file) that reaches it.
  * NULL forgets the cache, so the next sbx_probe_get probes again. */

@@ -469,7 +469,8 @@ static void probe_mount_setattr(struct sbx_probe *p)
 	p->mount_setattr = !(r < 0 && errno == ENOSYS);
 }
 
-static void probe_all(struct sbx_probe *p)
+/* Everything but the namespaces: plain syscalls and reads, no process. */
+static void probe_kernel_facts(struct sbx_probe *p)
 {
 	struct utsname u;
 
@@ -478,9 +479,21 @@ static void probe_all(struct sbx_probe *p)
 		sbx_strlcpy(p->kernel, sizeof(p->kernel), u.release);
 	probe_landlock(p);
 	probe_seccomp(p);
-	probe_namespaces(p);
 	probe_cgroup(p);
 	probe_mount_setattr(p);
+}
+
+void sbx_probe_kernel(struct sbx_probe *out)
+{
+	probe_kernel_facts(out);
+	sbx_strlcpy(out->userns_why, sizeof(out->userns_why),
+		    "not probed: this caller makes no process and no namespace");
+}
+
+static void probe_all(struct sbx_probe *p)
+{
+	probe_kernel_facts(p);
+	probe_namespaces(p);
 }
 
 int sbx_probe_get(const struct sbx_probe **out, struct sbx_error *err)
