@@ -650,6 +650,14 @@ int sbx_unix_send_listener(int chan, int listener);
  * they were not probed. For the PAM stage, inside sshd's root monitor
  * (docs/design.md section 8). */
 void sbx_probe_kernel(struct sbx_probe *out);
+/* Root: the namespace fields of p (and userns_why) as uid would find
+ * them, tried in a child that becomes uid/gid (user's groups; NULL: none)
+ * and is never dumpable, so no process of that uid can change its answer
+ * (its own uid map is not written: an undumpable process's map file is
+ * root's). Other fields are untouched. 0, or -errno with err (not root,
+ * uid 0, the child gave no answer). */
+int sbx_probe_namespaces_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *p,
+			    struct sbx_error *err);
 
 /* Test-only: replace the cached probe. Only test binaries call this; the
  * shipped binaries have no path (env, argument, file) that reaches it.
