@@ -303,6 +303,9 @@ UNITDIR     ?= $(PREFIX)/lib/systemd/system
 UM_DROPIN_SRC := etc/systemd/user@.service.d/agent-sandbox.conf
 UM_DROPIN   := $(BUILD)/install/user-manager-dropin.conf
 UM_DROPIN_DST := $(UNITDIR)/user@.service.d/agent-sandbox.conf
+PROBE_UNIT_SRC := etc/systemd/agent-sandbox-probe.service
+PROBE_UNIT  := $(BUILD)/install/agent-sandbox-probe.service
+PROBE_UNIT_DST := $(UNITDIR)/agent-sandbox-probe.service
 ETC_CONF    := $(BUILD)/install/agent-sandbox.conf
 ETC_PAIRS   := $(ETC_CONF):$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf \
                etc/skel/.bashrc:$(SYSCONFDIR)/agent-sandbox/skel/.bashrc \
@@ -325,6 +328,10 @@ install-conf-file:
 		$(UM_DROPIN_SRC) > $(UM_DROPIN)
 	@grep -q '^ExecCondition=+$(BINDIR)/agent-shell --user-manager %i$$' $(UM_DROPIN) || \
 		{ echo "$(UM_DROPIN_SRC): no ExecCondition line to point at $(BINDIR)" >&2; exit 1; }
+	@sed 's|^\(ExecStart=\)/usr/local/bin/agent-shell |\1$(BINDIR)/agent-shell |' \
+		$(PROBE_UNIT_SRC) > $(PROBE_UNIT)
+	@grep -q '^ExecStart=$(BINDIR)/agent-shell --probe-cache$$' $(PROBE_UNIT) || \
+		{ echo "$(PROBE_UNIT_SRC): no ExecStart line to point at $(BINDIR)" >&2; exit 1; }
 
 install: all install-conf-file
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PAMDIR) $(DESTDIR)$(DOCDIR) \
@@ -345,6 +352,7 @@ install: all install-conf-file
 	install -m 0644 completion/agent-shell $(DESTDIR)$(COMPLDIR)/agent-shell
 	install -d $(DESTDIR)$(dir $(UM_DROPIN_DST))
 	install -m 0644 $(UM_DROPIN) $(DESTDIR)$(UM_DROPIN_DST)
+	install -m 0644 $(PROBE_UNIT) $(DESTDIR)$(PROBE_UNIT_DST)
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 	@set -e; for pair in $(ETC_PAIRS); do \
 		src=$${pair%%:*}; dst=$(DESTDIR)$${pair#*:}; \
@@ -377,7 +385,7 @@ uninstall: install-conf-file
 	rm -f $(DESTDIR)$(BINDIR)/agent-shell $(DESTDIR)$(SHELL_REAL_DIR)/agent-shell \
 		$(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so
 	-@rmdir $(DESTDIR)$(SHELL_REAL_DIR) 2>/dev/null || true
-	rm -f $(DESTDIR)$(UM_DROPIN_DST)
+	rm -f $(DESTDIR)$(UM_DROPIN_DST) $(DESTDIR)$(PROBE_UNIT_DST)
 	rm -f $(DESTDIR)$(PAMCONFDIR)/agent-sandbox $(DESTDIR)$(COMPLDIR)/agent-shell
 	-@rmdir $(DESTDIR)$(PAMCONFDIR) $(DESTDIR)$(COMPLDIR) \
 		$(DESTDIR)$(PREFIX)/share/bash-completion 2>/dev/null || true
