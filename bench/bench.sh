@@ -301,6 +301,15 @@ if [ ${#fj_args[@]} -gt 0 ]; then
 		echo "firejail: hyperfine failed" >>"$notes"
 fi
 
+# The login path: ssh host true through a private sshd, with and without
+# the module, and the probe cache (bench/ssh.sh; root only).
+if $is_root; then
+	echo
+	echo "=== ssh host true through a private sshd on loopback (bench/ssh.sh)"
+	"$(dirname "$0")/ssh.sh" "$build" "$out" "$WARMUP" "$MIN_RUNS" "$ws" "$xdg" ||
+		echo "ssh bench: failed (see above)" >>"$notes"
+fi
+
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- summary table --------------------------------------------------------
@@ -330,6 +339,12 @@ table() {	# $1 filter: "main" or "decomp"
 	echo "| command | mean ± σ (ms) | median (ms) | min (ms) | max (ms) | median vs bash -c true |"
 	echo "|---|---|---|---|---|---|"
 	table decomp
+	if [ -s "$out/ssh.md" ]; then
+		echo
+		echo "Login path (bench/ssh.sh: a private sshd on loopback, key auth, a new connection each run):"
+		echo
+		cat "$out/ssh.md"
+	fi
 } >"$out/summary.md"
 echo
 echo "=== summary (wall-clock ms per run)"
@@ -425,7 +440,7 @@ syscall_bench
 mkdir -p "$results"
 cp "$out/main.json" "$out/main.md" "$out/results.json" "$out/summary.md" "$notes" "$results/"
 for f in firejail.json firejail.md timeline.txt perf-agent-shell.csv perf-bwrap.csv \
-	syscalls.md syscalls.txt; do
+	syscalls.md syscalls.txt ssh.json ssh.md; do
 	[ -e "$out/$f" ] && cp "$out/$f" "$results/"
 done
 {
