@@ -690,6 +690,11 @@ int sbx_lsm_list(char *out, size_t size);
  * -ELOOP untrusted, -ESTALE written for another boot, kernel or setting,
  * -EINVAL malformed. */
 int sbx_probe_cache_check(uid_t uid, struct sbx_error *err);
+/* Does an entry's text (buf, len; what names it) match key, the lines this
+ * process expects (the entry text up to its "written" line)? 0, -ESTALE
+ * naming the first line that differs, or -EINVAL (malformed). */
+int sbx_probe_cache_match(const char *key, const char *buf, size_t len, const char *what,
+			  struct sbx_error *err);
 /* Root: probe as uid (sbx_probe_namespaces_as) and record the result:
  * *cached true when every namespace type was available (the entry is
  * written atomically: a temporary file in the directory, renamed over the

@@ -228,10 +228,35 @@ static int key_mismatch(const char *path, const char *want, struct sbx_error *er
 	return sbx_error_set(err, ESTALE, "%s: stale", path);
 }
 
+int sbx_probe_cache_match(const char *key, const char *buf, size_t len, const char *what,
+			  struct sbx_error *err)
+{
+	const char *want, *got = buf, *end = buf + len;
+
+	if (memchr(buf, '\0', len))
+		return sbx_error_set(err, EINVAL, "%s: holds a NUL byte", what);
+	/* The key, line by line (each of its lines ends in a newline), then
+	 * "written SECONDS\n" and nothing else. */
+	for (want = key; *want; ) {
+		size_t wl = strcspn(want, "\n") + 1;
+
+		if ((size_t)(end - got) < wl || memcmp(want, got, wl) != 0)
+			return key_mismatch(what, want, err);
+		want += wl;
+		got += wl;
+	}
+	if (end - got < 10 || memcmp(got, "written ", 8) != 0 || end[-1] != '\n')
+		return sbx_error_set(err, EINVAL, "%s: malformed", what);
+	for (const char *p = got + 8; p < end - 1; p++) {
+		if (*p < '0' || *p > '9')
+			return sbx_error_set(err, EINVAL, "%s: malformed", what);
+	}
+	return 0;
+}
+
 int sbx_probe_cache_check(uid_t uid, struct sbx_error *err)
 {
 	char key[SBX_PROBE_CACHE_MAX], path[SBX_PATH_MAX];
-	const char *want, *got, *end;
 	char *buf = NULL;
 	size_t len = 0;
 	int fd = -1, r;
@@ -251,29 +276,7 @@ int sbx_probe_cache_check(uid_t uid, struct sbx_error *err)
 	close(fd);
 	if (r)
 		return r;
-	if (strlen(buf) != len) {
-		r = sbx_error_set(err, EINVAL, "%s: holds a NUL byte", path);
-		goto out;
-	}
-	/* The key, line by line, then "written SECONDS\n" and nothing else. */
-	for (want = key, got = buf; *want; ) {
-		size_t wl = strcspn(want, "\n") + 1;
-
-		if (strncmp(want, got, wl) != 0) {
-			r = key_mismatch(path, want, err);
-			goto out;
-		}
-		want += wl;
-		got += wl;
-	}
-	end = buf + len;
-	if (strncmp(got, "written ", 8) != 0 || end - got < 10 || end[-1] != '\n' ||
-	    strspn(got + 8, "0123456789") != (size_t)(end - got - 9)) {
-		r = sbx_error_set(err, EINVAL, "%s: malformed", path);
-		goto out;
-	}
-	r = 0;
-out:
+	r = sbx_probe_cache_match(key, buf, len, path, err);
 	free(buf);
 	return r;
 }
@@ -301,11 +304,13 @@ static int cache_dir_open(bool create, int *out, struct sbx_error *err)
 	if (r)
 		return r;
 	dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	r = dfd < 0 ? sbx_error_set(err, errno, "open(%s): %s", dir, strerror(errno)) : 0;
+	if (dfd < 0)
+		r = sbx_error_set(err, errno, "open(%s): %s", dir, strerror(errno));
 	close(pfd);
-	if (!r)
-		*out = dfd;
-	return r;
+	if (dfd < 0)
+		return r;
+	*out = dfd;
+	return 0;
 }
 
 static int cache_unlink_at(int dfd, uid_t uid, struct sbx_error *err)
