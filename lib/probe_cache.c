@@ -261,22 +261,21 @@ int sbx_probe_cache_check(uid_t uid, struct sbx_error *err)
 	size_t len = 0;
 	int fd = -1, r;
 
-	r = cache_key(uid, key, sizeof(key), err);
-	if (r)
-		return r;
 	if (sbx_snprintf(path, sizeof(path), "%s/%u", cache_dir(), (unsigned)uid) != 0)
 		return sbx_error_set(err, ENAMETOOLONG, "probe cache: path too long");
 	/* Trusted only when root alone could have written it: root-owned and
 	 * not group/world writable, and every directory from "/" the same,
-	 * opened without following a symlink and checked on the fd. */
+	 * opened without following a symlink and checked on the fd. Opened
+	 * first: where there is no entry, that is all this costs. */
 	r = sbx_trust_open_file(path, true, SBX_PROBE_CACHE_MAX, &fd, err);
 	if (r)
 		return r;
 	r = sbx_read_fd(fd, path, SBX_PROBE_CACHE_MAX, &buf, &len, err);
 	close(fd);
-	if (r)
-		return r;
-	r = sbx_probe_cache_match(key, buf, len, path, err);
+	if (!r)
+		r = cache_key(uid, key, sizeof(key), err);
+	if (!r)
+		r = sbx_probe_cache_match(key, buf, len, path, err);
 	free(buf);
 	return r;
 }
