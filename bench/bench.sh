@@ -6,6 +6,8 @@
 #
 # Usage: bench/bench.sh [BUILD_DIR] [syscalls]   (make bench builds first;
 # this builds nothing). With "syscalls", only the per-syscall loops run.
+# BASE_BUILD=DIR in the environment: bench/ssh.sh also measures that build's
+# login path, in the same rounds (a before/after comparison).
 # As root the sandboxed commands run as "nobody" (a sandbox for an agent is
 # measured as the agent, like shell/demo.sh). Installs bubblewrap, firejail,
 # hyperfine and jq with apt-get when missing (only this script does that).
@@ -302,11 +304,12 @@ if [ ${#fj_args[@]} -gt 0 ]; then
 fi
 
 # The login path: ssh host true through a private sshd, with and without
-# the module, and the probe cache (bench/ssh.sh; root only).
+# the module, and the probe cache (bench/ssh.sh; root only). BASE_BUILD=DIR
+# (another tree's build directory) adds its agent rows in the same rounds.
 if $is_root; then
 	echo
 	echo "=== ssh host true through a private sshd on loopback (bench/ssh.sh)"
-	"$(dirname "$0")/ssh.sh" "$build" "$out" "$WARMUP" "$MIN_RUNS" "$ws" "$xdg" ||
+	"$(dirname "$0")/ssh.sh" "$build" "$out" "$MIN_RUNS" "$WARMUP" ${BASE_BUILD:+"$BASE_BUILD"} ||
 		echo "ssh bench: failed (see above)" >>"$notes"
 fi
 
@@ -341,7 +344,8 @@ table() {	# $1 filter: "main" or "decomp"
 	table decomp
 	if [ -s "$out/ssh.md" ]; then
 		echo
-		echo "Login path (bench/ssh.sh: a private sshd on loopback, key auth, a new connection each run):"
+		echo "Login path (bench/ssh.sh: a private sshd on loopback, key auth, a new connection each run;"
+		echo "agent-shell --run as the agent in the same world):"
 		echo
 		cat "$out/ssh.md"
 	fi
