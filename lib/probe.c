@@ -245,14 +245,14 @@ static void ns_tries(struct ns_result *res, bool write_maps, uid_t uid, gid_t gi
 	}
 }
 
-static void ns_child_send(int wfd, const struct ns_result *res)
+static void __attribute__((noreturn)) ns_child_send(int wfd, const struct ns_result *res)
 {
 	ssize_t n = write(wfd, res, sizeof(*res));
 
 	_exit(n == (ssize_t)sizeof(*res) ? 0 : 1);
 }
 
-static void ns_child(int wfd, uid_t uid, gid_t gid)
+static void __attribute__((noreturn)) ns_child(int wfd, uid_t uid, gid_t gid)
 {
 	struct ns_result res;
 
@@ -270,16 +270,17 @@ struct ns_identity {
 
 /*
  * Root's child for the probe cache: becomes the account and tries, never
- * dumpable. A process of the account's uid cannot ptrace it, open its
- * /proc/<pid>/mem or fds, or write its uid_map (all need a dumpable target
- * or CAP_SYS_PTRACE where its memory was made, the host's user namespace),
- * so what it reports is root's measurement. The uid change sets dumpable
- * to fs.suid_dumpable; with 1 ("debug") there are a few instructions until
- * the second prctl below: what a ptracer could change there is only what
- * this child answers, and a cache entry only ever says "available", which
- * the session's own unshare then holds to (docs/design.md section 4).
+ * dumpable. A process of the account's uid cannot ptrace it or open its
+ * /proc/<pid>/mem or fds (that needs a dumpable target or CAP_SYS_PTRACE
+ * where its memory was made, the host's user namespace, even once it owns
+ * the user namespace made here), so what it reports is root's measurement.
+ * The uid change sets dumpable to fs.suid_dumpable; with 1 ("debug") there
+ * are a few instructions until the second prctl below: what a ptracer could
+ * change there is only what this child answers, and a cache entry only ever
+ * says "available", which the session's own unshare then holds to
+ * (docs/design.md section 4.12).
  */
-static void ns_child_as(int wfd, const struct ns_identity *id)
+static void __attribute__((noreturn)) ns_child_as(int wfd, const struct ns_identity *id)
 {
 	struct ns_result res;
 
