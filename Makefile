@@ -278,7 +278,14 @@ $(BENCH_SYSCALLS): bench/syscalls.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -pie -o $@ $< $(HARDEN_LD)
 
-bench: all $(BENCH_SYSCALLS)
+# The PAM stage timed alone (bench/pam_phases.c), for bench/ssh.sh.
+BENCH_PAM := $(BUILD)/bench/pam_phases
+
+$(BENCH_PAM): bench/pam_phases.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -pie -o $@ $< $(HARDEN_LD) -lpam -lm
+
+bench: all $(BENCH_SYSCALLS) $(BENCH_PAM)
 	@./bench/bench.sh $(BUILD)
 
 # ---- install, uninstall, deb ---------------------------------------------

@@ -4,7 +4,8 @@
 # loopback, with and without pam_agent_sandbox.so, for an agent account and
 # for an ordinary one, and for an agent with this boot's probe cache; then
 # `agent-shell --run -- /bin/true` as an agent with and without a cache
-# entry. With BASE_BUILD, the same agent rows again for that build (an
+# entry; then the PAM phases alone (bench/pam_phases.c, when make bench
+# built it). With BASE_BUILD, the same agent rows again for that build (an
 # earlier tree's `make all`), in a world of its own, in the same rounds.
 # Called by bench/bench.sh (as root); this builds nothing.
 #
@@ -61,7 +62,8 @@ svc=sbxbench-$r group=sbxbench-$r
 # would reach a run of another row that uses the same account outside a
 # PAM session of its own. agentc and agentrc get this boot's cache entry.
 agent=sbxba-$r agentc=sbxbc-$r agentn=sbxbn-$r agentr=sbxbr-$r agentrc=sbxbs-$r
-agents="$agent $agentc $agentn $agentr $agentrc"
+agentp=sbxbq-$r		# the PAM phases alone (bench/pam_phases.c)
+agents="$agent $agentc $agentn $agentr $agentrc $agentp"
 plain=sbxbp-$r
 holders=() pids=()
 
@@ -293,7 +295,23 @@ done
 "$py" "$here/interleave.py" "$((runs * 5))" "$warmup" "$T/run.json" "${runrows[@]}" ||
 	{ echo "ssh bench: the --run rows failed"; exit 1; }
 
-jq -s '{results: (map(.results) | add)}' "$T/login.json" "$T/run.json" >"$out/ssh.json"
+# The PAM stage alone: pam_acct_mgmt, pam_open_session and
+# pam_close_session in a forked root child that entered the world, as
+# sshd's monitor runs them.
+parts=("$T/login.json" "$T/run.json")
+if [ -x "$build/bench/pam_phases" ]; then
+	pamrows=("PAM phases, agent, stack without the module=$HOLDER_new:$svc-n:$agentp"
+		"PAM phases, not an agent (PAM_IGNORE)=$HOLDER_new:$svc-m:$plain"
+		"PAM phases, agent=$HOLDER_new:$svc-m:$agentp")
+	[ -n "$base" ] && pamrows+=("PAM phases, agent, base build=$HOLDER_base:$svc-m:$agentp")
+	if "$build/bench/pam_phases" "$((runs * 5))" "$warmup" "$T/pam.json" "${pamrows[@]}"; then
+		parts+=("$T/pam.json")
+	else
+		echo "ssh bench: the PAM rows failed"
+	fi
+fi
+
+jq -s '{results: (map(.results) | add)}' "${parts[@]}" >"$out/ssh.json"
 table() {	# $1: the interleave.py output
 	jq -r '
 	  def ms: . * 1000 * 100 | round / 100;
@@ -304,7 +322,7 @@ table() {	# $1: the interleave.py output
 	' "$1"
 }
 {
-	echo "Every command once per round, in turn (bench/interleave.py), after $warmup warm-up rounds: $runs rounds of logins, $((runs * 5)) of --run."
+	echo "Every command once per round, in turn (bench/interleave.py, bench/pam_phases.c), after $warmup warm-up rounds: $runs rounds of logins, $((runs * 5)) of --run and of the PAM phases."
 	echo
 	echo "| command | mean ± σ (ms) | median (ms) | min (ms) | max (ms) | median of the per-round difference to the first row (ms) |"
 	echo "|---|---|---|---|---|---|"
@@ -313,5 +331,11 @@ table() {	# $1: the interleave.py output
 	echo "| command | mean ± σ (ms) | median (ms) | min (ms) | max (ms) | median of the per-round difference to the first row (ms) |"
 	echo "|---|---|---|---|---|---|"
 	table "$T/run.json"
+	if [ -s "$T/pam.json" ]; then
+		echo
+		echo "| command | mean ± σ (ms) | median (ms) | min (ms) | max (ms) | median of the per-round difference to the first row (ms) |"
+		echo "|---|---|---|---|---|---|"
+		table "$T/pam.json"
+	fi
 } >"$out/ssh.md"
 cat "$out/ssh.md"
