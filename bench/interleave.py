@@ -6,8 +6,9 @@ usage: interleave.py RUNS WARMUP OUT.json NAME=CMD [NAME=CMD ...]
 hyperfine runs every run of one command before the next command: on a
 machine that other work shares, a change in that load between two commands
 shows up as a difference between them. Here each round runs every command
-once, in turn, so the load of a moment is shared by all of them, and the
-median of the per-round differences to the first command is reported next
+once, in turn (each round starting one command later than the one before),
+so the load of a moment is shared by all of them, and the median of the
+per-round differences to the first command is reported next
 to each command's own statistics. CMD is split on blanks and run without a
 shell (like hyperfine -N), its output discarded; a run that fails stops the
 whole measurement. OUT.json has hyperfine's "results" layout (seconds) plus
@@ -38,9 +39,14 @@ def main():
         name, _, cmd = spec.partition("=")
         cmds.append((name, cmd.split()))
     times = [[] for _ in cmds]
+    n = len(cmds)
     for rnd in range(warmup + runs):
-        for i, (_, argv) in enumerate(cmds):
-            t = run_once(argv)
+        # Each round starts one row later: what a run leaves behind (a
+        # session's teardown, a network namespace the kernel frees later)
+        # falls on every other row equally often, not always on the next.
+        for k in range(n):
+            i = (rnd + k) % n
+            t = run_once(cmds[i][1])
             if rnd >= warmup:
                 times[i].append(t)
     results = []

@@ -5,8 +5,9 @@
  * namespace (bench/ssh.sh's), then runs pam_start, pam_acct_mgmt,
  * pam_open_session, pam_close_session and pam_end for one account through
  * one service, as sshd's monitor does, and exits; the time is from the fork
- * to its reaping. Commands run round-robin, each once per round, so that
- * the load of a moment is shared by all of them.
+ * to its reaping. Commands run round-robin, each once per round (each
+ * round starting one command later), so that the load of a moment is
+ * shared by all of them.
  *
  * Usage: pam_phases ROUNDS WARMUP OUT.json NAME=PID:SERVICE:USER...
  *   PID: a process in the world's mount namespace (its holder)
@@ -161,7 +162,11 @@ int main(int argc, char **argv)
 		}
 	}
 	for (int r = 0; r < warmup + rounds; r++) {
-		for (int i = 0; i < n; i++) {
+		/* Each round starts one command later: what a login leaves
+		 * behind (its close's sweep, namespaces the kernel frees
+		 * later) falls on every other command equally often. */
+		for (int k = 0; k < n; k++) {
+			int i = (r + k) % n;
 			double t = measure(&cmds[i]);
 
 			if (r >= warmup)
