@@ -281,7 +281,14 @@ $(BENCH_SYSCALLS): bench/syscalls.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -pie -o $@ $< $(HARDEN_LD)
 
-bench: all $(BENCH_SYSCALLS)
+# The PAM stage timed alone (bench/pam_phases.c), for bench/ssh.sh.
+BENCH_PAM := $(BUILD)/bench/pam_phases
+
+$(BENCH_PAM): bench/pam_phases.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -pie -o $@ $< $(HARDEN_LD) -lpam -lm
+
+bench: all $(BENCH_SYSCALLS) $(BENCH_PAM)
 	@./bench/bench.sh $(BUILD)
 
 # ---- install, uninstall, deb ---------------------------------------------
@@ -312,6 +319,9 @@ EGRESS_UNIT   := agent-sandbox-egressd
 EGRESS_SOCKET_SRC  := etc/systemd/system/$(EGRESS_UNIT).socket
 EGRESS_SERVICE_SRC := etc/systemd/system/$(EGRESS_UNIT).service
 EGRESS_SERVICE := $(BUILD)/install/$(EGRESS_UNIT).service
+PROBE_UNIT_SRC := etc/systemd/agent-sandbox-probe.service
+PROBE_UNIT  := $(BUILD)/install/agent-sandbox-probe.service
+PROBE_UNIT_DST := $(UNITDIR)/agent-sandbox-probe.service
 ETC_CONF    := $(BUILD)/install/agent-sandbox.conf
 ETC_PAIRS   := $(ETC_CONF):$(SYSCONFDIR)/agent-sandbox/agent-sandbox.conf \
                etc/skel/.bashrc:$(SYSCONFDIR)/agent-sandbox/skel/.bashrc \
@@ -338,6 +348,10 @@ install-conf-file:
 		$(EGRESS_SERVICE_SRC) > $(EGRESS_SERVICE)
 	@grep -q '^ExecStart=$(SBINDIR)/agent-sandbox-egressd$$' $(EGRESS_SERVICE) || \
 		{ echo "$(EGRESS_SERVICE_SRC): no ExecStart line to point at $(SBINDIR)" >&2; exit 1; }
+	@sed 's|^\(ExecStart=\)/usr/local/bin/agent-shell |\1$(BINDIR)/agent-shell |' \
+		$(PROBE_UNIT_SRC) > $(PROBE_UNIT)
+	@grep -q '^ExecStart=$(BINDIR)/agent-shell --probe-cache$$' $(PROBE_UNIT) || \
+		{ echo "$(PROBE_UNIT_SRC): no ExecStart line to point at $(BINDIR)" >&2; exit 1; }
 
 install: all install-conf-file
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(PAMDIR) $(DESTDIR)$(DOCDIR) \
@@ -369,6 +383,8 @@ install: all install-conf-file
 		echo "agent-sandbox-egressd (network = proxy) is off: create its user, then enable its socket:"; \
 		echo "  adduser --system --group --no-create-home --home /nonexistent agent-sandbox-egress"; \
 		echo "  systemctl enable --now $(EGRESS_UNIT).socket"; }; fi
+	install -m 0644 $(PROBE_UNIT) $(DESTDIR)$(PROBE_UNIT_DST)
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 	@set -e; for pair in $(ETC_PAIRS); do \
 		src=$${pair%%:*}; dst=$(DESTDIR)$${pair#*:}; \
 		if [ ! -e "$$dst" ]; then \
@@ -403,7 +419,7 @@ uninstall: install-conf-file
 		$(DESTDIR)$(PAMDIR)/pam_agent_sandbox.so $(DESTDIR)$(SBINDIR)/agent-sandbox-egressd \
 		$(DESTDIR)$(UNITDIR)/$(EGRESS_UNIT).socket $(DESTDIR)$(UNITDIR)/$(EGRESS_UNIT).service
 	-@rmdir $(DESTDIR)$(SHELL_REAL_DIR) 2>/dev/null || true
-	rm -f $(DESTDIR)$(UM_DROPIN_DST)
+	rm -f $(DESTDIR)$(UM_DROPIN_DST) $(DESTDIR)$(PROBE_UNIT_DST)
 	rm -f $(DESTDIR)$(PAMCONFDIR)/agent-sandbox $(DESTDIR)$(COMPLDIR)/agent-shell
 	-@rmdir $(DESTDIR)$(PAMCONFDIR) $(DESTDIR)$(COMPLDIR) \
 		$(DESTDIR)$(PREFIX)/share/bash-completion 2>/dev/null || true

@@ -6,6 +6,8 @@
 #
 # Usage: bench/bench.sh [BUILD_DIR] [syscalls]   (make bench builds first;
 # this builds nothing). With "syscalls", only the per-syscall loops run.
+# BASE_BUILD=DIR in the environment: bench/ssh.sh also measures that build's
+# login path, in the same rounds (a before/after comparison).
 # As root the sandboxed commands run as "nobody" (a sandbox for an agent is
 # measured as the agent, like shell/demo.sh). Installs bubblewrap, firejail,
 # hyperfine and jq with apt-get when missing (only this script does that).
@@ -301,6 +303,16 @@ if [ ${#fj_args[@]} -gt 0 ]; then
 		echo "firejail: hyperfine failed" >>"$notes"
 fi
 
+# The login path: ssh host true through a private sshd, with and without
+# the module, and the probe cache (bench/ssh.sh; root only). BASE_BUILD=DIR
+# (another tree's build directory) adds its agent rows in the same rounds.
+if $is_root; then
+	echo
+	echo "=== ssh host true through a private sshd on loopback (bench/ssh.sh)"
+	"$(dirname "$0")/ssh.sh" "$build" "$out" "$MIN_RUNS" "$WARMUP" ${BASE_BUILD:+"$BASE_BUILD"} ||
+		echo "ssh bench: failed (see above)" >>"$notes"
+fi
+
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- summary table --------------------------------------------------------
@@ -330,6 +342,13 @@ table() {	# $1 filter: "main" or "decomp"
 	echo "| command | mean ± σ (ms) | median (ms) | min (ms) | max (ms) | median vs bash -c true |"
 	echo "|---|---|---|---|---|---|"
 	table decomp
+	if [ -s "$out/ssh.md" ]; then
+		echo
+		echo "Login path (bench/ssh.sh: a private sshd on loopback, key auth, a new connection each run;"
+		echo "agent-shell --run as the agent in the same world):"
+		echo
+		cat "$out/ssh.md"
+	fi
 } >"$out/summary.md"
 echo
 echo "=== summary (wall-clock ms per run)"
@@ -425,7 +444,7 @@ syscall_bench
 mkdir -p "$results"
 cp "$out/main.json" "$out/main.md" "$out/results.json" "$out/summary.md" "$notes" "$results/"
 for f in firejail.json firejail.md timeline.txt perf-agent-shell.csv perf-bwrap.csv \
-	syscalls.md syscalls.txt; do
+	syscalls.md syscalls.txt ssh.json ssh.md; do
 	[ -e "$out/$f" ] && cp "$out/$f" "$results/"
 done
 {

@@ -699,6 +699,22 @@ int sbx_egress_bridge_start(const struct sbx_egress_bridge_opts *o, pid_t *pid_o
 
 /* ---- probe.c ----------------------------------------------------------- */
 
+/* What sbx_probe_get() finds, except the namespaces, without making a
+ * process or a namespace: uname, landlock_create_ruleset(VERSION),
+ * prctl/seccomp queries, mount_setattr with invalid arguments, statfs and
+ * /proc, /sys reads. The namespace fields are false and userns_why says
+ * they were not probed. For the PAM stage, inside sshd's root monitor
+ * (docs/design.md section 8). */
+void sbx_probe_kernel(struct sbx_probe *out);
+/* Root: the namespace fields of p (and userns_why) as uid would find
+ * them, tried in a child that becomes uid/gid (user's groups; NULL: none)
+ * and is never dumpable, so no process of that uid can change its answer
+ * (its own uid map is not written: an undumpable process's map file is
+ * root's). Other fields are untouched. 0, or -errno with err (not root,
+ * uid 0, the child gave no answer). */
+int sbx_probe_namespaces_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *p,
+			    struct sbx_error *err);
+
 /* Test-only: replace the cached probe. Only test binaries call this; the
  * shipped binaries have no path (env, argument, file) that reaches it.
  * NULL forgets the cache, so the next sbx_probe_get probes again. */
@@ -707,6 +723,49 @@ void sbx_probe_set_for_tests(const struct sbx_probe *p);
  * lsm= on the boot command line, else "unknown"; which one it came from. */
 enum { SBX_LSM_FROM_SECURITYFS, SBX_LSM_FROM_CMDLINE, SBX_LSM_UNKNOWN };
 int sbx_lsm_list(char *out, size_t size);
+
+/* ---- probe_cache.c: the boot's probe, per uid, written by root --------- */
+
+/*
+ * /run/agent-sandbox/probe/<uid>: root-owned 0644 in a root-owned 0755
+ * directory, one per uid, saying that root probed as that uid in this
+ * boot and it could make a user namespace and every namespace type in it.
+ * Nothing else is ever written: a probe that finds anything missing
+ * removes the entry, so sessions of that uid probe for themselves. An
+ * entry is valid only for the boot (boot_id), kernel (release and
+ * version), user namespace, seccomp mode of the reader and the values of
+ * the sysctls that gate namespaces that it names.
+ */
+#define SBX_PROBE_CACHE_DIR SBX_RUNTIME_DIR "/probe"
+#define SBX_PROBE_CACHE_MAX 4096
+
+/* 0 when uid's entry is there, trusted (every directory from "/" and the
+ * file root-owned and not group/world writable, no symlink anywhere,
+ * checked on the opened fds) and current for this boot, kernel and
+ * process. Otherwise -errno with err saying why: -ENOENT none, -EPERM or
+ * -ELOOP untrusted, -ESTALE written for another boot, kernel or setting,
+ * -EINVAL malformed. */
+int sbx_probe_cache_check(uid_t uid, struct sbx_error *err);
+/* Does an entry's text (buf, len; what names it) match key, the lines this
+ * process expects (the entry text up to its "written" line)? 0, -ESTALE
+ * naming the first line that differs, or -EINVAL (malformed). */
+int sbx_probe_cache_match(const char *key, const char *buf, size_t len, const char *what,
+			  struct sbx_error *err);
+/* Root: probe as uid (sbx_probe_namespaces_as) and record the result:
+ * *cached true when every namespace type was available (the entry is
+ * written atomically: a temporary file in the directory, renamed over the
+ * name), false when not (why says what was missing; any entry is removed).
+ * 0, or -errno with err (any entry is removed then too). */
+int sbx_probe_cache_refresh(uid_t uid, gid_t gid, const char *user, bool *cached,
+			    char *why, size_t why_size, struct sbx_error *err);
+/* Remove uid's entry (root); 0 when there is none. */
+int sbx_probe_cache_remove(uid_t uid, struct sbx_error *err);
+/* Test binaries only: keep entries under dir (absolute, canonical, its
+ * parent must exist); NULL: the default again. */
+void sbx_probe_cache_dir_for_tests(const char *dir);
+/* The entry text for uid as this process would write it now (for tests
+ * that make a file by hand); 0 or -errno. */
+int sbx_probe_cache_entry_text(uid_t uid, char *out, size_t size, struct sbx_error *err);
 
 /* ---- cgroup.c: limits on the whole session ------------------------------ */
 

@@ -4,6 +4,7 @@
 /* Kernel probe: which confinement layers this kernel and this uid offer, and why not. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <linux/magic.h>
 #include <linux/seccomp.h>
@@ -162,6 +163,7 @@ static const int ns_flags[NS_COUNT] = {
 };
 
 struct ns_result {
+	int drop_errno;		/* becoming the probed uid failed (probe as) */
 	int userns_errno;	/* 0 = created and mapped */
 	int map_errno;		/* writing the maps failed */
 	unsigned char ns_ok[NS_COUNT];
@@ -216,31 +218,87 @@ static int write_id_map(const char *path, unsigned long id)
 	return write_all_path(path, line, n);
 }
 
-static void ns_child(int wfd, uid_t uid, gid_t gid)
+/* The tries themselves, in the throwaway child. write_maps: map its own
+ * uid and gid as the session's setup process does; a child that must stay
+ * undumpable cannot (its /proc/self/uid_map is root's), and the maps are
+ * not what decides whether the namespaces below can be made. */
+static void ns_tries(struct ns_result *res, bool write_maps, uid_t uid, gid_t gid)
 {
-	struct ns_result res;
-	ssize_t n;
 	int i;
 
-	memset(&res, 0, sizeof(res));
 	if (unshare(CLONE_NEWUSER) != 0) {
-		res.userns_errno = errno;
-		goto out;
+		res->userns_errno = errno;
+		return;
 	}
-	res.map_errno = write_all_path("/proc/self/setgroups", "deny", 4);
-	if (!res.map_errno)
-		res.map_errno = write_id_map("/proc/self/uid_map", uid);
-	if (!res.map_errno)
-		res.map_errno = write_id_map("/proc/self/gid_map", gid);
+	if (write_maps) {
+		res->map_errno = write_all_path("/proc/self/setgroups", "deny", 4);
+		if (!res->map_errno)
+			res->map_errno = write_id_map("/proc/self/uid_map", uid);
+		if (!res->map_errno)
+			res->map_errno = write_id_map("/proc/self/gid_map", gid);
+	}
 	for (i = 0; i < NS_COUNT; i++) {
 		if (unshare(ns_flags[i]) == 0)
-			res.ns_ok[i] = 1;
+			res->ns_ok[i] = 1;
 		else
-			res.ns_errno[i] = errno;
+			res->ns_errno[i] = errno;
 	}
-out:
-	n = write(wfd, &res, sizeof(res));
-	_exit(n == (ssize_t)sizeof(res) ? 0 : 1);
+}
+
+static void __attribute__((noreturn)) ns_child_send(int wfd, const struct ns_result *res)
+{
+	ssize_t n = write(wfd, res, sizeof(*res));
+
+	_exit(n == (ssize_t)sizeof(*res) ? 0 : 1);
+}
+
+static void __attribute__((noreturn)) ns_child(int wfd, uid_t uid, gid_t gid)
+{
+	struct ns_result res;
+
+	memset(&res, 0, sizeof(res));
+	ns_tries(&res, true, uid, gid);
+	ns_child_send(wfd, &res);
+}
+
+/* Whom sbx_probe_namespaces_as() probes as. */
+struct ns_identity {
+	uid_t uid;
+	gid_t gid;
+	const char *user;	/* for its groups; NULL: none */
+};
+
+/*
+ * Root's child for the probe cache: becomes the account and tries, never
+ * dumpable. A process of the account's uid cannot ptrace it or open its
+ * /proc/<pid>/mem or fds (that needs a dumpable target or CAP_SYS_PTRACE
+ * where its memory was made, the host's user namespace, even once it owns
+ * the user namespace made here), so what it reports is root's measurement.
+ * The uid change sets dumpable to fs.suid_dumpable; with 1 ("debug") there
+ * are a few instructions until the second prctl below: what a ptracer could
+ * change there is only what this child answers, and a cache entry only ever
+ * says "available", which the session's own unshare then holds to
+ * (docs/design.md section 4.12).
+ */
+static void __attribute__((noreturn)) ns_child_as(int wfd, const struct ns_identity *id)
+{
+	struct ns_result res;
+
+	memset(&res, 0, sizeof(res));
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 ||
+	    (id->user ? initgroups(id->user, id->gid) : setgroups(0, NULL)) != 0 ||
+	    setresgid(id->gid, id->gid, id->gid) != 0 ||
+	    setresuid(id->uid, id->uid, id->uid) != 0 ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+		res.drop_errno = errno ? errno : EPERM;
+		ns_child_send(wfd, &res);
+	}
+	if (setresuid(0, 0, 0) == 0 || errno != EPERM) {
+		res.drop_errno = EPERM;
+		ns_child_send(wfd, &res);
+	}
+	ns_tries(&res, false, id->uid, id->gid);
+	ns_child_send(wfd, &res);
 }
 
 static bool running_in_container(char *hint, size_t size)
@@ -300,21 +358,26 @@ static void explain_userns(struct sbx_probe *p, int e)
 	}
 }
 
-static void probe_namespaces(struct sbx_probe *p)
+/*
+ * Fork the throwaway child (as it is, or becoming id), collect its answer
+ * within PROBE_CHILD_TIMEOUT_MS and reap it. 0 with res filled, or -errno
+ * with why filled.
+ */
+static int ns_child_run(const struct ns_identity *id, struct ns_result *res, char *why,
+			size_t why_size)
 {
-	struct ns_result res;
 	struct pollfd pfd;
 	struct timespec start, now;
-	int fds[2], status, i, left, e;
+	int fds[2], status, left, e;
 	ssize_t n = -1;
 	size_t got = 0;
 	pid_t pid;
 
-	memset(&res, 0, sizeof(res));
+	memset(res, 0, sizeof(*res));
 	if (pipe2(fds, O_CLOEXEC) != 0) {
-		sbx_text_set(p->userns_why, sizeof(p->userns_why),
-			 "probe: pipe2: %s", strerror(errno));
-		return;
+		e = errno;
+		sbx_text_set(why, why_size, "probe: pipe2: %s", strerror(e));
+		return -e;
 	}
 	/* A real process, not a thread: unshare(CLONE_NEWUSER) refuses a
 	 * multi-threaded caller, and the namespaces must die with the child. */
@@ -323,13 +386,14 @@ static void probe_namespaces(struct sbx_probe *p)
 		e = errno;
 		close(fds[0]);
 		close(fds[1]);
-		sbx_text_set(p->userns_why, sizeof(p->userns_why),
-			 "probe: fork: %s", strerror(e));
-		return;
+		sbx_text_set(why, why_size, "probe: fork: %s", strerror(e));
+		return -e;
 	}
 	if (pid == 0) {
 		close(fds[0]);
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (id)
+			ns_child_as(fds[1], id);
 		/* A process that changed uids without exec (a test child, a
 		 * PAM caller) is not dumpable, which makes /proc/self/uid_map
 		 * root-owned and the map write fail with EACCES. This
@@ -356,39 +420,50 @@ static void probe_namespaces(struct sbx_probe *p)
 		}
 		if (!(pfd.revents & (POLLIN | POLLHUP)))
 			continue;
-		n = read(fds[0], (char *)&res + got, sizeof(res) - got);
+		n = read(fds[0], (char *)res + got, sizeof(*res) - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		got += (size_t)n;
-		if (got == sizeof(res))
+		if (got == sizeof(*res))
 			break;
 	}
 	close(fds[0]);
-	if (got != sizeof(res))
+	if (got != sizeof(*res))
 		kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (got != sizeof(res)) {
+	if (got != sizeof(*res)) {
+		memset(res, 0, sizeof(*res));
+		sbx_text_set(why, why_size, "probe child gave no answer within %d s",
+			     PROBE_CHILD_TIMEOUT_MS / 1000);
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* The child's answer into p's namespace fields and userns_why. */
+static void ns_result_apply(struct sbx_probe *p, const struct ns_result *res)
+{
+	if (res->drop_errno) {
 		sbx_text_set(p->userns_why, sizeof(p->userns_why),
-			 "probe child gave no answer within %d s",
-			 PROBE_CHILD_TIMEOUT_MS / 1000);
+			     "probe: becoming the account failed: %s", strerror(res->drop_errno));
 		return;
 	}
-	if (res.userns_errno) {
-		explain_userns(p, res.userns_errno);
-		goto note_root;
+	if (res->userns_errno) {
+		explain_userns(p, res->userns_errno);
+		return;
 	}
-	if (res.map_errno) {
+	if (res->map_errno) {
 		sbx_text_set(p->userns_why, sizeof(p->userns_why),
 			 "user namespace created but writing its uid/gid map "
-			 "failed: %s", strerror(res.map_errno));
-		goto note_root;
+			 "failed: %s", strerror(res->map_errno));
+		return;
 	}
 	p->userns = true;
-	for (i = 0; i < NS_COUNT; i++) {
-		bool ok = res.ns_ok[i] != 0;
+	for (int i = 0; i < NS_COUNT; i++) {
+		bool ok = res->ns_ok[i] != 0;
 
 		switch (i) {
 		case NS_MNT: p->mountns = ok; break;
@@ -399,7 +474,14 @@ static void probe_namespaces(struct sbx_probe *p)
 		case NS_CGROUP: p->cgroupns = ok; break;
 		}
 	}
-note_root:
+}
+
+static void probe_namespaces(struct sbx_probe *p)
+{
+	struct ns_result res;
+
+	if (ns_child_run(NULL, &res, p->userns_why, sizeof(p->userns_why)) == 0)
+		ns_result_apply(p, &res);
 	/* Root may create user namespaces where the agent may not (and the
 	 * sysctls above do not apply to CAP_SYS_ADMIN): make it visible. */
 	if (getuid() == 0) {
@@ -409,6 +491,28 @@ note_root:
 			 "%sprobed as root: this is root's result; agent-shell "
 			 "probes as the agent", len ? "; " : "");
 	}
+}
+
+int sbx_probe_namespaces_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *p,
+			    struct sbx_error *err)
+{
+	const struct ns_identity id = { uid, gid, user };
+	struct ns_result res;
+	char why[sizeof(p->userns_why)] = "";
+	int r;
+
+	if (geteuid() != 0)
+		return sbx_error_set(err, EPERM, "probe as uid %u: only root can", (unsigned)uid);
+	if (uid == 0)
+		return sbx_error_set(err, EINVAL, "probe as uid 0: root's probe is its own");
+	r = ns_child_run(&id, &res, why, sizeof(why));
+	if (r)
+		return sbx_error_set(err, -r, "probe as uid %u: %s", (unsigned)uid, why);
+	p->userns = p->mountns = p->pidns = p->netns = false;
+	p->ipcns = p->utsns = p->cgroupns = false;
+	p->userns_why[0] = '\0';
+	ns_result_apply(p, &res);
+	return 0;
 }
 
 /* ---- cgroup v2 ----------------------------------------------------------- */
@@ -469,7 +573,8 @@ static void probe_mount_setattr(struct sbx_probe *p)
 	p->mount_setattr = !(r < 0 && errno == ENOSYS);
 }
 
-static void probe_all(struct sbx_probe *p)
+/* Everything but the namespaces: plain syscalls and reads, no process. */
+static void probe_kernel_facts(struct sbx_probe *p)
 {
 	struct utsname u;
 
@@ -478,9 +583,44 @@ static void probe_all(struct sbx_probe *p)
 		sbx_strlcpy(p->kernel, sizeof(p->kernel), u.release);
 	probe_landlock(p);
 	probe_seccomp(p);
-	probe_namespaces(p);
 	probe_cgroup(p);
 	probe_mount_setattr(p);
+}
+
+void sbx_probe_kernel(struct sbx_probe *out)
+{
+	probe_kernel_facts(out);
+	sbx_strlcpy(out->userns_why, sizeof(out->userns_why),
+		    "not probed: this caller makes no process and no namespace");
+	sbx_strlcpy(out->ns_source, sizeof(out->ns_source), "not probed");
+}
+
+static void probe_all(struct sbx_probe *p)
+{
+	struct sbx_error err = { 0 };
+	uid_t uid = geteuid();
+
+	probe_kernel_facts(p);
+	/*
+	 * An entry root wrote this boot for this uid says every namespace
+	 * type could be made: take it instead of forking. It can only say
+	 * "available" (sbx_probe_cache_refresh writes nothing else), and a
+	 * session that takes that path makes its namespaces itself after
+	 * the point of no return, where a refusal ends it (exit 126): a
+	 * wrong entry refuses sessions, it never weakens one. Anything less
+	 * than a trusted, current entry is probed here, as before. Root's
+	 * own probe is always made here (it is labelled as root's).
+	 */
+	if (uid != 0 && uid == getuid() && sbx_probe_cache_check(uid, &err) == 0) {
+		p->userns = p->mountns = p->pidns = p->netns = true;
+		p->ipcns = p->utsns = p->cgroupns = true;
+		sbx_text_set(p->ns_source, sizeof(p->ns_source),
+			     "from this boot's probe cache (root probed as uid %u)", (unsigned)uid);
+		return;
+	}
+	probe_namespaces(p);
+	sbx_text_set(p->ns_source, sizeof(p->ns_source), "probed now%s%s",
+		     uid == 0 ? "" : ": ", uid == 0 ? "" : err.msg);
 }
 
 int sbx_probe_get(const struct sbx_probe **out, struct sbx_error *err)
@@ -617,6 +757,8 @@ int sbx_probe_to_text(const struct sbx_probe *p, FILE *out)
 		return -EINVAL;
 	probe_rows(p, rows);
 	fprintf(out, "%-20s %s\n", "kernel", p->kernel[0] ? p->kernel : "unknown");
+	if (p->ns_source[0])
+		fprintf(out, "%-20s %s\n", "namespaces", p->ns_source);
 	for (i = 0; i < ROW_COUNT; i++)
 		fprintf(out, "%-20s %-3s%s%s\n", rows[i].name, rows[i].ok ? "yes" : "no",
 			rows[i].detail[0] ? "  " : "", rows[i].detail);

@@ -382,24 +382,26 @@ static int expected_floor(const struct sbx_profile *p, const struct sbx_probe *k
 
 /*
  * Will the shell be able to meet the floor on this kernel? The session's
- * own decision, from this probe with what depends on the uid made
- * optimistic: it ran as root, and whether the agent may create namespaces
- * is decided again by the shell. What is left (Landlock, seccomp,
- * mount_setattr) is the kernel's. Refused here only when the kernel is
- * the reason (the floor would be met on a kernel with every feature): a
- * profile that asks for what no kernel gives is refused by the shell,
+ * own decision, from the kernel's facts (sbx_probe_kernel: Landlock,
+ * seccomp, mount_setattr, cgroup v2, by plain syscalls and reads, with no
+ * process and no namespace made inside sshd's monitor) and every
+ * namespace taken as available: whether the agent may create them depends
+ * on its uid, which this root process cannot answer for, and the shell
+ * decides it again with its own probe. Refused here only when the kernel
+ * is the reason (the floor would be met on a kernel with every feature):
+ * a profile that asks for what no kernel gives is refused by the shell,
  * whose message reaches the ssh client with a full report. 0, or -1 with
  * why filled.
  */
-static int floor_unmeetable(const struct sbx_profile *p, const struct sbx_probe *pr,
-			    char *why, size_t size)
+static int floor_unmeetable(const struct sbx_profile *p, char *why, size_t size)
 {
-	struct sbx_probe k = *pr, ideal;
+	struct sbx_probe k, ideal;
 	char ideal_why[SBX_ERROR_MAX];
 	int met;
 
 	if (p->isolation != SBX_ISOLATION_SANDBOXED)
 		return 0;
+	sbx_probe_kernel(&k);
 	k.userns = k.mountns = k.pidns = k.netns = true;
 	k.ipcns = k.utsns = k.cgroupns = true;
 	met = expected_floor(p, &k, why, size);
@@ -418,7 +420,6 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 			const struct sbx_profile *p)
 {
 	struct sbx_error err = { 0 };
-	const struct sbx_probe *probe = NULL;
 	const char *service = pam_str_item(pamh, PAM_SERVICE);
 	char missing[SBX_ERROR_MAX];
 	unsigned n = 0, stale = 0;
@@ -446,12 +447,7 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 				      acc->user, n,
 				      (unsigned long long)p->limits.value[SBX_LIMIT_MAX_SESSIONS]);
 	}
-	if (sbx_probe_get(&probe, &err) != 0) {
-		/* Not certain either way: the shell decides with its own probe. */
-		mlog(pamh, LOG_WARNING, "warning", "probe", acc->user,
-			   "user %s: kernel probe failed (%s); the shell will decide the floor",
-			   acc->user, err.msg);
-	} else if (floor_unmeetable(p, probe, missing, sizeof(missing)) != 0) {
+	if (floor_unmeetable(p, missing, sizeof(missing)) != 0) {
 		return REFUSE(pamh, a, PAM_PERM_DENIED, "kernel_floor", acc->user,
 			      "user %s: refused: profile %s cannot meet its floor on this kernel: %s",
 			      acc->user, p->name, missing);

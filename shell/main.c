@@ -35,6 +35,7 @@ static void usage(FILE *out)
 	      "                   -- CMD [ARG...]    (one confined command outside a login)\n"
 	      "       agent-shell --report [--json] [SESSION]\n"
 	      "       agent-shell --probe [--json]\n"
+	      "       agent-shell --probe-cache [USER...]\n"
 	      "       agent-shell --check-config [-f FILE | FILE]\n"
 	      "       agent-shell --explain USER [--json] [-f FILE]\n"
 	      "       agent-shell --selftest\n"
@@ -647,6 +648,8 @@ int main(int argc, char **argv)
 		return shell_cmd_prune(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "--log") == 0)
 		return shell_cmd_log(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "--probe-cache") == 0)
+		return shell_cmd_probe_cache(argc - 1, argv + 1);
 	o.argv0 = argc > 0 ? argv[0] : NULL;
 	if (getenv("SSH_CONNECTION"))
 		o.service = "sshd";

@@ -94,4 +94,9 @@ int shell_cmd_log(int argc, char **argv);
 int shell_ledger_report(const char *session_id, char **buf, size_t *len, struct sbx_error *err);
 int shell_cmd_prune(int argc, char **argv);
 
+/* probe_cache.c: --probe-cache [USER...] (argv[0] is the verb), root only.
+ * Exit 0 (every account probed; an account whose probe found something
+ * missing is not an error), 1 (failed), 2 (usage). */
+int shell_cmd_probe_cache(int argc, char **argv);
+
 #endif

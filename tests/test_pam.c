@@ -254,6 +254,35 @@ static int group_setup_inner(void)
 		if (write_text(path, text, 0644))
 			return -1;
 	}
+	/* The login that must make no process: its own state and runtime
+	 * directories, since its session is never closed. */
+	snprintf(path, sizeof(path), "%s/conf/nofork.conf", W.base);
+	{
+		char text[2 * PATH_MAX + 512];
+
+		snprintf(text, sizeof(text),
+			 "[global]\nstate_dir = %s/state-nofork\nagent_shell = %s\n\n"
+			 "[profile coder]\nworkspace_root = %%h/work\nhome = isolated\n"
+			 "network = deny\nmax_sessions = 4\nmin_level = degraded\n"
+			 "require = write_boundary syscall_filter\n"
+			 "services = sbxtest-nofork\n\n[match]\nuser %s = coder\n",
+			 W.base, W.shell, W.agent);
+		if (write_text(path, text, 0644))
+			return -1;
+	}
+	{
+		char text[2 * PATH_MAX + 1024];
+
+		snprintf(path, sizeof(path), "%s/sbxtest-nofork", W.confdir);
+		snprintf(text, sizeof(text),
+			 "account required %s conf=%s/conf/nofork.conf runtime_dir=%s/rt-nofork "
+			 "skel=%s/skel\n"
+			 "session required %s conf=%s/conf/nofork.conf runtime_dir=%s/rt-nofork "
+			 "skel=%s/skel netns\n",
+			 W.so, W.base, W.base, W.base, W.so, W.base, W.base, W.base);
+		if (write_text(path, text, 0644))
+			return -1;
+	}
 	if (write_service("sbxtest-big", "conf/biggroup.conf", false) ||
 	    write_service("sbxtest-eph", "conf/eph.conf", true) ||
 	    write_service("sbxtest", "conf/good.conf", true) ||
@@ -1478,6 +1507,52 @@ static int child_direct_ignore(void *arg)
 	return 0;
 }
 
+/*
+ * The login path inside sshd's monitor makes no process and no user
+ * namespace: the account and session phases of an agent's login run under
+ * a filter that kills the process for any fork, clone, clone3, vfork,
+ * setns or unshare(CLONE_NEWUSER) (the kernel probe used to fork a child
+ * that made every namespace type, in both phases). The session still gets
+ * its mount and network namespaces (unshare without CLONE_NEWUSER). It is
+ * never closed: the process ends with it, and its directories are its own.
+ */
+static int child_login_no_process(void *arg)
+{
+	unsigned long mnt_before = ns_ino("mnt"), net_before = ns_ino("net");
+	pam_handle_t *h = NULL;
+
+	(void)arg;
+	CHECK(sbx_test_forbid_processes() == 0, 90);
+	CHECK(pam_start_confdir("sbxtest-nofork", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS,
+	      91);
+	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 92);
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, 93);
+	CHECK(ns_ino("mnt") != mnt_before && ns_ino("net") != net_before, 94);
+	return 0;
+}
+
+/* The control: the same filter catches the probe that forks. */
+static int child_probe_forks(void *arg)
+{
+	const struct sbx_probe *p;
+
+	(void)arg;
+	CHECK(sbx_test_forbid_processes() == 0, 95);
+	sbx_probe_set_for_tests(NULL);
+	(void)sbx_probe_get(&p, NULL);
+	return 96;	/* not reached: its child is a fork */
+}
+
+static void test_login_makes_no_process(void **state)
+{
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_login_no_process, NULL)),
+			 0);
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_probe_forks, NULL)),
+			 128 + SIGSYS);
+}
+
 static void test_non_agent_ignored(void **state)
 {
 	(void)state;
@@ -1492,6 +1567,7 @@ int main(void)
 		cmocka_unit_test(test_big_group),
 		cmocka_unit_test(test_dlopen_exports),
 		cmocka_unit_test(test_account_phase),
+		cmocka_unit_test(test_login_makes_no_process),
 		cmocka_unit_test(test_untrusted_config),
 		cmocka_unit_test(test_non_agent_ignored),
 		cmocka_unit_test(test_session_open_close),

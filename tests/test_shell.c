@@ -16,12 +16,16 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sched.h>
+#include <seccomp.h>
 
 #include "testlib.h"
 
@@ -83,6 +87,9 @@ struct run_spec {
 	bool no_log_capture;	/* leave /dev/log absent (no syslog daemon) */
 	int hup_after_ms;	/* > 0: SIGHUP the shell after this long */
 	int timeout_s;		/* default 20 */
+	int (*prepare)(void);	/* in the runner (root, its own mount namespace,
+				 * after the log capture), before the shell
+				 * starts: 0 or the runner fails */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -458,6 +465,8 @@ static int runner(void *arg)
 		if (logfd < 0)
 			return 80;
 	}
+	if (sp->prepare && sp->prepare() != 0)
+		return 84;
 	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
 		return 81;
 	if (sp->stdin_text && pipe2(in, O_CLOEXEC))
@@ -883,6 +892,132 @@ static void report_json(struct result *r)
 
 /* Forced probe results: degraded but running, or refused by the floor
  * with nothing run. */
+/*
+ * This boot's probe cache (lib/probe_cache.c) in a real session. The
+ * runner's /run is a fresh tmpfs with the world bound back at its path, so
+ * the shell finds the cache at its fixed place and the host's /run does
+ * not change.
+ */
+static int private_run(void)
+{
+	int fd = open(W.base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char src[64];
+
+	if (fd < 0 || mount("sbx-test-run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0 ||
+	    mkdir(W.base, 0755) != 0)
+		return -1;
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	if (mount(src, W.base, NULL, MS_BIND | MS_REC, NULL) != 0)
+		return -1;
+	close(fd);
+	if (mkdir("/run/agent-sandbox", 0755) != 0 || chmod("/run/agent-sandbox", 0755) != 0 ||
+	    mkdir(SBX_PROBE_CACHE_DIR, 0755) != 0 || chmod(SBX_PROBE_CACHE_DIR, 0755) != 0)
+		return -1;
+	return 0;
+}
+
+/* The agent's entry as root would write it from this process now. */
+static int put_agent_entry(void)
+{
+	char text[SBX_PROBE_CACHE_MAX], path[128];
+	struct sbx_error err = { 0 };
+	int fd;
+
+	if (sbx_probe_cache_entry_text(W.agent_uid, text, sizeof(text), &err) != 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%u", SBX_PROBE_CACHE_DIR, (unsigned)W.agent_uid);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) ||
+	    fchmod(fd, 0644) != 0)
+		return -1;
+	return close(fd);
+}
+
+/* From here on unshare(CLONE_NEWUSER) fails with EPERM, in the runner and
+ * the shell it starts: a host whose policy refuses the agent user
+ * namespaces. */
+static int refuse_userns(void)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r = ctx ? 0 : -1;
+
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+	if (!r)
+		r = seccomp_load(ctx);
+	if (ctx)
+		seccomp_release(ctx);
+	return r ? -1 : 0;
+}
+
+static int prepare_cached(void)
+{
+	return private_run() || put_agent_entry();
+}
+
+/* An entry that says "available" where the kernel refuses (it names the
+ * reader's seccomp mode, so it is made under the filter). */
+static int prepare_wrong_entry(void)
+{
+	return private_run() || refuse_userns() || put_agent_entry();
+}
+
+static int prepare_refused_no_entry(void)
+{
+	return private_run() || refuse_userns();
+}
+
+static void test_probe_cache_in_a_session(void **state)
+{
+	const char *probe_args[] = { "--probe", NULL };
+	const char *run_args[] = { "-c", "echo ran", NULL };
+	struct result *r = result_new();
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	SBX_TEST_REQUIRE_USERNS();
+	{
+		/* A valid entry: the probe takes the namespaces from it, and
+		 * the session is the full one. */
+		struct run_spec sp = { .args = probe_args, .prepare = prepare_cached };
+
+		assert_int_equal(run_shell(&sp, r), 0);
+		assert_non_null(strstr(r->out, "namespaces           from this boot's probe cache"));
+		assert_non_null(strstr(r->out, "userns               yes"));
+		memset(r, 0, sizeof(*r));
+		sp.args = run_args;
+		assert_int_equal(run_shell(&sp, r), 0);
+		assert_string_equal(r->out, "ran\n");
+		assert_non_null(strstr(r->log, " level=full"));
+	}
+	{
+		/* An entry that is wrong (the kernel refuses the user
+		 * namespace it vouches for): the session is refused when it
+		 * makes it, before anything runs; it is never run with less. */
+		struct run_spec sp = { .args = run_args, .prepare = prepare_wrong_entry };
+
+		memset(r, 0, sizeof(*r));
+		assert_int_equal(run_shell(&sp, r), 126);
+		assert_string_equal(r->out, "");
+		assert_non_null(strstr(r->err, "unshare(user): Operation not permitted; nothing was run"));
+		assert_null(strstr(r->log, "event=session_start"));
+	}
+	{
+		/* Control: the same host without the entry probes for itself
+		 * and takes the degraded path, which this profile's floor
+		 * accepts. */
+		struct run_spec sp = { .args = run_args, .prepare = prepare_refused_no_entry };
+
+		memset(r, 0, sizeof(*r));
+		assert_int_equal(run_shell(&sp, r), 0);
+		assert_string_equal(r->out, "ran\n");
+		assert_non_null(strstr(r->log, " level=degraded"));
+	}
+	assert_no_agent_procs();
+	result_free(r);
+}
+
 static void test_degraded(void **state)
 {
 	const char *no_userns[] = { "SBX_TEST_PROBE=no-userns", NULL };
@@ -1455,6 +1590,7 @@ int main(void)
 		cmocka_unit_test(test_gate),
 		cmocka_unit_test(test_run_ceiling),
 		cmocka_unit_test(test_degraded),
+		cmocka_unit_test(test_probe_cache_in_a_session),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_loader_env_refused),
 		cmocka_unit_test(test_no_syslog_sink),

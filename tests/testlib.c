@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <seccomp.h>
+
 #include "testlib.h"
 
 static uid_t chosen_uid;
@@ -136,6 +138,29 @@ bool sbx_test_userns_works(char *why, size_t size)
 	if (why)
 		snprintf(why, size, "%s", reason);
 	return known == 1;
+}
+
+int sbx_test_forbid_processes(void)
+{
+	static const int calls[] = { SCMP_SYS(fork), SCMP_SYS(vfork), SCMP_SYS(clone),
+				     SCMP_SYS(clone3) };
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r = ctx ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !r && i < sizeof(calls) / sizeof(calls[0]); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, calls[i], 0);
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(unshare), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(setns), 0);
+	if (!r)
+		r = seccomp_load(ctx);
+	if (ctx)
+		seccomp_release(ctx);
+	if (r)
+		fprintf(stderr, "sbx_test_forbid_processes: %s\n", strerror(-r));
+	return r ? -1 : 0;
 }
 
 int sbx_test_status_code(int status)

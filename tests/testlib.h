@@ -161,6 +161,13 @@ int sbx_test_in_own_mntns(int (*fn)(void *), void *arg);
 		}                                                              \
 	} while (0)
 
+/* In a forked child: load a seccomp filter (libseccomp, independent of
+ * libsbx's) under which fork, vfork, clone, clone3 (threads too), setns,
+ * and unshare with CLONE_NEWUSER kill the whole process with SIGSYS. Whatever
+ * the child does next either makes no process and no user namespace, or
+ * dies: the parent sees 128 + SIGSYS. 0, or -1 when it cannot be loaded. */
+int sbx_test_forbid_processes(void);
+
 /* Skip (with a printed reason) unless running as root. */
 #define SBX_TEST_REQUIRE_ROOT()                                              \
 	do {                                                                 \

@@ -68,6 +68,10 @@ want agent-sandbox usr/lib/systemd/system/user@.service.d/agent-sandbox.conf f 6
 want agent-sandbox usr/sbin/agent-sandbox-egressd f 755 || r=1
 want agent-sandbox usr/lib/systemd/system/agent-sandbox-egressd.socket f 644 || r=1
 want agent-sandbox usr/lib/systemd/system/agent-sandbox-egressd.service f 644 || r=1
+want agent-sandbox usr/lib/systemd/system/agent-sandbox-probe.service f 644 || r=1
+grep -qx 'ExecStart=/usr/bin/agent-shell --probe-cache' \
+	"$A/usr/lib/systemd/system/agent-sandbox-probe.service" ||
+	{ echo "  agent-sandbox-probe.service: ExecStart does not name /usr/bin/agent-shell"; r=1; }
 want agent-sandbox var/lib/agent-sandbox d 755 || r=1
 for f in copyright changelog.gz agent-sandbox-sshd agent-sandbox-login agent-sandbox-su; do
 	want agent-sandbox "usr/share/doc/agent-sandbox/$f" f 644 || r=1
