@@ -154,12 +154,12 @@ curl_via() {	# USER URL [curl options]: SOCKS5 through the daemon
 }
 # The log line for a destination: the last one naming it.
 logline() { grep "event=egress" "$T/daemon.log" | grep -F "host=$1 port=$2 " | tail -n 1; }
-expect_refused() {	# NAME HOST PORT REASON OUTPUT
+expect_refused() {	# NAME HOST PORT REASON OUTPUT [a pattern the line must also hold first]
 	local line
 	line=$(logline "$2" "$3")
 	case "$5" in *"ok $3"*) bad "$1" "went through: $5"; return ;; esac
 	case "$line" in
-	*"verdict=refused"*"$4"*) ok "$1" ;;
+	*"${6:-}"*"verdict=refused"*"$4"*) ok "$1" ;;
 	*) bad "$1" "log: '${line:-none}', output: $5" ;;
 	esac
 }
