@@ -4,13 +4,14 @@
 # bash, bubblewrap and firejail — measured in one run with hyperfine, plus
 # where agent-shell's time goes (decomposition, perf stat, phase timeline).
 #
-# Usage: bench/bench.sh [BUILD_DIR] [syscalls]   (make bench builds first;
-# this builds nothing). With "syscalls", only the per-syscall loops run.
+# Usage: bench/bench.sh [BUILD_DIR] [syscalls|egress]   (make bench builds
+# first; this builds nothing). With "syscalls", only the per-syscall loops
+# run; with "egress", only the network = proxy throughput and latency.
 # As root the sandboxed commands run as "nobody" (a sandbox for an agent is
 # measured as the agent, like shell/demo.sh). Installs bubblewrap, firejail,
 # hyperfine and jq with apt-get when missing (only this script does that).
 # Results: BUILD_DIR/bench/ (hyperfine JSON and markdown, summary, timeline,
-# syscalls.md and the raw syscalls.txt).
+# syscalls.md and the raw syscalls.txt, egress.md and the raw egress.json).
 set -u
 
 build=${1:-build}
@@ -82,8 +83,18 @@ done
 # --- scratch workspace, owned by the uid that runs the sandboxes ---------
 
 scratch=$(mktemp -d /var/tmp/agent-sandbox-bench.XXXXXX) || exit 1
-cleanup() { rm -rf "$scratch"; }
+# The egress part's accounts, daemon, server and /run directory (below).
+eg_conf="" eg_users=() eg_pids=()
+cleanup() {
+	local p
+	for p in "${eg_pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${eg_pids[@]}"; do wait "$p" 2>/dev/null; done
+	for p in "${eg_users[@]}"; do userdel "$p" 2>/dev/null; done
+	[ -n "$eg_conf" ] && rm -rf "$eg_conf"
+	rm -rf "$scratch"
+}
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
 chmod 0755 "$scratch"
 ws="$scratch/ws"	# the workspace every sandbox binds read-write
 xdg="$scratch/xdg"	# agent-shell's per-session JSON reports land here, not in /tmp
@@ -198,10 +209,183 @@ syscall_bench() {
 	cat "$out/syscalls.md"
 }
 
+# --- network = proxy: a session's TCP through agent-sandbox-egressd -------
+
+# EGRESS_BYTES (1 GiB) up and down, and the time from socket() to a first
+# byte back, for a client inside a real network = proxy session (the
+# test build of agent-shell, SBX_TEST_CONFIG naming a trusted config)
+# through the bridge and the daemon, beside the same client over direct
+# loopback TCP, as the same account, in one run: client -> the sandbox's
+# 127.0.0.1:3128 (the bridge hands the socket to the daemon) -> the
+# daemon's splice relay -> bench/egress serve on 127.0.0.2. Rows run
+# interleaved, EGRESS_RUNS times each; latency is EGRESS_CONNS connections
+# per run. The server's port is not 443 and the client sends its first
+# byte right after the proxy's 200, so the daemon's 300 ms wait for a TLS
+# ClientHello ends at once (bench/egress.c). CPU per run: the daemon's
+# and the server's (utime+stime from /proc, 10 ms ticks) and the whole
+# machine's busy time (/proc/stat; includes anything else running).
+EGRESS_RUNS=${EGRESS_RUNS:-7}
+EGRESS_BYTES=${EGRESS_BYTES:-1073741824}
+EGRESS_CONNS=${EGRESS_CONNS:-200}
+egress_bench() {
+	local eg_src="$build/bench/egress" daemon="$build/agent-sandbox-egressd"
+	local testable="$build/tests/agent-shell-testable" dir="$scratch/egress"
+	local raw="$out/egress.jsonl" conf sock port du au spid dpid r f i
+	local as_agent agent_env via test line
+	if ! $is_root; then
+		echo "egress: not measured: needs root (two throwaway accounts, the daemon's --user)" >>"$notes"
+		return 0
+	fi
+	for f in "$eg_src" "$daemon" "$testable"; do
+		if [ ! -x "$f" ]; then
+			echo "bench: $f missing; run 'make bench'" >&2
+			return 1
+		fi
+	done
+	r=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+	du=sbxbd-$r au=sbxba-$r
+	# The trusted config: root-owned, 0644, in a root-owned 0755 directory.
+	eg_conf=$(mktemp -d /run/agent-sandbox-bench.XXXXXX) || return 1
+	chmod 0755 "$eg_conf"
+	conf=$eg_conf/agent-sandbox.conf sock=$eg_conf/egress.sock
+	useradd --system -M -d /nonexistent -s /usr/sbin/nologin -U "$du" || return 1
+	eg_users+=("$du")
+	useradd --system -M -d "$dir/home" -s /usr/sbin/nologin -U "$au" || return 1
+	eg_users+=("$au")
+	mkdir -p "$dir/home" "$dir/xdg" "$dir/ws"
+	chmod 0700 "$dir/home" "$dir/xdg"
+	chown "$au:$au" "$dir/home" "$dir/xdg" "$dir/ws"
+	cp "$eg_src" "$dir/ws/egress" && chmod 0755 "$dir/ws/egress" || return 1
+	as_agent=(setpriv --reuid="$au" --regid="$au" --clear-groups --)
+	agent_env=(env -i "PATH=/usr/local/bin:/usr/bin:/bin" "HOME=$dir/home" "USER=$au"
+		"LOGNAME=$au" "LANG=C.UTF-8" "XDG_RUNTIME_DIR=$dir/xdg")
+
+	"${as_agent[@]}" "$dir/ws/egress" serve 127.0.0.2 0 >"$dir/server.out" 2>&1 &
+	spid=$!
+	eg_pids+=("$spid")
+	for _ in $(seq 50); do
+		port=$(sed -n 's/^ready //p' "$dir/server.out")
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	if [ -z "$port" ]; then
+		echo "egress: the server did not start: $(head -c 300 "$dir/server.out")" >>"$notes"
+		return 1
+	fi
+	cat >"$conf" <<-CONF
+		[global]
+		egress_socket = $sock
+		[profile bench]
+		workspace_root = $dir/ws
+		network = proxy
+		egress_allow = 127.0.0.2:$port
+		[match]
+		user $au = bench
+	CONF
+	chmod 0644 "$conf"
+	"$daemon" --config "$conf" --socket "$sock" --user "$du" --log-stderr 2>"$dir/daemon.log" &
+	dpid=$!
+	eg_pids+=("$dpid")
+	for _ in $(seq 50); do
+		[ -S "$sock" ] && break
+		sleep 0.1
+	done
+	if [ ! -S "$sock" ]; then
+		echo "egress: the daemon did not start: $(head -c 300 "$dir/daemon.log")" >>"$notes"
+		return 1
+	fi
+
+	# One client run: "test via" -> its JSON line with the run's CPU
+	# figures and load added, appended to $raw.
+	local clk busy_before busy_after d0 d1 s0 s1 args
+	clk=$(getconf CLK_TCK)
+	proc_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+	busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+	one_run() {
+		test=$1 via=$2
+		args=("$dir/ws/egress" "$test" 127.0.0.2 "$port")
+		if [ "$test" = latency ]; then args+=("$EGRESS_CONNS"); else args+=("$EGRESS_BYTES"); fi
+		d0=$(proc_ticks "$dpid") s0=$(proc_ticks "$spid") busy_before=$(busy_ticks)
+		if [ "$via" = proxy ]; then
+			line=$("${as_agent[@]}" "${agent_env[@]}" "SBX_TEST_CONFIG=$conf" "$testable" \
+				--run -- "${args[@]}" --via 127.0.0.1:3128 2>"$dir/client.err")
+		else
+			line=$("${as_agent[@]}" "${agent_env[@]}" "${args[@]}" 2>"$dir/client.err")
+		fi
+		d1=$(proc_ticks "$dpid") s1=$(proc_ticks "$spid") busy_after=$(busy_ticks)
+		if ! jq -e . >/dev/null 2>&1 <<<"$line"; then
+			echo "egress $test $via: failed: $(grep -v 'no syslog daemon' "$dir/client.err" | head -c 300)" >>"$notes"
+			return 1
+		fi
+		jq -c --argjson run "$3" --argjson d "$(( d1 - d0 ))" --argjson s "$(( s1 - s0 ))" \
+			--argjson b "$(( busy_after - busy_before ))" --argjson clk "$clk" \
+			--arg load "$(cut -d' ' -f1 /proc/loadavg)" \
+			'. + { run: $run, daemon_cpu_s: ($d / $clk), server_cpu_s: ($s / $clk),
+			       machine_busy_cpu_s: ($b / $clk), load1: ($load | tonumber) }' \
+			<<<"$line" >>"$raw"
+	}
+	: >"$raw"
+	local eg_load_before eg_load_after
+	eg_load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+	for ((i = 1; i <= EGRESS_RUNS; i++)); do
+		for test in upload download latency; do
+			for via in direct proxy; do
+				one_run "$test" "$via" "$i" || return 1
+			done
+		done
+	done
+	eg_load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+	# Every proxied connection is one allowed decision in the daemon's log.
+	f=$(grep -c 'verdict=allowed' "$dir/daemon.log")
+	if [ "$f" -ne $((EGRESS_RUNS * (2 + EGRESS_CONNS))) ]; then
+		echo "egress: the daemon logged $f allowed connections, not $((EGRESS_RUNS * (2 + EGRESS_CONNS)))" >>"$notes"
+	fi
+	jq -s . "$raw" >"$out/egress.json"
+	jq -r --arg bytes "$EGRESS_BYTES" --arg runs "$EGRESS_RUNS" --arg conns "$EGRESS_CONNS" '
+	  def median: sort | if length % 2 == 1 then .[(length - 1) / 2]
+	                     else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+	  def f0: round | tostring;
+	  def f2: . * 100 | round / 100 | tostring;
+	  def rows(t; v): map(select(.test == t and .via == v));
+	  def spread(xs): "\(xs | median | f0) (\(xs | min | f0)–\(xs | max | f0))";
+	  . as $all
+	  | "| \($bytes | tonumber / 1048576 | f0) MiB, \($runs) runs each | direct: median (min–max) | proxy: median (min–max) | proxy / direct | daemon CPU s per run, median | server CPU s | machine busy CPU s, direct / proxy |",
+	    "|---|---|---|---|---|---|---|",
+	    ( ("upload", "download") as $t
+	      | ($all | rows($t; "direct")) as $d | ($all | rows($t; "proxy")) as $p
+	      | "| \($t) (MiB/s) | \(spread($d | map(.mib_per_s))) | \(spread($p | map(.mib_per_s))) | \(($p | map(.mib_per_s) | median) / ($d | map(.mib_per_s) | median) * 100 | f0)% | \($p | map(.daemon_cpu_s) | median | f2) | \($d | map(.server_cpu_s) | median | f2) / \($p | map(.server_cpu_s) | median | f2) | \($d | map(.machine_busy_cpu_s) | median | f2) / \($p | map(.machine_busy_cpu_s) | median | f2) |" ),
+	    ( ($all | rows("latency"; "direct")) as $d | ($all | rows("latency"; "proxy")) as $p
+	      | ($d | map(.samples_us[]) | sort) as $ds | ($p | map(.samples_us[]) | sort) as $ps
+	      | "| socket() to first byte back (µs; \($conns) connections per run: median of all (p10–p90)) | \($ds | median | f0) (\($ds[($ds | length) / 10 | floor] | f0)–\($ds[($ds | length) * 9 / 10 | floor] | f0)) | \($ps | median | f0) (\($ps[($ps | length) / 10 | floor] | f0)–\($ps[($ps | length) * 9 / 10 | floor] | f0)) | +\(($ps | median) - ($ds | median) | f0) µs | \($p | map(.daemon_cpu_s) | median | f2) | | |" ),
+	    "",
+	    "per-run medians of the latency runs, direct: \($all | rows("latency"; "direct") | map(.median_us | f0) | join(" ")); proxy: \($all | rows("latency"; "proxy") | map(.median_us | f0) | join(" "))",
+	    "load average (1 min) during the runs: \($all | map(.load1) | min)–\($all | map(.load1) | max)"
+	' "$out/egress.json" >"$out/egress.md"
+	{
+		echo
+		echo "=== network = proxy: $((EGRESS_BYTES / 1048576)) MiB through agent-sandbox-egressd from a session vs direct loopback TCP (load $eg_load_before before, $eg_load_after after)"
+		cat "$out/egress.md"
+	}
+	if awk -v a="${eg_load_before%% *}" -v b="${eg_load_after%% *}" -v n="$(nproc)" 'BEGIN { exit !(a > n / 2 || b > n / 2) }'; then
+		echo "WARNING: load average $eg_load_before before, $eg_load_after after: other work competed with the egress runs."
+	fi
+	grep -v 'verdict=allowed\|listening on' "$dir/daemon.log" | head -n 5 >>"$notes"
+	return 0
+}
+
 # --- preflight: each command once, as the agent; failures are recorded ---
 
 notes="$out/notes.txt"
 : >"$notes"
+if [ "$only" = egress ]; then
+	egress_bench || exit 1
+	[ -s "$notes" ] && { echo; echo "=== notes"; cat "$notes"; }
+	mkdir -p "$results"
+	cp "$out/egress.md" "$out/egress.json" "$notes" "$results/"
+	echo
+	echo "results: $results/ (egress.md, egress.json, notes.txt)"
+	exit 0
+fi
 if [ "$only" = syscalls ]; then
 	syscall_bench || exit 1
 	[ -s "$notes" ] && { echo; echo "=== notes"; cat "$notes"; }
@@ -421,11 +605,12 @@ else
 fi
 
 syscall_bench
+egress_bench
 
 mkdir -p "$results"
 cp "$out/main.json" "$out/main.md" "$out/results.json" "$out/summary.md" "$notes" "$results/"
 for f in firejail.json firejail.md timeline.txt perf-agent-shell.csv perf-bwrap.csv \
-	syscalls.md syscalls.txt; do
+	syscalls.md syscalls.txt egress.md egress.json; do
 	[ -e "$out/$f" ] && cp "$out/$f" "$results/"
 done
 {
@@ -440,4 +625,4 @@ if awk -v a="${load_before%% *}" -v b="${load_after%% *}" -v n="$nproc_n" 'BEGIN
 		"other work competed with this run; re-run on a quiet machine for citable numbers."
 fi
 echo
-echo "results: $results/ (main.json, main.md, results.json, summary.md, timeline.txt, notes.txt)"
+echo "results: $results/ (main.json, main.md, results.json, summary.md, timeline.txt, notes.txt, egress.md, egress.json)"
