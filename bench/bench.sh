@@ -215,23 +215,35 @@ syscall_bench() {
 # byte back, for a client inside a real network = proxy session (the
 # test build of agent-shell, SBX_TEST_CONFIG naming a trusted config)
 # through the bridge and the daemon, beside the same client over direct
-# loopback TCP, as the same account, in one run: client -> the sandbox's
+# loopback TCP and through a bare splice relay (bench/egress relay: no
+# sandbox, no daemon; what any splice proxy costs here), as the same
+# account, in one run. The proxy's path: client -> the sandbox's
 # 127.0.0.1:3128 (the bridge hands the socket to the daemon) -> the
-# daemon's splice relay -> bench/egress serve on 127.0.0.2. Rows run
-# interleaved, EGRESS_RUNS times each; latency is EGRESS_CONNS connections
-# per run. The server's port is not 443 and the client sends its first
-# byte right after the proxy's 200, so the daemon's 300 ms wait for a TLS
-# ClientHello ends at once (bench/egress.c). CPU per run: the daemon's
-# and the server's (utime+stime from /proc, 10 ms ticks) and the whole
-# machine's busy time (/proc/stat; includes anything else running).
+# daemon's splice relay -> bench/egress serve on 127.0.0.2. Each run does
+# the three rows in turn (the first row rotates between runs), EGRESS_RUNS
+# runs; latency is EGRESS_CONNS connections per row and run. The server's
+# port is not 443 and the client sends its first byte right after the
+# proxy's 200, so the daemon's 300 ms wait for a TLS ClientHello ends at
+# once (bench/egress.c). CPU per row: the client's own (getrusage), the
+# server's and the daemon's or relay's (utime+stime from /proc, 10 ms
+# ticks), and the whole machine's busy time (/proc/stat: anything else
+# running is in it too).
 EGRESS_RUNS=${EGRESS_RUNS:-7}
 EGRESS_BYTES=${EGRESS_BYTES:-1073741824}
 EGRESS_CONNS=${EGRESS_CONNS:-200}
+# A uid (and gid) in 65000-65499 that nothing uses.
+free_id() {
+	local u=$((65000 + RANDOM % 400))
+	while getent passwd "$u" >/dev/null || getent group "$u" >/dev/null; do
+		u=$((u + 1))
+	done
+	echo "$u"
+}
 egress_bench() {
 	local eg_src="$build/bench/egress" daemon="$build/agent-sandbox-egressd"
 	local testable="$build/tests/agent-shell-testable" dir="$scratch/egress"
-	local raw="$out/egress.jsonl" conf sock port du au spid dpid r f i
-	local as_agent agent_env via test line
+	local raw="$out/egress.jsonl" conf sock port rport du au spid dpid rpid r f i
+	local as_agent agent_env test via rows
 	if ! $is_root; then
 		echo "egress: not measured: needs root (two throwaway accounts, the daemon's --user)" >>"$notes"
 		return 0
@@ -248,9 +260,11 @@ egress_bench() {
 	eg_conf=$(mktemp -d /run/agent-sandbox-bench.XXXXXX) || return 1
 	chmod 0755 "$eg_conf"
 	conf=$eg_conf/agent-sandbox.conf sock=$eg_conf/egress.sock
-	useradd --system -M -d /nonexistent -s /usr/sbin/nologin -U "$du" || return 1
+	# Explicit uids away from the --system range, which test suites
+	# allocate from (and kill by uid in) concurrently.
+	useradd -M -d /nonexistent -s /usr/sbin/nologin -u "$(free_id)" -U "$du" 2>/dev/null || return 1
 	eg_users+=("$du")
-	useradd --system -M -d "$dir/home" -s /usr/sbin/nologin -U "$au" || return 1
+	useradd -M -d "$dir/home" -s /usr/sbin/nologin -u "$(free_id)" -U "$au" 2>/dev/null || return 1
 	eg_users+=("$au")
 	mkdir -p "$dir/home" "$dir/xdg" "$dir/ws"
 	chmod 0700 "$dir/home" "$dir/xdg"
@@ -260,18 +274,25 @@ egress_bench() {
 	agent_env=(env -i "PATH=/usr/local/bin:/usr/bin:/bin" "HOME=$dir/home" "USER=$au"
 		"LOGNAME=$au" "LANG=C.UTF-8" "XDG_RUNTIME_DIR=$dir/xdg")
 
+	# "ready PORT" from a bench/egress server or relay started in the background.
+	ready_port() {
+		local p
+		for _ in $(seq 50); do
+			p=$(sed -n 's/^ready //p' "$1")
+			[ -n "$p" ] && { echo "$p"; return 0; }
+			sleep 0.1
+		done
+		echo "egress: $(basename "$1" .out) did not start: $(head -c 300 "$1")" >>"$notes"
+		return 1
+	}
 	"${as_agent[@]}" "$dir/ws/egress" serve 127.0.0.2 0 >"$dir/server.out" 2>&1 &
 	spid=$!
 	eg_pids+=("$spid")
-	for _ in $(seq 50); do
-		port=$(sed -n 's/^ready //p' "$dir/server.out")
-		[ -n "$port" ] && break
-		sleep 0.1
-	done
-	if [ -z "$port" ]; then
-		echo "egress: the server did not start: $(head -c 300 "$dir/server.out")" >>"$notes"
-		return 1
-	fi
+	port=$(ready_port "$dir/server.out") || return 1
+	"${as_agent[@]}" "$dir/ws/egress" relay 127.0.0.3 0 127.0.0.2 "$port" >"$dir/relay.out" 2>&1 &
+	rpid=$!
+	eg_pids+=("$rpid")
+	rport=$(ready_port "$dir/relay.out") || return 1
 	cat >"$conf" <<-CONF
 		[global]
 		egress_socket = $sock
@@ -295,44 +316,53 @@ egress_bench() {
 		return 1
 	fi
 
-	# One client run: "test via" -> its JSON line with the run's CPU
-	# figures and load added, appended to $raw.
-	local clk busy_before busy_after d0 d1 s0 s1 args
+	# One row of one run: "test via run" -> its JSON line with the CPU
+	# figures and the load added, appended to $raw.
+	local clk busy0 busy1 d0 d1 s0 s1 args line mid
 	clk=$(getconf CLK_TCK)
 	proc_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 	busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 	one_run() {
 		test=$1 via=$2
 		args=("$dir/ws/egress" "$test" 127.0.0.2 "$port")
+		mid=$dpid
+		if [ "$via" = relay ]; then
+			args=("$dir/ws/egress" "$test" 127.0.0.3 "$rport")
+			mid=$rpid
+		fi
 		if [ "$test" = latency ]; then args+=("$EGRESS_CONNS"); else args+=("$EGRESS_BYTES"); fi
-		d0=$(proc_ticks "$dpid") s0=$(proc_ticks "$spid") busy_before=$(busy_ticks)
+		d0=$(proc_ticks "$mid") s0=$(proc_ticks "$spid") busy0=$(busy_ticks)
 		if [ "$via" = proxy ]; then
 			line=$("${as_agent[@]}" "${agent_env[@]}" "SBX_TEST_CONFIG=$conf" "$testable" \
 				--run -- "${args[@]}" --via 127.0.0.1:3128 2>"$dir/client.err")
 		else
 			line=$("${as_agent[@]}" "${agent_env[@]}" "${args[@]}" 2>"$dir/client.err")
 		fi
-		d1=$(proc_ticks "$dpid") s1=$(proc_ticks "$spid") busy_after=$(busy_ticks)
+		d1=$(proc_ticks "$mid") s1=$(proc_ticks "$spid") busy1=$(busy_ticks)
 		if ! jq -e . >/dev/null 2>&1 <<<"$line"; then
 			echo "egress $test $via: failed: $(grep -v 'no syslog daemon' "$dir/client.err" | head -c 300)" >>"$notes"
+			kill -0 "$dpid" 2>/dev/null || echo "egress: the daemon (pid $dpid) is gone" >>"$notes"
 			return 1
 		fi
-		jq -c --argjson run "$3" --argjson d "$(( d1 - d0 ))" --argjson s "$(( s1 - s0 ))" \
-			--argjson b "$(( busy_after - busy_before ))" --argjson clk "$clk" \
+		jq -c --arg via "$via" --argjson run "$3" --argjson m "$((d1 - d0))" \
+			--argjson s "$((s1 - s0))" --argjson b "$((busy1 - busy0))" --argjson clk "$clk" \
 			--arg load "$(cut -d' ' -f1 /proc/loadavg)" \
-			'. + { run: $run, daemon_cpu_s: ($d / $clk), server_cpu_s: ($s / $clk),
-			       machine_busy_cpu_s: ($b / $clk), load1: ($load | tonumber) }' \
+			'. + { via: $via, run: $run, server_cpu_s: ($s / $clk),
+			       machine_busy_cpu_s: ($b / $clk), load1: ($load | tonumber) }
+			 + (if $via == "direct" then {} else { middle_cpu_s: ($m / $clk) } end)' \
 			<<<"$line" >>"$raw"
 	}
 	: >"$raw"
 	local eg_load_before eg_load_after
 	eg_load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+	rows=(direct relay proxy)
 	for ((i = 1; i <= EGRESS_RUNS; i++)); do
 		for test in upload download latency; do
-			for via in direct proxy; do
+			for via in "${rows[@]}"; do
 				one_run "$test" "$via" "$i" || return 1
 			done
 		done
+		rows=("${rows[@]:1}" "${rows[0]}")
 	done
 	eg_load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 	# Every proxied connection is one allowed decision in the daemon's log.
@@ -345,29 +375,38 @@ egress_bench() {
 	  def median: sort | if length % 2 == 1 then .[(length - 1) / 2]
 	                     else (.[length / 2 - 1] + .[length / 2]) / 2 end;
 	  def f0: round | tostring;
-	  def f2: . * 100 | round / 100 | tostring;
+	  def f2: . * 100 | round / 100 | tostring | if test("\\.") then . else . + ".0" end;
 	  def rows(t; v): map(select(.test == t and .via == v));
-	  def spread(xs): "\(xs | median | f0) (\(xs | min | f0)–\(xs | max | f0))";
+	  def spread: "\(median | f0) (\(min | f0)–\(max | f0))";
+	  def pct(a; b): "\(a / b * 100 | f0)%";
+	  def q(p): .[(length * p) | floor];
 	  . as $all
-	  | "| \($bytes | tonumber / 1048576 | f0) MiB, \($runs) runs each | direct: median (min–max) | proxy: median (min–max) | proxy / direct | daemon CPU s per run, median | server CPU s | machine busy CPU s, direct / proxy |",
-	    "|---|---|---|---|---|---|---|",
+	  | "| \($bytes | tonumber / 1048576 | f0) MiB, \($runs) runs; MiB/s median (min–max) | direct TCP | splice relay | proxy session | proxy / direct | proxy / relay |",
+	    "|---|---|---|---|---|---|",
 	    ( ("upload", "download") as $t
-	      | ($all | rows($t; "direct")) as $d | ($all | rows($t; "proxy")) as $p
-	      | "| \($t) (MiB/s) | \(spread($d | map(.mib_per_s))) | \(spread($p | map(.mib_per_s))) | \(($p | map(.mib_per_s) | median) / ($d | map(.mib_per_s) | median) * 100 | f0)% | \($p | map(.daemon_cpu_s) | median | f2) | \($d | map(.server_cpu_s) | median | f2) / \($p | map(.server_cpu_s) | median | f2) | \($d | map(.machine_busy_cpu_s) | median | f2) / \($p | map(.machine_busy_cpu_s) | median | f2) |" ),
-	    ( ($all | rows("latency"; "direct")) as $d | ($all | rows("latency"; "proxy")) as $p
-	      | ($d | map(.samples_us[]) | sort) as $ds | ($p | map(.samples_us[]) | sort) as $ps
-	      | "| socket() to first byte back (µs; \($conns) connections per run: median of all (p10–p90)) | \($ds | median | f0) (\($ds[($ds | length) / 10 | floor] | f0)–\($ds[($ds | length) * 9 / 10 | floor] | f0)) | \($ps | median | f0) (\($ps[($ps | length) / 10 | floor] | f0)–\($ps[($ps | length) * 9 / 10 | floor] | f0)) | +\(($ps | median) - ($ds | median) | f0) µs | \($p | map(.daemon_cpu_s) | median | f2) | | |" ),
+	      | [("direct", "relay", "proxy") as $v | $all | rows($t; $v) | map(.mib_per_s)] as [$d, $r, $p]
+	      | "| \($t) | \($d | spread) | \($r | spread) | \($p | spread) | \(pct($p | median; $d | median)) | \(pct($p | median; $r | median)) |" ),
 	    "",
-	    "per-run medians of the latency runs, direct: \($all | rows("latency"; "direct") | map(.median_us | f0) | join(" ")); proxy: \($all | rows("latency"; "proxy") | map(.median_us | f0) | join(" "))",
-	    "load average (1 min) during the runs: \($all | map(.load1) | min)–\($all | map(.load1) | max)"
+	    "| connect to first byte back, µs: median (p10–p90) of \($runs) × \($conns) | direct TCP | splice relay | proxy session | proxy − direct | proxy − relay |",
+	    "|---|---|---|---|---|---|",
+	    ( [("direct", "relay", "proxy") as $v | $all | rows("latency"; $v) | map(.samples_us[]) | sort] as [$d, $r, $p]
+	      | "| latency | \($d | median | f0) (\($d | q(0.1) | f0)–\($d | q(0.9) | f0)) | \($r | median | f0) (\($r | q(0.1) | f0)–\($r | q(0.9) | f0)) | \($p | median | f0) (\($p | q(0.1) | f0)–\($p | q(0.9) | f0)) | +\(($p | median) - ($d | median) | f0) | +\(($p | median) - ($r | median) | f0) |" ),
+	    "",
+	    "| CPU s per run, median | client | server | relay or daemon | whole machine (busy, anything running) |",
+	    "|---|---|---|---|---|",
+	    ( ("upload", "download", "latency") as $t | ("direct", "relay", "proxy") as $v
+	      | ($all | rows($t; $v)) as $x
+	      | "| \($t), \($v) | \(if $t == "latency" then "" else $x | map(.client_cpu_s) | median | f2 end) | \($x | map(.server_cpu_s) | median | f2) | \(if $v == "direct" then "" else $x | map(.middle_cpu_s) | median | f2 end) | \($x | map(.machine_busy_cpu_s) | median | f2) |" ),
+	    "",
+	    "load average (1 min) sampled after each row: \($all | map(.load1) | min)–\($all | map(.load1) | max)"
 	' "$out/egress.json" >"$out/egress.md"
-	{
-		echo
-		echo "=== network = proxy: $((EGRESS_BYTES / 1048576)) MiB through agent-sandbox-egressd from a session vs direct loopback TCP (load $eg_load_before before, $eg_load_after after)"
-		cat "$out/egress.md"
-	}
-	if awk -v a="${eg_load_before%% *}" -v b="${eg_load_after%% *}" -v n="$(nproc)" 'BEGIN { exit !(a > n / 2 || b > n / 2) }'; then
-		echo "WARNING: load average $eg_load_before before, $eg_load_after after: other work competed with the egress runs."
+	echo
+	echo "=== network = proxy: $((EGRESS_BYTES / 1048576)) MiB up and down, and connect latency; a session through agent-sandbox-egressd vs direct loopback TCP and a bare splice relay (load $eg_load_before before, $eg_load_after after)"
+	cat "$out/egress.md"
+	# Only the load before says what else ran: these runs keep two
+	# processes busy themselves.
+	if awk -v a="${eg_load_before%% *}" -v n="$(nproc)" 'BEGIN { exit !(a > n / 2) }'; then
+		echo "WARNING: load average $eg_load_before before the egress runs: other work competed with them."
 	fi
 	grep -v 'verdict=allowed\|listening on' "$dir/daemon.log" | head -n 5 >>"$notes"
 	return 0

@@ -5,6 +5,7 @@
  * 127.0.0.1:3128 inside a session), for make bench to compare in one run.
  *
  * Usage: egress serve ADDR PORT
+ *        egress relay ADDR PORT TO_ADDR TO_PORT
  *        egress upload|download HOST PORT BYTES [--via ADDR:PORT]
  *        egress latency HOST PORT N [--via ADDR:PORT]
  *
@@ -13,6 +14,13 @@
  * it wants: 'U' and an 8-byte big-endian size (the server reads that many
  * bytes, then answers one byte), 'D' and a size (the server sends that
  * many bytes), 'P' (the server answers one byte and closes).
+ *
+ * relay is the reference a proxy is measured against: a bare splice(2)
+ * relay on the host's loopback, no sandbox, no request, no policy, one
+ * connection at a time, each to TO_ADDR:TO_PORT, with 1 MiB pipes (the
+ * default pipe-max-size) and splices until one would block. What it costs
+ * over direct TCP is what any splice proxy costs on this machine: a second
+ * TCP connection and a third process.
  *
  * The clients print one JSON object. With --via, the client sends
  * "CONNECT HOST:PORT" to the proxy and reads its 200 first; its first
@@ -29,8 +37,10 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -222,6 +232,120 @@ static void __attribute__((noreturn)) serve(const char *host, const char *port)
 	}
 }
 
+/* ---- the reference relay ------------------------------------------------------ */
+
+struct relay_dir {
+	int from, to, pipe[2];
+	size_t in_pipe, cap;
+	bool stalled, eof, done;
+};
+
+static bool relay_wants_input(const struct relay_dir *d)
+{
+	return !d->eof && !d->stalled && d->in_pipe < d->cap;
+}
+
+static int relay_pump(struct relay_dir *d)
+{
+	for (;;) {
+		bool progress = false;
+		ssize_t n;
+
+		if (relay_wants_input(d)) {
+			n = splice(d->from, NULL, d->pipe[1], NULL, d->cap - d->in_pipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n == 0)
+				d->eof = true;
+			else if (n > 0)
+				d->in_pipe += (size_t)n, progress = true;
+			else if (errno == EAGAIN)
+				d->stalled = d->in_pipe > 0;
+			else
+				return -1;
+		}
+		if (d->in_pipe) {
+			n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n < 0 && errno != EAGAIN)
+				return -1;
+			if (n > 0)
+				d->in_pipe -= (size_t)n, d->stalled = false, progress = true;
+		}
+		if (!progress)
+			break;
+	}
+	if (d->eof && !d->in_pipe && !d->done) {
+		shutdown(d->to, SHUT_WR);
+		d->done = true;
+	}
+	return 0;
+}
+
+static void relay_one(int a, const struct sockaddr_in *to)
+{
+	struct relay_dir d[2] = { { .from = a, .pipe = { -1, -1 } }, { .to = a, .pipe = { -1, -1 } } };
+	int b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), i;
+
+	if (b < 0 || connect(b, (const struct sockaddr *)to, sizeof(*to)) < 0)
+		goto out;
+	d[0].to = d[1].from = b;
+	for (i = 0; i < 2; i++) {
+		if (pipe2(d[i].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+			goto out;
+		(void)fcntl(d[i].pipe[1], F_SETPIPE_SZ, 1 << 20);
+		d[i].cap = (size_t)fcntl(d[i].pipe[1], F_GETPIPE_SZ);
+	}
+	(void)fcntl(a, F_SETFL, O_NONBLOCK);
+	(void)fcntl(b, F_SETFL, O_NONBLOCK);
+	while (!(d[0].done && d[1].done)) {
+		struct pollfd p[2] = { { .fd = a }, { .fd = b } };
+
+		for (i = 0; i < 2; i++) {
+			if (relay_wants_input(&d[i]))
+				p[i].events |= POLLIN;
+			if (d[i].in_pipe)
+				p[1 - i].events |= POLLOUT;
+		}
+		if (poll(p, 2, 10000) <= 0 || relay_pump(&d[0]) < 0 || relay_pump(&d[1]) < 0)
+			break;
+	}
+out:
+	for (i = 0; i < 2; i++) {
+		if (d[i].pipe[0] >= 0)
+			close(d[i].pipe[0]);
+		if (d[i].pipe[1] >= 0)
+			close(d[i].pipe[1]);
+	}
+	if (b >= 0)
+		close(b);
+}
+
+static void __attribute__((noreturn)) relay(const char *host, const char *port,
+					    const char *to_host, const char *to_port)
+{
+	struct sockaddr_in sin = address(host, port, true), to = address(to_host, to_port, false);
+	socklen_t sl = sizeof(sin);
+	int one = 1, lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(lfd, 64) < 0 ||
+	    getsockname(lfd, (struct sockaddr *)&sin, &sl) < 0)
+		die("listen");
+	printf("ready %u\n", (unsigned)ntohs(sin.sin_port));
+	fflush(stdout);
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			die("accept");
+		}
+		relay_one(fd, &to);
+		close(fd);
+	}
+}
+
 /* ---- the clients ------------------------------------------------------------ */
 
 /* A connection to HOST:PORT, through the proxy at via when via is set. */
@@ -358,6 +482,7 @@ static int latency(const char *host, const char *port, unsigned long long n, con
 static void usage(void)
 {
 	fprintf(stderr, "usage: egress serve ADDR PORT\n"
+			"       egress relay ADDR PORT TO_ADDR TO_PORT\n"
 			"       egress upload|download HOST PORT BYTES [--via ADDR:PORT]\n"
 			"       egress latency HOST PORT N [--via ADDR:PORT]\n");
 	exit(2);
@@ -369,6 +494,8 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "serve"))
 		serve(argv[2], argv[3]);
+	if (argc == 6 && !strcmp(argv[1], "relay"))
+		relay(argv[2], argv[3], argv[4], argv[5]);
 	if (argc == 7 && !strcmp(argv[5], "--via"))
 		via = argv[6];
 	else if (argc != 5)
