@@ -615,25 +615,41 @@ static int check_sni(struct conn *c, const char **why, char *reason, size_t rsiz
 
 /* ---- the relay ------------------------------------------------------------------------ */
 
+/*
+ * Each direction is splice(2) from its source socket into a pipe and from
+ * the pipe into the other socket: the bytes stay in the kernel's pages.
+ * A direction whose pipe the source cannot fill further (splice in would
+ * block with bytes still in the pipe: the pipe's slots are full, or the
+ * source is empty) asks only for POLLOUT until some of it is written, so
+ * a slow destination never turns poll() into a busy loop.
+ */
 struct dir {
 	int from, to;
 	int pipe[2];
-	size_t in_pipe;
+	size_t in_pipe;		/* bytes in the pipe */
+	bool stalled;		/* splice in would block with bytes in the pipe */
 	bool eof, done;
 };
+
+static bool wants_input(const struct dir *d)
+{
+	return !d->eof && !d->stalled && d->in_pipe < (1 << 16);
+}
 
 static int pump(struct dir *d)
 {
 	ssize_t n;
 
-	if (!d->eof && d->in_pipe < (1 << 16)) {
+	if (wants_input(d)) {
 		n = splice(d->from, NULL, d->pipe[1], NULL, (1 << 16) - d->in_pipe,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n == 0)
 			d->eof = true;
 		else if (n > 0)
 			d->in_pipe += (size_t)n;
-		else if (errno != EAGAIN)
+		else if (errno == EAGAIN)
+			d->stalled = d->in_pipe > 0;
+		else
 			return -errno;
 	}
 	while (d->in_pipe) {
@@ -645,6 +661,7 @@ static int pump(struct dir *d)
 			return -errno;
 		}
 		d->in_pipe -= (size_t)n;
+		d->stalled = false;
 	}
 	if (d->eof && !d->in_pipe && !d->done) {
 		shutdown(d->to, SHUT_WR);
@@ -655,7 +672,8 @@ static int pump(struct dir *d)
 
 static void relay(int a, int b)
 {
-	struct dir d[2] = { { .from = a, .to = b }, { .from = b, .to = a } };
+	struct dir d[2] = { { .from = a, .to = b, .pipe = { -1, -1 } },
+			    { .from = b, .to = a, .pipe = { -1, -1 } } };
 	int i;
 
 	for (i = 0; i < 2; i++)
@@ -667,13 +685,18 @@ static void relay(int a, int b)
 		struct pollfd p[2] = { { .fd = a }, { .fd = b } };
 
 		for (i = 0; i < 2; i++) {
-			struct pollfd *src = &p[i], *dst = &p[1 - i];
-
-			if (!d[i].eof && d[i].in_pipe < (1 << 16))
-				src->events |= POLLIN;
+			if (wants_input(&d[i]))
+				p[i].events |= POLLIN;
 			if (d[i].in_pipe)
-				dst->events |= POLLOUT;
+				p[1 - i].events |= POLLOUT;
 		}
+		/* poll() reports POLLHUP and POLLERR whatever was asked: a
+		 * socket nothing waits on now (its direction is done, or
+		 * stalled behind a full destination) leaves the set, or a
+		 * source that hung up while its pipe waits would spin. */
+		for (i = 0; i < 2; i++)
+			if (!p[i].events)
+				p[i].fd = -1;
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -689,9 +712,9 @@ static void relay(int a, int b)
 	}
 out:
 	for (i = 0; i < 2; i++) {
-		if (d[i].pipe[0] > 0)
+		if (d[i].pipe[0] >= 0)
 			close(d[i].pipe[0]);
-		if (d[i].pipe[1] > 0)
+		if (d[i].pipe[1] >= 0)
 			close(d[i].pipe[1]);
 	}
 }
