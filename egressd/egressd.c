@@ -618,50 +618,72 @@ static int check_sni(struct conn *c, const char **why, char *reason, size_t rsiz
 /*
  * Each direction is splice(2) from its source socket into a pipe and from
  * the pipe into the other socket: the bytes stay in the kernel's pages.
- * A direction whose pipe the source cannot fill further (splice in would
- * block with bytes still in the pipe: the pipe's slots are full, or the
- * source is empty) asks only for POLLOUT until some of it is written, so
- * a slow destination never turns poll() into a busy loop.
+ * pump() moves what it can until a splice would block, then relay()
+ * polls for what it waits on. A direction whose pipe the source cannot
+ * fill further (splice in would block with bytes still in the pipe: the
+ * pipe's slots are full, or the source is empty) asks only for POLLOUT
+ * until some of it is written, so a slow destination never turns poll()
+ * into a busy loop.
  */
 struct dir {
 	int from, to;
 	int pipe[2];
 	size_t in_pipe;		/* bytes in the pipe */
+	size_t cap;		/* the pipe's size in bytes */
 	bool stalled;		/* splice in would block with bytes in the pipe */
 	bool eof, done;
 };
 
+/* Bytes one pump() call moves before relay() polls again, so a busy
+ * direction does not starve the other. */
+#define PUMP_BUDGET (4u << 20)
+
 static bool wants_input(const struct dir *d)
 {
-	return !d->eof && !d->stalled && d->in_pipe < (1 << 16);
+	return !d->eof && !d->stalled && d->in_pipe < d->cap;
 }
 
-static int pump(struct dir *d)
+/* readable: the source had POLLIN, POLLHUP or POLLERR. 0, or -errno. */
+static int pump(struct dir *d, bool readable)
 {
+	size_t moved = 0;
 	ssize_t n;
 
-	if (wants_input(d)) {
-		n = splice(d->from, NULL, d->pipe[1], NULL, (1 << 16) - d->in_pipe,
-			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n == 0)
-			d->eof = true;
-		else if (n > 0)
-			d->in_pipe += (size_t)n;
-		else if (errno == EAGAIN)
-			d->stalled = d->in_pipe > 0;
-		else
-			return -errno;
-	}
-	while (d->in_pipe) {
-		n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
-			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n < 0) {
-			if (errno == EAGAIN)
-				break;
-			return -errno;
+	while (moved < PUMP_BUDGET) {
+		bool progress = false;
+
+		if (readable && wants_input(d)) {
+			n = splice(d->from, NULL, d->pipe[1], NULL, d->cap - d->in_pipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n == 0) {
+				d->eof = true;
+			} else if (n > 0) {
+				d->in_pipe += (size_t)n;
+				progress = true;
+			} else if (errno == EAGAIN) {
+				d->stalled = d->in_pipe > 0;
+				readable = false;
+			} else {
+				return -errno;
+			}
 		}
-		d->in_pipe -= (size_t)n;
-		d->stalled = false;
+		if (d->in_pipe) {
+			n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n < 0 && errno != EAGAIN)
+				return -errno;
+			if (n > 0) {
+				d->in_pipe -= (size_t)n;
+				moved += (size_t)n;
+				d->stalled = false;
+				/* Room again: what arrived meanwhile is read
+				 * without another poll. */
+				readable = true;
+				progress = true;
+			}
+		}
+		if (!progress)
+			break;
 	}
 	if (d->eof && !d->in_pipe && !d->done) {
 		shutdown(d->to, SHUT_WR);
@@ -674,11 +696,14 @@ static void relay(int a, int b)
 {
 	struct dir d[2] = { { .from = a, .to = b, .pipe = { -1, -1 } },
 			    { .from = b, .to = a, .pipe = { -1, -1 } } };
-	int i;
+	int i, sz;
 
-	for (i = 0; i < 2; i++)
-		if (pipe2(d[i].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+	for (i = 0; i < 2; i++) {
+		if (pipe2(d[i].pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+		    (sz = fcntl(d[i].pipe[1], F_GETPIPE_SZ)) <= 0)
 			goto out;
+		d[i].cap = (size_t)sz;
+	}
 	fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK);
 	fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
 	while (!(d[0].done && d[1].done)) {
@@ -704,7 +729,8 @@ static void relay(int a, int b)
 		}
 		if ((p[0].revents | p[1].revents) & POLLNVAL)
 			break;
-		if (pump(&d[0]) < 0 || pump(&d[1]) < 0)
+		if (pump(&d[0], p[0].revents & (POLLIN | POLLHUP | POLLERR)) < 0 ||
+		    pump(&d[1], p[1].revents & (POLLIN | POLLHUP | POLLERR)) < 0)
 			break;
 		/* An error or hang-up with nothing left to move ends it. */
 		if (((p[0].revents | p[1].revents) & POLLERR) && !d[0].in_pipe && !d[1].in_pipe)
