@@ -624,15 +624,112 @@ static int check_sni(struct conn *c, const char **why, char *reason, size_t rsiz
  * pipe's slots are full, or the source is empty) asks only for POLLOUT
  * until some of it is written, so a slow destination never turns poll()
  * into a busy loop.
+ *
+ * A pipe starts at the kernel's default (16 pages: 64 KiB) and one splice
+ * moves at most what it holds. A direction that fills it in one splice
+ * is a bulk transfer: its pipe grows to PIPE_GROWN (1 MiB, the default
+ * /proc/sys/fs/pipe-max-size). Measured with make bench (1 GiB through
+ * the daemon from a session, 2 vCPUs): per GiB the daemon makes 6.6k
+ * syscalls instead of 36k and uses 0.13 s of CPU instead of 0.21 s, and
+ * throughput rose from 57% of direct loopback TCP to 59% (upload) and
+ * 66% (download), about what a bare splice relay gets on that machine;
+ * 256 KiB gave about a quarter of the gain. The kernel counts pipe pages per user (pipe-user-pages-soft, 16384 by
+ * default): past that limit a new pipe gets 2 pages and none may grow.
+ * All connections share the daemon's uid, and 512 connections' default
+ * pipes are the whole default limit, so pipes grow only while all
+ * relays' pipes together stay within half of it (about 30 grown
+ * directions at the defaults); a direction refused stays as it is and
+ * asks again at its next full pipe.
  */
+#define PIPE_GROWN (1u << 20)
+
+static struct {
+	pthread_once_t once;
+	size_t page;		/* the kernel's pipe slot: a page */
+	size_t grown;		/* PIPE_GROWN, or less when pipe-max-size is */
+	size_t budget;		/* pages all relays' pipes may hold with grown ones */
+	size_t pages;		/* pages all relays' pipes hold now */
+} pipes = { .once = PTHREAD_ONCE_INIT };
+
+static uint64_t proc_sys_number(const char *path, uint64_t def)
+{
+	char b[32];
+	uint64_t v;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return def;
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return def;
+	b[n] = '\0';
+	b[strcspn(b, "\n")] = '\0';
+	return sbx_parse_u64(b, false, 0, UINT64_MAX, &v) < 0 ? def : v;
+}
+
+static void pipes_init(void)
+{
+	uint64_t soft = proc_sys_number("/proc/sys/fs/pipe-user-pages-soft", 16384);
+	uint64_t hard = proc_sys_number("/proc/sys/fs/pipe-user-pages-hard", 0);
+	uint64_t max = proc_sys_number("/proc/sys/fs/pipe-max-size", PIPE_GROWN);
+	long page = sysconf(_SC_PAGESIZE);
+
+	pipes.page = page > 0 ? (size_t)page : 4096;
+	pipes.grown = max < PIPE_GROWN ? (size_t)max : PIPE_GROWN;
+	/* 0 is "no limit" for both. */
+	if (hard && (!soft || hard < soft))
+		soft = hard;
+	pipes.budget = soft ? (size_t)(soft / 2) : SIZE_MAX;
+}
+
+/* Count size bytes of pipe in (sign 1) or out (-1) of pipes.pages. */
+static void pipes_count(size_t size, int sign)
+{
+	size_t n = size / pipes.page;
+
+	if (sign > 0)
+		__atomic_add_fetch(&pipes.pages, n, __ATOMIC_RELAXED);
+	else
+		__atomic_sub_fetch(&pipes.pages, n, __ATOMIC_RELAXED);
+}
+
 struct dir {
 	int from, to;
 	int pipe[2];
 	size_t in_pipe;		/* bytes in the pipe */
 	size_t cap;		/* the pipe's size in bytes */
 	bool stalled;		/* splice in would block with bytes in the pipe */
+	bool no_grow;		/* the kernel refused to grow the pipe */
 	bool eof, done;
 };
+
+/* A bulk direction's pipe to pipes.grown, if the budget has room. */
+static void grow(struct dir *d)
+{
+	size_t extra;
+	int r;
+
+	if (d->no_grow || d->cap >= pipes.grown)
+		return;
+	extra = pipes.grown - d->cap;
+	if (__atomic_add_fetch(&pipes.pages, extra / pipes.page, __ATOMIC_RELAXED) >
+	    pipes.budget) {
+		pipes_count(extra, -1);
+		return;
+	}
+	r = fcntl(d->pipe[1], F_SETPIPE_SZ, (int)pipes.grown);
+	if (r < 0) {
+		pipes_count(extra, -1);
+		d->no_grow = true;
+		return;
+	}
+	/* The kernel rounds up to a power of two pages. */
+	pipes_count(pipes.grown, -1);
+	pipes_count((size_t)r, 1);
+	d->cap = (size_t)r;
+}
 
 /* Bytes one pump() call moves before relay() polls again, so a busy
  * direction does not starve the other. */
@@ -658,6 +755,9 @@ static int pump(struct dir *d, bool readable)
 			if (n == 0) {
 				d->eof = true;
 			} else if (n > 0) {
+				/* A full pipe in one splice: more is waiting. */
+				if ((size_t)n == d->cap - d->in_pipe)
+					grow(d);
 				d->in_pipe += (size_t)n;
 				progress = true;
 			} else if (errno == EAGAIN) {
@@ -698,11 +798,13 @@ static void relay(int a, int b)
 			    { .from = b, .to = a, .pipe = { -1, -1 } } };
 	int i, sz;
 
+	pthread_once(&pipes.once, pipes_init);
 	for (i = 0; i < 2; i++) {
 		if (pipe2(d[i].pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
 		    (sz = fcntl(d[i].pipe[1], F_GETPIPE_SZ)) <= 0)
 			goto out;
 		d[i].cap = (size_t)sz;
+		pipes_count(d[i].cap, 1);
 	}
 	fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK);
 	fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
@@ -738,6 +840,7 @@ static void relay(int a, int b)
 	}
 out:
 	for (i = 0; i < 2; i++) {
+		pipes_count(d[i].cap, -1);
 		if (d[i].pipe[0] >= 0)
 			close(d[i].pipe[0]);
 		if (d[i].pipe[1] >= 0)
