@@ -10,10 +10,11 @@
  *        egress latency HOST PORT N [--via ADDR:PORT]
  *
  * serve answers one connection at a time (the benchmark runs one client at
- * a time) and prints "ready PORT" once listening (PORT 0: any free port). A client's first byte names what
- * it wants: 'U' and an 8-byte big-endian size (the server reads that many
- * bytes, then answers one byte), 'D' and a size (the server sends that
- * many bytes), 'P' (the server answers one byte and closes).
+ * a time) and prints "ready PORT" once listening (PORT 0: any free port).
+ * A client's first byte names what it wants: 'U' and an 8-byte big-endian
+ * size (the server reads that many bytes, then answers one byte), 'D' and
+ * a size (the server sends that many bytes), 'P' (the server answers one
+ * byte and closes).
  *
  * relay is the reference a proxy is measured against: a bare splice(2)
  * relay on the host's loopback, no sandbox, no request, no policy, one
@@ -352,11 +353,13 @@ static void __attribute__((noreturn)) relay(const char *host, const char *port,
 static int open_conn(const char *host, const char *port, const char *via, bool nodelay)
 {
 	struct sockaddr_in sin;
-	char req[256], vhost[64], *colon;
+	char req[256];
 	int one = 1, fd;
 	size_t got = 0;
 
 	if (via) {
+		char vhost[64], *colon;
+
 		if (snprintf(vhost, sizeof(vhost), "%s", via) >= (int)sizeof(vhost) ||
 		    !(colon = strrchr(vhost, ':'))) {
 			fprintf(stderr, "egress: --via ADDR:PORT\n");
