@@ -461,6 +461,7 @@ static int cmp_double(const void *a, const void *b)
 static int latency(const char *host, const char *port, unsigned long long n, const char *via)
 {
 	static double us[MAX_SAMPLES];
+	double c0 = cpu_s();
 	uint8_t b;
 
 	for (unsigned long long i = 0; i < n; i++) {
@@ -477,8 +478,9 @@ static int latency(const char *host, const char *port, unsigned long long n, con
 	for (unsigned long long i = 0; i < n; i++)
 		printf("%s%.1f", i ? "," : "", us[i]);
 	qsort(us, n, sizeof(us[0]), cmp_double);
-	printf("],\"median_us\":%.1f,\"p10_us\":%.1f,\"p90_us\":%.1f}\n",
-	       n % 2 ? us[n / 2] : (us[n / 2 - 1] + us[n / 2]) / 2, us[n / 10], us[n * 9 / 10]);
+	printf("],\"median_us\":%.1f,\"p10_us\":%.1f,\"p90_us\":%.1f,\"client_cpu_s\":%.3f}\n",
+	       n % 2 ? us[n / 2] : (us[n / 2 - 1] + us[n / 2]) / 2, us[n / 10], us[n * 9 / 10],
+	       cpu_s() - c0);
 	return 0;
 }
 
