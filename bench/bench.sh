@@ -385,7 +385,8 @@ egress_bench() {
 	  def median: sort | if length % 2 == 1 then .[(length - 1) / 2]
 	                     else (.[length / 2 - 1] + .[length / 2]) / 2 end;
 	  def f0: round | tostring;
-	  def f2: . * 100 | round / 100 | tostring | if test("\\.") then . else . + ".0" end;
+	  def f2: (. * 100 | round) as $c | if $c == 0 then "0.0"
+	          else $c / 100 | tostring | if test("\\.") then . else . + ".0" end end;
 	  def rows(t; v): map(select(.test == t and .via == v));
 	  def spread: "\(median | f0) (\(min | f0)–\(max | f0))";
 	  def pct(a; b): "\(a / b * 100 | f0)%";
