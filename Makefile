@@ -274,10 +274,13 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(HELPERS) >/dev/null
 	@./shell/demo.sh $(BUILD)
 
-# The syscall loops (bench/syscalls.c): built here only, not by `all`.
+# The syscall loops (bench/syscalls.c) and the egress client and server
+# (bench/egress.c): built here only, not by `all`. The egress benchmark
+# runs its client in a session of the test build (SBX_TEST_CONFIG).
 BENCH_SYSCALLS := $(BUILD)/bench/syscalls
+BENCH_EGRESS   := $(BUILD)/bench/egress
 
-$(BENCH_SYSCALLS): bench/syscalls.c
+$(BENCH_SYSCALLS) $(BENCH_EGRESS): $(BUILD)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -pie -o $@ $< $(HARDEN_LD)
 
@@ -288,7 +291,7 @@ $(BENCH_PAM): bench/pam_phases.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -pie -o $@ $< $(HARDEN_LD) -lpam -lm
 
-bench: all $(BENCH_SYSCALLS) $(BENCH_PAM)
+bench: all $(BENCH_SYSCALLS) $(BENCH_PAM) $(BENCH_EGRESS) $(SHELL_TEST_BIN)
 	@./bench/bench.sh $(BUILD)
 
 # ---- install, uninstall, deb ---------------------------------------------

@@ -4,15 +4,16 @@
 # bash, bubblewrap and firejail — measured in one run with hyperfine, plus
 # where agent-shell's time goes (decomposition, perf stat, phase timeline).
 #
-# Usage: bench/bench.sh [BUILD_DIR] [syscalls]   (make bench builds first;
-# this builds nothing). With "syscalls", only the per-syscall loops run.
+# Usage: bench/bench.sh [BUILD_DIR] [syscalls|egress]   (make bench builds
+# first; this builds nothing). With "syscalls", only the per-syscall loops
+# run; with "egress", only the network = proxy throughput and latency.
 # BASE_BUILD=DIR in the environment: bench/ssh.sh also measures that build's
 # login path, in the same rounds (a before/after comparison).
 # As root the sandboxed commands run as "nobody" (a sandbox for an agent is
 # measured as the agent, like shell/demo.sh). Installs bubblewrap, firejail,
 # hyperfine and jq with apt-get when missing (only this script does that).
 # Results: BUILD_DIR/bench/ (hyperfine JSON and markdown, summary, timeline,
-# syscalls.md and the raw syscalls.txt).
+# syscalls.md and the raw syscalls.txt, egress.md and the raw egress.json).
 set -u
 
 build=${1:-build}
@@ -84,8 +85,18 @@ done
 # --- scratch workspace, owned by the uid that runs the sandboxes ---------
 
 scratch=$(mktemp -d /var/tmp/agent-sandbox-bench.XXXXXX) || exit 1
-cleanup() { rm -rf "$scratch"; }
+# The egress part's accounts, daemon, server and /run directory (below).
+eg_conf="" eg_users=() eg_pids=()
+cleanup() {
+	local p
+	for p in "${eg_pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${eg_pids[@]}"; do wait "$p" 2>/dev/null; done
+	for p in "${eg_users[@]}"; do userdel "$p" 2>/dev/null; done
+	[ -n "$eg_conf" ] && rm -rf "$eg_conf"
+	rm -rf "$scratch"
+}
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
 chmod 0755 "$scratch"
 ws="$scratch/ws"	# the workspace every sandbox binds read-write
 xdg="$scratch/xdg"	# agent-shell's per-session JSON reports land here, not in /tmp
@@ -200,10 +211,239 @@ syscall_bench() {
 	cat "$out/syscalls.md"
 }
 
+# --- network = proxy: a session's TCP through agent-sandbox-egressd -------
+
+# EGRESS_BYTES (1 GiB) up and down, and the time from socket() to a first
+# byte back, for a client inside a real network = proxy session (the
+# test build of agent-shell, SBX_TEST_CONFIG naming a trusted config)
+# through the bridge and the daemon, beside the same client over direct
+# loopback TCP and through a bare splice relay (bench/egress relay: no
+# sandbox, no daemon; what any splice proxy costs here), as the same
+# account, in one run. The proxy's path: client -> the sandbox's
+# 127.0.0.1:3128 (the bridge hands the socket to the daemon) -> the
+# daemon's splice relay -> bench/egress serve on 127.0.0.2. Each run does
+# the three rows in turn (the first row rotates between runs), EGRESS_RUNS
+# runs; latency is EGRESS_CONNS connections per row and run. The server's
+# port is not 443 and the client sends its first byte right after the
+# proxy's 200, so the daemon's 300 ms wait for a TLS ClientHello ends at
+# once (bench/egress.c). CPU per row: the client's own (getrusage), the
+# server's and the daemon's or relay's (utime+stime from /proc, 10 ms
+# ticks), and the whole machine's busy time (/proc/stat); what of that is
+# none of these (other work, and for the proxy the session's start-up and
+# the bridge) is the "other" column, the measure of a busy machine: the
+# load average cannot be, as the make bench parts before this one and
+# these rows themselves keep it near 2.
+EGRESS_RUNS=${EGRESS_RUNS:-7}
+EGRESS_BYTES=${EGRESS_BYTES:-1073741824}
+EGRESS_CONNS=${EGRESS_CONNS:-200}
+# A uid (and gid) in 65000-65499 that nothing uses.
+free_id() {
+	local u=$((65000 + RANDOM % 400))
+	while getent passwd "$u" >/dev/null || getent group "$u" >/dev/null; do
+		u=$((u + 1))
+	done
+	echo "$u"
+}
+egress_bench() {
+	local eg_src="$build/bench/egress" daemon="$build/agent-sandbox-egressd"
+	local testable="$build/tests/agent-shell-testable" dir="$scratch/egress"
+	local raw="$out/egress.jsonl" conf sock port rport du au spid dpid rpid r f i
+	local as_agent agent_env test via rows
+	if ! $is_root; then
+		echo "egress: not measured: needs root (two throwaway accounts, the daemon's --user)" >>"$notes"
+		return 0
+	fi
+	for f in "$eg_src" "$daemon" "$testable"; do
+		if [ ! -x "$f" ]; then
+			echo "bench: $f missing; run 'make bench'" >&2
+			return 1
+		fi
+	done
+	r=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+	du=sbxbd-$r au=sbxba-$r
+	# The trusted config: root-owned, 0644, in a root-owned 0755 directory.
+	eg_conf=$(mktemp -d /run/agent-sandbox-bench.XXXXXX) || return 1
+	chmod 0755 "$eg_conf"
+	conf=$eg_conf/agent-sandbox.conf sock=$eg_conf/egress.sock
+	# Explicit uids away from the --system range, which test suites
+	# allocate from (and kill by uid in) concurrently.
+	useradd -M -d /nonexistent -s /usr/sbin/nologin -u "$(free_id)" -U "$du" 2>/dev/null || return 1
+	eg_users+=("$du")
+	useradd -M -d "$dir/home" -s /usr/sbin/nologin -u "$(free_id)" -U "$au" 2>/dev/null || return 1
+	eg_users+=("$au")
+	mkdir -p "$dir/home" "$dir/xdg" "$dir/ws"
+	chmod 0700 "$dir/home" "$dir/xdg"
+	chown "$au:$au" "$dir/home" "$dir/xdg" "$dir/ws"
+	cp "$eg_src" "$dir/ws/egress" && chmod 0755 "$dir/ws/egress" || return 1
+	as_agent=(setpriv --reuid="$au" --regid="$au" --clear-groups --)
+	agent_env=(env -i "PATH=/usr/local/bin:/usr/bin:/bin" "HOME=$dir/home" "USER=$au"
+		"LOGNAME=$au" "LANG=C.UTF-8" "XDG_RUNTIME_DIR=$dir/xdg")
+
+	# "ready PORT" from a bench/egress server or relay started in the background.
+	ready_port() {
+		local p
+		for _ in $(seq 50); do
+			p=$(sed -n 's/^ready //p' "$1")
+			[ -n "$p" ] && { echo "$p"; return 0; }
+			sleep 0.1
+		done
+		echo "egress: $(basename "$1" .out) did not start: $(head -c 300 "$1")" >>"$notes"
+		return 1
+	}
+	"${as_agent[@]}" "$dir/ws/egress" serve 127.0.0.2 0 >"$dir/server.out" 2>&1 &
+	spid=$!
+	eg_pids+=("$spid")
+	port=$(ready_port "$dir/server.out") || return 1
+	"${as_agent[@]}" "$dir/ws/egress" relay 127.0.0.3 0 127.0.0.2 "$port" >"$dir/relay.out" 2>&1 &
+	rpid=$!
+	eg_pids+=("$rpid")
+	rport=$(ready_port "$dir/relay.out") || return 1
+	cat >"$conf" <<-CONF
+		[global]
+		egress_socket = $sock
+		[profile bench]
+		workspace_root = $dir/ws
+		network = proxy
+		egress_allow = 127.0.0.2:$port
+		[match]
+		user $au = bench
+	CONF
+	chmod 0644 "$conf"
+	"$daemon" --config "$conf" --socket "$sock" --user "$du" --log-stderr 2>"$dir/daemon.log" &
+	dpid=$!
+	eg_pids+=("$dpid")
+	for _ in $(seq 50); do
+		[ -S "$sock" ] && break
+		sleep 0.1
+	done
+	if [ ! -S "$sock" ]; then
+		echo "egress: the daemon did not start: $(head -c 300 "$dir/daemon.log")" >>"$notes"
+		return 1
+	fi
+
+	# One row of one run: "test via run" -> its JSON line with the CPU
+	# figures and the load added, appended to $raw.
+	local clk busy0 busy1 d0 d1 s0 s1 args line mid
+	clk=$(getconf CLK_TCK)
+	proc_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+	busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+	one_run() {
+		test=$1 via=$2
+		args=("$dir/ws/egress" "$test" 127.0.0.2 "$port")
+		mid=$dpid
+		if [ "$via" = relay ]; then
+			args=("$dir/ws/egress" "$test" 127.0.0.3 "$rport")
+			mid=$rpid
+		fi
+		if [ "$test" = latency ]; then args+=("$EGRESS_CONNS"); else args+=("$EGRESS_BYTES"); fi
+		d0=$(proc_ticks "$mid") s0=$(proc_ticks "$spid") busy0=$(busy_ticks)
+		if [ "$via" = proxy ]; then
+			line=$("${as_agent[@]}" "${agent_env[@]}" "SBX_TEST_CONFIG=$conf" "$testable" \
+				--run -- "${args[@]}" --via 127.0.0.1:3128 2>"$dir/client.err")
+		else
+			line=$("${as_agent[@]}" "${agent_env[@]}" "${args[@]}" 2>"$dir/client.err")
+		fi
+		d1=$(proc_ticks "$mid") s1=$(proc_ticks "$spid") busy1=$(busy_ticks)
+		if ! jq -e . >/dev/null 2>&1 <<<"$line"; then
+			echo "egress $test $via: failed: $(grep -v 'no syslog daemon' "$dir/client.err" | head -c 300)" >>"$notes"
+			kill -0 "$dpid" 2>/dev/null || echo "egress: the daemon (pid $dpid) is gone" >>"$notes"
+			return 1
+		fi
+		jq -c --arg via "$via" --argjson run "$3" --argjson m "$((d1 - d0))" \
+			--argjson s "$((s1 - s0))" --argjson b "$((busy1 - busy0))" --argjson clk "$clk" \
+			--arg load "$(cut -d' ' -f1 /proc/loadavg)" \
+			'. + { via: $via, run: $run, server_cpu_s: ($s / $clk),
+			       machine_busy_cpu_s: ($b / $clk), load1: ($load | tonumber) }
+			 + (if $via == "direct" then {} else { middle_cpu_s: ($m / $clk) } end)
+			 | . + { other_cpu_s: (.machine_busy_cpu_s - .client_cpu_s - .server_cpu_s
+			                       - (.middle_cpu_s // 0)) }' \
+			<<<"$line" >>"$raw"
+	}
+	: >"$raw"
+	local eg_load_before eg_load_after eg_idle_busy
+	eg_load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+	# What else runs: the machine's busy CPU over 2 s before the rows.
+	busy0=$(busy_ticks)
+	sleep 2
+	busy1=$(busy_ticks)
+	eg_idle_busy=$(awk -v t=$((busy1 - busy0)) -v c="$clk" 'BEGIN { printf "%.2f", t / c / 2 }')
+	rows=(direct relay proxy)
+	for ((i = 1; i <= EGRESS_RUNS; i++)); do
+		for test in upload download latency; do
+			for via in "${rows[@]}"; do
+				one_run "$test" "$via" "$i" || return 1
+			done
+		done
+		rows=("${rows[@]:1}" "${rows[0]}")
+	done
+	eg_load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+	# Every proxied connection is one allowed decision in the daemon's log.
+	f=$(grep -c 'verdict=allowed' "$dir/daemon.log")
+	if [ "$f" -ne $((EGRESS_RUNS * (2 + EGRESS_CONNS))) ]; then
+		echo "egress: the daemon logged $f allowed connections, not $((EGRESS_RUNS * (2 + EGRESS_CONNS)))" >>"$notes"
+	fi
+	jq -s . "$raw" >"$out/egress.json"
+	jq -r --arg bytes "$EGRESS_BYTES" --arg runs "$EGRESS_RUNS" --arg conns "$EGRESS_CONNS" '
+	  def median: sort | if length % 2 == 1 then .[(length - 1) / 2]
+	                     else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+	  def f0: round | tostring;
+	  def f2: (. * 100 | round) as $c | if $c == 0 then "0.0"
+	          else $c / 100 | tostring | if test("\\.") then . else . + ".0" end end;
+	  def rows(t; v): map(select(.test == t and .via == v));
+	  def spread: "\(median | f0) (\(min | f0)–\(max | f0))";
+	  def pct(a; b): "\(a / b * 100 | f0)%";
+	  def q(p): .[(length * p) | floor];
+	  . as $all
+	  | "| \($bytes | tonumber / 1048576 | f0) MiB, \($runs) runs; MiB/s median (min–max) | direct TCP | splice relay | proxy session | proxy / direct | proxy / relay |",
+	    "|---|---|---|---|---|---|",
+	    ( ("upload", "download") as $t
+	      | [("direct", "relay", "proxy") as $v | $all | rows($t; $v) | map(.mib_per_s)] as [$d, $r, $p]
+	      | "| \($t) | \($d | spread) | \($r | spread) | \($p | spread) | \(pct($p | median; $d | median)) | \(pct($p | median; $r | median)) |" ),
+	    "",
+	    "| connect to first byte back, µs: median (p10–p90) of \($runs) × \($conns) | direct TCP | splice relay | proxy session | proxy − direct | proxy − relay |",
+	    "|---|---|---|---|---|---|",
+	    ( [("direct", "relay", "proxy") as $v | $all | rows("latency"; $v) | map(.samples_us[]) | sort] as [$d, $r, $p]
+	      | "| latency | \($d | median | f0) (\($d | q(0.1) | f0)–\($d | q(0.9) | f0)) | \($r | median | f0) (\($r | q(0.1) | f0)–\($r | q(0.9) | f0)) | \($p | median | f0) (\($p | q(0.1) | f0)–\($p | q(0.9) | f0)) | +\(($p | median) - ($d | median) | f0) | +\(($p | median) - ($r | median) | f0) |" ),
+	    "",
+	    "| CPU s per run, median | client | server | relay or daemon | whole machine busy | other |",
+	    "|---|---|---|---|---|---|",
+	    ( ("upload", "download", "latency") as $t | ("direct", "relay", "proxy") as $v
+	      | ($all | rows($t; $v)) as $x
+	      | "| \($t), \($v) | \($x | map(.client_cpu_s) | median | f2) | \($x | map(.server_cpu_s) | median | f2) | \(if $v == "direct" then "" else $x | map(.middle_cpu_s) | median | f2 end) | \($x | map(.machine_busy_cpu_s) | median | f2) | \($x | map(.other_cpu_s) | median | f2) |" ),
+	    "",
+	    "load average (1 min) sampled after each row: \($all | map(.load1) | min)–\($all | map(.load1) | max)"
+	' "$out/egress.json" >"$out/egress.md"
+	echo
+	echo "=== network = proxy: $((EGRESS_BYTES / 1048576)) MiB up and down, and connect latency; a session through agent-sandbox-egressd vs direct loopback TCP and a bare splice relay"
+	echo "  load average $eg_load_before before, $eg_load_after after; CPUs busy in the 2 s before: $eg_idle_busy"
+	echo "$eg_idle_busy" >"$out/egress-busy-before.txt"
+	cat "$out/egress.md"
+	# Other work took a tenth of the direct and relay transfer rows' CPU
+	# (a proxy row's other includes the session's start-up), or a fifth
+	# of a CPU before they started: the figures measure it too.
+	if jq -e '[.[] | select(.test != "latency" and .via != "proxy")
+		   | .other_cpu_s / .machine_busy_cpu_s] | sort
+		  | .[length / 2 | floor] > 0.1' "$out/egress.json" >/dev/null ||
+		awk -v b="$eg_idle_busy" 'BEGIN { exit !(b > 0.2) }'; then
+		echo "WARNING: other work ran during the egress rows (the other column, and $eg_idle_busy CPUs busy before): re-run on a quiet machine for citable numbers."
+	fi
+	grep -v 'verdict=allowed\|listening on' "$dir/daemon.log" | head -n 5 >>"$notes"
+	return 0
+}
+
 # --- preflight: each command once, as the agent; failures are recorded ---
 
 notes="$out/notes.txt"
 : >"$notes"
+if [ "$only" = egress ]; then
+	egress_bench || exit 1
+	[ -s "$notes" ] && { echo; echo "=== notes"; cat "$notes"; }
+	mkdir -p "$results"
+	cp "$out/egress.md" "$out/egress.json" "$notes" "$results/"
+	echo
+	echo "results: $results/ (egress.md, egress.json, notes.txt)"
+	exit 0
+fi
 if [ "$only" = syscalls ]; then
 	syscall_bench || exit 1
 	[ -s "$notes" ] && { echo; echo "=== notes"; cat "$notes"; }
@@ -440,11 +680,12 @@ else
 fi
 
 syscall_bench
+egress_bench
 
 mkdir -p "$results"
 cp "$out/main.json" "$out/main.md" "$out/results.json" "$out/summary.md" "$notes" "$results/"
 for f in firejail.json firejail.md timeline.txt perf-agent-shell.csv perf-bwrap.csv \
-	syscalls.md syscalls.txt ssh.json ssh.md; do
+	syscalls.md syscalls.txt ssh.json ssh.md egress.md egress.json; do
 	[ -e "$out/$f" ] && cp "$out/$f" "$results/"
 done
 {
@@ -459,4 +700,4 @@ if awk -v a="${load_before%% *}" -v b="${load_after%% *}" -v n="$nproc_n" 'BEGIN
 		"other work competed with this run; re-run on a quiet machine for citable numbers."
 fi
 echo
-echo "results: $results/ (main.json, main.md, results.json, summary.md, timeline.txt, notes.txt)"
+echo "results: $results/ (main.json, main.md, results.json, summary.md, timeline.txt, notes.txt, egress.md, egress.json)"

@@ -684,36 +684,175 @@ static int check_sni(struct conn *c, const char **why, char *reason, size_t rsiz
 
 /* ---- the relay ------------------------------------------------------------------------ */
 
+/*
+ * Each direction is splice(2) from its source socket into a pipe and from
+ * the pipe into the other socket: the bytes stay in the kernel's pages.
+ * pump() moves what it can until a splice would block, then relay()
+ * polls for what it waits on. A direction whose pipe the source cannot
+ * fill further (splice in would block with bytes still in the pipe: the
+ * pipe's slots are full, or the source is empty) asks only for POLLOUT
+ * until some of it is written, so a slow destination never turns poll()
+ * into a busy loop.
+ *
+ * A pipe starts at the kernel's default (16 pages: 64 KiB) and one splice
+ * moves at most what it holds. A direction that fills it in one splice
+ * is a bulk transfer: its pipe grows to PIPE_GROWN (1 MiB, the default
+ * /proc/sys/fs/pipe-max-size). Measured with make bench (1 GiB through
+ * the daemon from a session, 2 vCPUs): per GiB the daemon makes 6.6k
+ * syscalls instead of 36k and uses 0.13 s of CPU instead of 0.21 s, and
+ * throughput rose from 57% of direct loopback TCP to 59% (upload) and
+ * 66% (download), about what a bare splice relay gets on that machine;
+ * 256 KiB gave about a quarter of the gain. The kernel counts pipe pages per user (pipe-user-pages-soft, 16384 by
+ * default): past that limit a new pipe gets 2 pages and none may grow.
+ * All connections share the daemon's uid, and 512 connections' default
+ * pipes are the whole default limit, so pipes grow only while all
+ * relays' pipes together stay within half of it (about 30 grown
+ * directions at the defaults); a direction refused stays as it is and
+ * asks again at its next full pipe.
+ */
+#define PIPE_GROWN (1u << 20)
+
+static struct {
+	pthread_once_t once;
+	size_t page;		/* the kernel's pipe slot: a page */
+	size_t grown;		/* PIPE_GROWN, or less when pipe-max-size is */
+	size_t budget;		/* pages all relays' pipes may hold with grown ones */
+	size_t pages;		/* pages all relays' pipes hold now */
+} pipes = { .once = PTHREAD_ONCE_INIT };
+
+static uint64_t proc_sys_number(const char *path, uint64_t def)
+{
+	char b[32];
+	uint64_t v;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return def;
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return def;
+	b[n] = '\0';
+	b[strcspn(b, "\n")] = '\0';
+	return sbx_parse_u64(b, false, 0, UINT64_MAX, &v) < 0 ? def : v;
+}
+
+static void pipes_init(void)
+{
+	uint64_t soft = proc_sys_number("/proc/sys/fs/pipe-user-pages-soft", 16384);
+	uint64_t hard = proc_sys_number("/proc/sys/fs/pipe-user-pages-hard", 0);
+	uint64_t max = proc_sys_number("/proc/sys/fs/pipe-max-size", PIPE_GROWN);
+	long page = sysconf(_SC_PAGESIZE);
+
+	pipes.page = page > 0 ? (size_t)page : 4096;
+	pipes.grown = max < PIPE_GROWN ? (size_t)max : PIPE_GROWN;
+	/* 0 is "no limit" for both. */
+	if (hard && (!soft || hard < soft))
+		soft = hard;
+	pipes.budget = soft ? (size_t)(soft / 2) : SIZE_MAX;
+}
+
+/* Count size bytes of pipe in (sign 1) or out (-1) of pipes.pages. */
+static void pipes_count(size_t size, int sign)
+{
+	size_t n = size / pipes.page;
+
+	if (sign > 0)
+		__atomic_add_fetch(&pipes.pages, n, __ATOMIC_RELAXED);
+	else
+		__atomic_sub_fetch(&pipes.pages, n, __ATOMIC_RELAXED);
+}
+
 struct dir {
 	int from, to;
 	int pipe[2];
-	size_t in_pipe;
+	size_t in_pipe;		/* bytes in the pipe */
+	size_t cap;		/* the pipe's size in bytes */
+	bool stalled;		/* splice in would block with bytes in the pipe */
+	bool no_grow;		/* the kernel refused to grow the pipe */
 	bool eof, done;
 };
 
-static int pump(struct dir *d)
+/* A bulk direction's pipe to pipes.grown, if the budget has room. */
+static void grow(struct dir *d)
 {
+	size_t extra;
+	int r;
+
+	if (d->no_grow || d->cap >= pipes.grown)
+		return;
+	extra = pipes.grown - d->cap;
+	if (__atomic_add_fetch(&pipes.pages, extra / pipes.page, __ATOMIC_RELAXED) >
+	    pipes.budget) {
+		pipes_count(extra, -1);
+		return;
+	}
+	r = fcntl(d->pipe[1], F_SETPIPE_SZ, (int)pipes.grown);
+	if (r < 0) {
+		pipes_count(extra, -1);
+		d->no_grow = true;
+		return;
+	}
+	/* The kernel rounds up to a power of two pages. */
+	pipes_count(pipes.grown, -1);
+	pipes_count((size_t)r, 1);
+	d->cap = (size_t)r;
+}
+
+/* Bytes one pump() call moves before relay() polls again, so a busy
+ * direction does not starve the other. */
+#define PUMP_BUDGET (4u << 20)
+
+static bool wants_input(const struct dir *d)
+{
+	return !d->eof && !d->stalled && d->in_pipe < d->cap;
+}
+
+/* readable: the source had POLLIN, POLLHUP or POLLERR. 0, or -errno. */
+static int pump(struct dir *d, bool readable)
+{
+	size_t moved = 0;
 	ssize_t n;
 
-	if (!d->eof && d->in_pipe < (1 << 16)) {
-		n = splice(d->from, NULL, d->pipe[1], NULL, (1 << 16) - d->in_pipe,
-			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n == 0)
-			d->eof = true;
-		else if (n > 0)
-			d->in_pipe += (size_t)n;
-		else if (errno != EAGAIN)
-			return -errno;
-	}
-	while (d->in_pipe) {
-		n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
-			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n < 0) {
-			if (errno == EAGAIN)
-				break;
-			return -errno;
+	while (moved < PUMP_BUDGET) {
+		bool progress = false;
+
+		if (readable && wants_input(d)) {
+			n = splice(d->from, NULL, d->pipe[1], NULL, d->cap - d->in_pipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n == 0) {
+				d->eof = true;
+			} else if (n > 0) {
+				/* A full pipe in one splice: more is waiting. */
+				if ((size_t)n == d->cap - d->in_pipe)
+					grow(d);
+				d->in_pipe += (size_t)n;
+				progress = true;
+			} else if (errno == EAGAIN) {
+				d->stalled = d->in_pipe > 0;
+				readable = false;
+			} else {
+				return -errno;
+			}
 		}
-		d->in_pipe -= (size_t)n;
+		if (d->in_pipe) {
+			n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n < 0 && errno != EAGAIN)
+				return -errno;
+			if (n > 0) {
+				d->in_pipe -= (size_t)n;
+				moved += (size_t)n;
+				d->stalled = false;
+				/* Room again: what arrived meanwhile is read
+				 * without another poll. */
+				readable = true;
+				progress = true;
+			}
+		}
+		if (!progress)
+			break;
 	}
 	if (d->eof && !d->in_pipe && !d->done) {
 		shutdown(d->to, SHUT_WR);
@@ -726,17 +865,31 @@ static int pump(struct dir *d)
  * daemon out of file descriptors says "failed", not "allowed". */
 static int relay_prepare(struct dir d[2], int a, int b)
 {
+	int sz;
+
+	pthread_once(&pipes.once, pipes_init);
 	d[0] = (struct dir){ .from = a, .to = b, .pipe = { -1, -1 } };
 	d[1] = (struct dir){ .from = b, .to = a, .pipe = { -1, -1 } };
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		if (pipe2(d[i].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 			return -errno;
+		sz = fcntl(d[i].pipe[1], F_GETPIPE_SZ);
+		if (sz <= 0)
+			return sz < 0 ? -errno : -EIO;
+		d[i].cap = (size_t)sz;
+		pipes_count(d[i].cap, 1);
+	}
 	return 0;
 }
 
 static void relay_close(struct dir d[2])
 {
 	for (int i = 0; i < 2; i++) {
+		/* cap is 0 until relay_prepare counted the pipe (and set
+		 * pipes.page). */
+		if (d[i].cap)
+			pipes_count(d[i].cap, -1);
+		d[i].cap = 0;
 		if (d[i].pipe[0] >= 0)
 			close(d[i].pipe[0]);
 		if (d[i].pipe[1] >= 0)
@@ -755,13 +908,18 @@ static void relay(struct dir d[2], int a, int b)
 		struct pollfd p[2] = { { .fd = a }, { .fd = b } };
 
 		for (i = 0; i < 2; i++) {
-			struct pollfd *src = &p[i], *dst = &p[1 - i];
-
-			if (!d[i].eof && d[i].in_pipe < (1 << 16))
-				src->events |= POLLIN;
+			if (wants_input(&d[i]))
+				p[i].events |= POLLIN;
 			if (d[i].in_pipe)
-				dst->events |= POLLOUT;
+				p[1 - i].events |= POLLOUT;
 		}
+		/* poll() reports POLLHUP and POLLERR whatever was asked: a
+		 * socket nothing waits on now (its direction is done, or
+		 * stalled behind a full destination) leaves the set, or a
+		 * source that hung up while its pipe waits would spin. */
+		for (i = 0; i < 2; i++)
+			if (!p[i].events)
+				p[i].fd = -1;
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -769,7 +927,8 @@ static void relay(struct dir d[2], int a, int b)
 		}
 		if ((p[0].revents | p[1].revents) & POLLNVAL)
 			break;
-		if (pump(&d[0]) < 0 || pump(&d[1]) < 0)
+		if (pump(&d[0], p[0].revents & (POLLIN | POLLHUP | POLLERR)) < 0 ||
+		    pump(&d[1], p[1].revents & (POLLIN | POLLHUP | POLLERR)) < 0)
 			break;
 		/* An error or hang-up with nothing left to move ends it. */
 		if (((p[0].revents | p[1].revents) & POLLERR) && !d[0].in_pipe && !d[1].in_pipe)
