@@ -987,7 +987,7 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	/* The bridge has ended with the session: its counts are final. */
 	if (ret == 0 && pl->egress.counts) {
 		const struct sbx_egress_counts *c = pl->egress.counts;
-		uint64_t answered;
+		uint64_t answered, accepted;
 
 		report->egress_allowed = __atomic_load_n(&c->allowed, __ATOMIC_RELAXED);
 		report->egress_refused = __atomic_load_n(&c->refused, __ATOMIC_RELAXED);
@@ -996,7 +996,8 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		 * verdict came back (it may still have been allowed). */
 		answered = report->egress_allowed + report->egress_refused +
 			   report->egress_failed + __atomic_load_n(&c->none, __ATOMIC_RELAXED);
-		report->egress_unanswered = __atomic_load_n(&c->handed, __ATOMIC_RELAXED) - answered;
+		accepted = __atomic_load_n(&c->accepted, __ATOMIC_RELAXED);
+		report->egress_unanswered = accepted > answered ? accepted - answered : 0;
 	}
 out:
 	if (outer_set) {

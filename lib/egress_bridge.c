@@ -300,6 +300,10 @@ static void __attribute__((noreturn)) bridge_loop(int lfd, const struct sbx_egre
 		c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
+		/* Every accepted connection gets one verdict counted, or
+		 * none when the session ends first (unanswered). */
+		if (o->counts)
+			__atomic_add_fetch(&o->counts->accepted, 1, __ATOMIC_RELAXED);
 		ctl = daemon_connect(5, o->socket_path, &e);
 		if (ctl < 0 || send_hello(ctl, &h, c) != 0) {
 			/* The client sees its connection closed: as refused
@@ -311,8 +315,6 @@ static void __attribute__((noreturn)) bridge_loop(int lfd, const struct sbx_egre
 			continue;
 		}
 		close(c);
-		if (o->counts)
-			__atomic_add_fetch(&o->counts->handed, 1, __ATOMIC_RELAXED);
 		n++;
 		pf[n].fd = ctl;
 		pf[n].events = POLLIN;

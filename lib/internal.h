@@ -663,7 +663,7 @@ void sbx_egress_list_hash(const struct sbx_profile *p, char out[65]);
  * outer process reads them into the report when the session ends. */
 struct sbx_egress_counts {
 	uint64_t allowed, refused, failed;
-	uint64_t handed;	/* connections handed to the daemon */
+	uint64_t accepted;	/* connections the bridge accepted */
 	uint64_t none;		/* closed before a request (no verdict to count) */
 };
 int sbx_egress_counts_map(struct sbx_egress_counts **out, struct sbx_error *err);
