@@ -70,7 +70,8 @@ rm -rf "$VM"
 mkdir -p "$VM/files"
 ssh-keygen -q -t ed25519 -N '' -C sbx-vm-root -f "$VM/id_root"
 ssh-keygen -q -t ed25519 -N '' -C sbx-vm-agent -f "$VM/id_agent"
-cp "$deb" "$BUILD/tests/sbx_probe_inside" "$BUILD/tests/tcp_listen" "$HERE/guest-setup.sh" "$VM/files/"
+cp "$deb" "$BUILD/tests/sbx_probe_inside" "$BUILD/tests/tcp_listen" "$HERE/guest-setup.sh" \
+	"$HERE/egress_ping.sh" "$VM/files/"
 cp "$VM/id_agent.pub" "$VM/files/agent.pub"
 # The same package under a higher version, for the upgrade test.
 if ! { dpkg-deb -R "$deb" "$VM/repack" &&

@@ -397,15 +397,13 @@ t_linger_gets_no_user_manager() {
 }
 
 # ---- agent-sandbox-egressd as packaged: socket activation, its user, reload
-# The daemon answers a SOCKS5 greeting (05 01 00: one method, none) with
-# 05 00 only for a uid whose profile is network = proxy; for any other uid
-# it closes the connection without a byte.
+# The daemon answers the bridge's question (a PING hello) for a uid whose
+# profile is network = proxy ("yes"); any other uid it refuses before it
+# reads a byte ("none"). (It serves no client that speaks SOCKS5 or CONNECT
+# on its socket directly: only the sessions' bridges.)
 EGRESS_SOCK=/run/agent-sandbox/egress.sock
-# greet USER: the daemon's answer to USER's greeting, in hex ('' for none).
-greet() {
-	vm_root "printf '\\5\\1\\0' | setpriv --reuid=$1 --regid=$1 --clear-groups \
-		socat -t 3 - UNIX-CONNECT:$EGRESS_SOCK | od -An -tx1 | tr -s ' \\n' ' ' | sed 's/^ //; s/ \$//'"
-}
+# greet USER: yes, no or none (egress_ping.sh, copied into the guest).
+greet() { vm_root bash /root/sbx-vm/egress_ping.sh "$1"; }
 egressd_pid() { vm_root systemctl show -p MainPID --value agent-sandbox-egressd.service; }
 
 t_egressd_socket_activated_as_its_user() {
@@ -420,11 +418,11 @@ t_egressd_socket_activated_as_its_user() {
 	[ "$st" = "666 root:root socket 755 root:root directory " ] ||
 		{ echo "  socket, directory: $st (want 666 root:root socket, 755 root:root directory)"; ok=1; }
 	# A uid that is no agent: refused without a byte, and logged.
-	[ -z "$(greet plain1)" ] || { echo "  plain1 got an answer: $(greet plain1)"; ok=1; }
+	[ "$(greet plain1)" = none ] || { echo "  plain1 got an answer: $(greet plain1)"; ok=1; }
 	vm_root "journalctl -b -t agent-sandbox -o cat | grep -q '^event=egress user=plain1 .*verdict=refused reason=\"not an agent account\"'" ||
 		{ echo "  no event=egress refusal for plain1 in the journal"; ok=1; }
 	# The proxy agent's uid (not through PAM: the daemon knows only the uid).
-	[ "$(greet egress1)" = "05 00" ] || { echo "  egress1's greeting: '$(greet egress1)', want 05 00"; ok=1; }
+	[ "$(greet egress1)" = yes ] || { echo "  egress1's PING: '$(greet egress1)', want yes"; ok=1; }
 	[ "$(vm_root systemctl is-active agent-sandbox-egressd.service)" = active ] ||
 		{ echo "  the first connection did not start the service"; ok=1; }
 	vm_root "journalctl -b -u agent-sandbox-egressd -o cat | grep -q 'listening on $EGRESS_SOCK (socket activation) as uid '" ||
@@ -449,15 +447,15 @@ t_egressd_socket_activated_as_its_user() {
 t_egressd_reload_reads_the_config() {
 	local ok=0 pid
 	pid=$(egressd_pid)
-	[ -z "$(greet egress2)" ] || { echo "  control: egress2 is answered before any rule names it"; ok=1; }
+	[ "$(greet egress2)" = none ] || { echo "  control: egress2 is answered before any rule names it"; ok=1; }
 	vm_root "printf '[match]\\nuser egress2 = egress\\n' >/etc/agent-sandbox/conf.d/egress2.conf &&
 		chmod 0644 /etc/agent-sandbox/conf.d/egress2.conf && systemctl reload agent-sandbox-egressd" ||
 		{ echo "  systemctl reload failed"; return 1; }
 	sleep 2
-	[ "$(greet egress2)" = "05 00" ] || { echo "  after reload egress2 got '$(greet egress2)'"; ok=1; }
+	[ "$(greet egress2)" = yes ] || { echo "  after reload egress2 got '$(greet egress2)'"; ok=1; }
 	vm_root "rm /etc/agent-sandbox/conf.d/egress2.conf && systemctl reload agent-sandbox-egressd"
 	sleep 2
-	[ -z "$(greet egress2)" ] || { echo "  the rule's removal did not take effect"; ok=1; }
+	[ "$(greet egress2)" = none ] || { echo "  the rule's removal did not take effect"; ok=1; }
 	[ "$(egressd_pid)" = "$pid" ] || { echo "  reload restarted the daemon ($pid -> $(egressd_pid))"; ok=1; }
 	[ -z "$(vm_root systemctl --failed --no-legend)" ] ||
 		{ echo "  failed units: $(vm_root systemctl --failed --no-legend | tr '\n' ' ')"; ok=1; }
@@ -576,7 +574,7 @@ EOF
 # daemon on the new binary and keeps the socket it listens on.
 t_upgrade_restarts_egressd() {
 	local ok=0 before after
-	[ "$(greet egress1)" = "05 00" ] || { echo "  control: egress1 not answered before"; ok=1; }
+	[ "$(greet egress1)" = yes ] || { echo "  control: egress1 not answered before"; ok=1; }
 	before=$(egressd_pid)
 	vm_root "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall /root/sbx-vm/sbx-upgrade.deb" \
 		>"$VM/reinstall.log" 2>&1 || { echo "  reinstall failed:"; tail -n 15 "$VM/reinstall.log"; return 1; }
@@ -584,7 +582,7 @@ t_upgrade_restarts_egressd() {
 	[ "$before" != 0 ] && [ "$after" != 0 ] && [ "$after" != "$before" ] ||
 		{ echo "  daemon pid $before before, $after after (want a new running one)"; ok=1; }
 	[ "$(vm_root systemctl is-active agent-sandbox-egressd.socket)" = active ] || { echo "  the socket is not active"; ok=1; }
-	[ "$(greet egress1)" = "05 00" ] || { echo "  egress1 not answered after the upgrade"; ok=1; }
+	[ "$(greet egress1)" = yes ] || { echo "  egress1 not answered after the upgrade"; ok=1; }
 	[ -z "$(vm_root systemctl --failed --no-legend)" ] ||
 		{ echo "  failed units: $(vm_root systemctl --failed --no-legend | tr '\n' ' ')"; ok=1; }
 	return $ok
