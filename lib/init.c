@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -146,15 +147,35 @@ static int children_open(void)
  * at offset 0 left a process behind in about one run in three, and a
  * fresh open never did). reserve: a descriptor opened before the session
  * ran; if the open fails for want of descriptors (someone lowered this
- * process's RLIMIT_NOFILE), it is closed to make room. */
+ * process's RLIMIT_NOFILE), it is closed to make room.
+ *
+ * A pass kills every child it lists, reaps what has died, and waits a
+ * moment before the next; it ends when no child is left at all (ECHILD).
+ * kill() of a process already dying, or a zombie, succeeds too, so a pass
+ * that "killed" something proves nothing: counting that as progress let a
+ * thousand passes run out in milliseconds while a killed daemon was still
+ * exiting, and the child it was about to hand to us went to init instead
+ * (seen about one run in six without a pid namespace). The bound is time:
+ * KILL_DESCENDANTS_MS. */
+#define KILL_DESCENDANTS_MS 10000
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void kill_descendants(int reserve)
 {
+	int64_t deadline = mono_ms() + KILL_DESCENDANTS_MS;
 	char buf[4096];
 	int status;
 
-	for (int pass = 0; pass < 1000; pass++) {
+	for (;;) {
 		ssize_t n = -1;
-		unsigned killed = 0;
+		pid_t p;
 		int fd = children_open();
 
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE) && reserve >= 0) {
@@ -167,28 +188,26 @@ static void kill_descendants(int reserve)
 			close(fd);
 		}
 		if (n > 0) {
-			char *p = buf, *end;
+			char *q = buf, *end;
 
 			buf[n] = '\0';
 			for (;;) {
-				long pid = strtol(p, &end, 10);
+				long pid = strtol(q, &end, 10);
 
-				if (end == p)
+				if (end == q)
 					break;
-				if (pid > 1 && kill((pid_t)pid, SIGKILL) == 0)
-					killed++;
-				p = end;
+				if (pid > 1)
+					(void)kill((pid_t)pid, SIGKILL);
+				q = end;
 			}
 		}
-		while (waitpid(-1, &status, WNOHANG) > 0)
+		while ((p = waitpid(-1, &status, WNOHANG)) > 0)
 			;
-		if (killed == 0) {
-			pid_t p = waitpid(-1, &status, WNOHANG);
-
-			if (p < 0 && errno == ECHILD)
-				break;
-			usleep(1000);
-		}
+		if (p < 0 && errno == ECHILD)
+			break;
+		if (mono_ms() > deadline)
+			break;
+		usleep(1000);
 	}
 	if (reserve >= 0)
 		close(reserve);
