@@ -133,7 +133,7 @@ int sbx_report_to_json(const struct sbx_report *r, FILE *out)
 	 * end and no exit status). */
 	if (time_rfc3339(r->started, when) == 0)
 		json_key_string(out, "started", when, true);
-	if (r->argc)
+	if (r->argc || r->argv_truncated)
 		json_argv(out, r);
 	if (time_rfc3339(r->ended, when) == 0)
 		json_key_string(out, "ended", when, true);
