@@ -42,7 +42,10 @@ ALL_CFLAGS  := $(BASE) $(OPT) $(WARN) $(CFLAGS)
 # includes it (and a deleted header does not break the build: -MP).
 DEPFLAGS    := -MMD -MP
 HARDEN_LD   := -Wl,-z,relro -Wl,-z,now -Wl,-z,noexecstack $(LDSAN) $(LDFLAGS)
-LIBS        := -lseccomp -lcap
+LIBS        := -lcap
+# libseccomp only for the tests: tests/seccomp_ref.c (the reference filter)
+# and testlib's own filter. lib/seccomp.c emits its BPF itself.
+TEST_LIBS   := $(LIBS) -lseccomp
 
 LIB_SRCS   := $(sort $(wildcard lib/*.c))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
@@ -52,7 +55,7 @@ PAM_SRCS   := $(sort $(wildcard pam_module/*.c))
 PAM_OBJS   := $(PAM_SRCS:%.c=$(BUILD)/%.o)
 TEST_SRCS  := $(sort $(wildcard tests/test_*.c))
 TEST_BINS  := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
-TESTLIB    := $(BUILD)/tests/testlib.o
+TESTLIB    := $(BUILD)/tests/testlib.o $(BUILD)/tests/seccomp_ref.o
 FUZZ_SRCS  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_TIME  ?= 60
 
@@ -133,14 +136,14 @@ $(PAM_SO): $(PAM_OBJS) $(LIBSBX) pam_module/pam_agent_sandbox.map
 	$(CC) -shared -o $@ $(PAM_OBJS) $(LIBSBX) $(HARDEN_LD) \
 		-Wl,--version-script=pam_module/pam_agent_sandbox.map $(LIBS) -lpam
 
-$(TESTLIB): tests/testlib.c Makefile
+$(BUILD)/tests/testlib.o $(BUILD)/tests/seccomp_ref.o: $(BUILD)/tests/%.o: tests/%.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests -c -o $@ $<
 
 $(BUILD)/tests/test_%: tests/test_%.c $(TESTLIB) $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests -pie -o $@ $< $(TESTLIB) $(LIBSBX) \
-		$(HARDEN_LD) $(LIBS) -lcmocka -lpam -lpam_misc
+		$(HARDEN_LD) $(TEST_LIBS) -lcmocka -lpam -lpam_misc
 
 $(BUILD)/tests/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
@@ -153,7 +156,7 @@ $(BUILD)/tests/escape_helper: tests/escape/escape_helper.c
 $(ESCAPE_TEST): tests/escape/test_escape.c $(TESTLIB) $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests -pie -o $@ $< $(TESTLIB) $(LIBSBX) \
-		$(HARDEN_LD) $(LIBS) -lcmocka
+		$(HARDEN_LD) $(TEST_LIBS) -lcmocka
 
 # Every test tier from one command. Each tier does its own set-up and
 # removes what it created.
@@ -214,7 +217,7 @@ LINT_DIR   := $(BUILD)/lint
 LINT_DB    := $(LINT_DIR)/compile_commands.json
 LINT_JOBS  ?= 2
 LINT_SRCS  := $(LIB_SRCS) $(SHELL_SRCS) $(PAM_SRCS) $(EGRESSD_SRCS)
-LINT_TEST_SRCS := tests/testlib.c $(TEST_SRCS) $(sort $(wildcard tests/helpers/*.c tests/escape/*.c))
+LINT_TEST_SRCS := tests/testlib.c tests/seccomp_ref.c $(TEST_SRCS) $(sort $(wildcard tests/helpers/*.c tests/escape/*.c))
 # cppcheck reads no system header (its manual's advice: they slow it and
 # add noise), so it cannot see that <sys/syscall.h> defines the Landlock
 # syscall numbers; without these it stops at landlock_compat.h's #error

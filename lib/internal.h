@@ -577,16 +577,14 @@ struct sbx_seccomp_opts {
 	 * allowed on the caller only (pid 0). */
 	bool host_pids;
 	int notify_fd;
-	/* The program sbx_seccomp_prepare built (cutoff head, then
-	 * libseccomp's rules), prog_len 0 until then. The largest, every
-	 * option on, is about 530 instructions; a longer one is an error
-	 * (E2BIG), not a truncation. */
+	/* The program sbx_seccomp_prepare emitted, prog_len 0 until then.
+	 * The largest, every option on, is about 200 instructions; a longer
+	 * one is an error (E2BIG), not a truncation. */
 	struct sock_filter prog[SBX_SECCOMP_MAX_INSNS];
 	size_t prog_len;
-	/* Optional output (may be NULL): syscalls neither this libseccomp nor
-	 * the built-in table of late numbers knows and therefore skipped, and a
-	 * missing cutoff on an arch without one, "; "-separated. Families other
-	 * than unix/inet/inet6/netlink-route are refused whatever these say. */
+	/* Optional output (may be NULL): refused syscalls this arch does not
+	 * have and therefore skipped, "; "-separated. Families other than
+	 * unix/inet/inet6/netlink-route are refused whatever these say. */
 	char *notes;
 	size_t notes_size;
 };
@@ -595,20 +593,16 @@ struct sbx_seccomp_opts {
  * x86_64 and aarch64 share it). Native syscalls above it answer ENOSYS. */
 #define SBX_SECCOMP_NR_CUTOFF 470
 
-/* Build the filter into o->prog (no-op when built already): syscall
- * numbers above SBX_SECCOMP_NR_CUTOFF refused with ENOSYS (x86_64,
- * aarch64), then libseccomp's rules: non-native arches and x32 killed, the
- * dangerous list of docs/design.md section 4.9 refused with EPERM (clone3
- * with ENOSYS). Needs a spare fd and no small RLIMIT_FSIZE: call it before
- * the rlimits. */
+/* Emit the filter into o->prog (no-op when emitted already): non-native
+ * arches and x32 killed, syscall numbers above SBX_SECCOMP_NR_CUTOFF
+ * refused with ENOSYS, the dangerous list of docs/design.md section 4.9
+ * refused with EPERM (clone3 with ENOSYS), the argument rules of the
+ * profile's options. x86_64 and aarch64 only: elsewhere it fails (ENOTSUP).
+ * No fd, no allocation, a few microseconds. */
 int sbx_seccomp_prepare(struct sbx_seccomp_opts *o, struct sbx_error *err);
 /* Prepare if needed, then load o->prog as one filter (no_new_privs set
  * first), with a listener in notify_fd when unix_notify. */
 int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err);
-/* The filter for these opts, nothing loaded: with pfc false, the BPF the
- * kernel gets (o->prog, prepared if needed); with pfc true, libseccomp's
- * pseudo-C of its part. For tests that check the filter's shape. */
-int sbx_seccomp_export(struct sbx_seccomp_opts *o, int fd, bool pfc, struct sbx_error *err);
 
 /* ---- unixsock.c: connect() to pathname unix sockets, decided outside ---- */
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* seccomp: the syscall filter loaded last, just before exec (libseccomp), and a
- * raw-BPF cutoff that refuses syscall numbers newer than the last review. */
+/* seccomp: the syscall filter loaded last, just before exec. The rules are a
+ * table built for the profile's options; the BPF is emitted here, in a few
+ * microseconds and without a compiler library on the session's path. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <unistd.h>
@@ -19,7 +20,6 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <seccomp.h>
 
 #include "internal.h"
 
@@ -38,9 +38,6 @@
 #ifndef TCP_FASTOPEN_CONNECT
 #define TCP_FASTOPEN_CONNECT 30
 #endif
-#ifndef MFD_NOEXEC_SEAL
-#define MFD_NOEXEC_SEAL 0x0008U	/* Linux 6.3 */
-#endif
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000
 #endif
@@ -53,6 +50,93 @@
 #ifndef NETLINK_ROUTE
 #define NETLINK_ROUTE 0
 #endif
+#ifndef SECCOMP_RET_USER_NOTIF
+#define SECCOMP_RET_USER_NOTIF 0x7fc00000U
+#endif
+
+/*
+ * The arches the filter is written for: the audit arch its first
+ * instruction checks, and argument words read little-endian (the low 32
+ * bits of args[i] at its offset, the high ones 4 bytes on). Elsewhere
+ * sbx_seccomp_prepare fails, and the report says seccomp was not achieved.
+ */
+#if defined(__x86_64__) && !defined(__ILP32__)
+#define SBX_NATIVE_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SBX_NATIVE_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/*
+ * Numbers the C library's headers may lack. From 424 on, every arch but
+ * alpha takes its number from one shared table (scripts/syscall.tbl), so
+ * these hold for x86_64 and aarch64 alike; Debian 12's headers stop at
+ * 6.1. Names a native table does not have at all (x86-only calls on
+ * aarch64) are -1: skipped with a note, since there is nothing to refuse.
+ */
+#ifndef __NR_lsm_get_self_attr
+#define __NR_lsm_get_self_attr 459	/* 6.8 */
+#endif
+#ifndef __NR_lsm_set_self_attr
+#define __NR_lsm_set_self_attr 460
+#endif
+#ifndef __NR_lsm_list_modules
+#define __NR_lsm_list_modules 461
+#endif
+#ifndef __NR_open_tree_attr
+#define __NR_open_tree_attr 467	/* 6.15 */
+#endif
+#ifndef __NR_listns
+#define __NR_listns 470		/* 6.19 */
+#endif
+#ifndef __NR_set_mempolicy_home_node
+#define __NR_set_mempolicy_home_node 450
+#endif
+#ifndef __NR_quotactl_fd
+#define __NR_quotactl_fd 443
+#endif
+#ifndef __NR_memfd_secret
+#define __NR_memfd_secret 447
+#endif
+#ifndef __NR_mount_setattr
+#define __NR_mount_setattr 442
+#endif
+#ifndef __NR_process_madvise
+#define __NR_process_madvise 440
+#endif
+#ifndef __NR_pidfd_getfd
+#define __NR_pidfd_getfd 438
+#endif
+#ifndef __NR_clone3
+#define __NR_clone3 435
+#endif
+#ifndef __NR_modify_ldt
+#define __NR_modify_ldt -1
+#endif
+#ifndef __NR_iopl
+#define __NR_iopl -1
+#endif
+#ifndef __NR_ioperm
+#define __NR_ioperm -1
+#endif
+#ifndef __NR_uselib
+#define __NR_uselib -1
+#endif
+#ifndef __NR_ustat
+#define __NR_ustat -1
+#endif
+#ifndef __NR_sysfs
+#define __NR_sysfs -1
+#endif
+#ifndef __NR_lookup_dcookie
+#define __NR_lookup_dcookie -1
+#endif
+
+struct named {
+	const char *name;
+	int nr;
+};
+
+#define SYS(n) { #n, __NR_##n }
 
 /*
  * docs/design.md section 4.9: refused with EPERM whatever the arguments.
@@ -75,98 +159,132 @@
  * history, e.g. CVE-2017-17053; only Wine and DOS emulators need it on
  * x86_64), ptrace, process_vm_*, name_to_handle_at.
  */
-static const char *const denied_syscalls[] = {
+static const struct named denied_syscalls[] = {
 	/* keyrings are not namespaced */
-	"add_key", "keyctl", "request_key",
+	SYS(add_key), SYS(keyctl), SYS(request_key),
 	/* kernel attack surface with a CVE history */
-	"bpf", "perf_event_open", "userfaultfd",
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	"modify_ldt",
+	SYS(bpf), SYS(perf_event_open), SYS(userfaultfd),
+	SYS(io_uring_setup), SYS(io_uring_enter), SYS(io_uring_register),
+	SYS(modify_ldt),
 	/* NUMA memory policy: moby asks for CAP_SYS_NICE; mempolicy and page
 	 * migration code has had use-after-frees (CVE-2018-10675 in
 	 * get_mempolicy) and move_pages/migrate_pages act on other pids. With
 	 * get_mempolicy refused too, libnuma's numa_available() answers "no
 	 * NUMA" (it treats EPERM like ENOSYS) instead of failing later. */
-	"get_mempolicy", "set_mempolicy", "mbind", "migrate_pages", "move_pages",
-	"set_mempolicy_home_node",
+	SYS(get_mempolicy), SYS(set_mempolicy), SYS(mbind), SYS(migrate_pages), SYS(move_pages),
+	SYS(set_mempolicy_home_node),
 	/* the machine itself */
-	"kexec_load", "kexec_file_load", "init_module", "finit_module",
-	"delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl",
-	"quotactl_fd", "lookup_dcookie", "uselib", "vhangup", "iopl", "ioperm",
-	"syslog",
+	SYS(kexec_load), SYS(kexec_file_load), SYS(init_module), SYS(finit_module),
+	SYS(delete_module), SYS(reboot), SYS(swapon), SYS(swapoff), SYS(acct), SYS(quotactl),
+	SYS(quotactl_fd), SYS(lookup_dcookie), SYS(uselib), SYS(vhangup), SYS(iopl), SYS(ioperm),
+	SYS(syslog),
 	/* need a capability the sandbox never holds, so EPERM is what the
 	 * kernel would say; refused before reaching it all the same */
-	"chroot", "settimeofday", "clock_settime", "sethostname", "setdomainname",
+	SYS(chroot), SYS(settimeofday), SYS(clock_settime), SYS(sethostname), SYS(setdomainname),
 	/* obsolete (no glibc wrapper), nothing an agent runs calls them */
-	"sysfs", "ustat",
+	SYS(sysfs), SYS(ustat),
 	/* mount API, old and new: the view is fixed before exec */
-	"mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount",
-	"fspick", "move_mount", "open_tree", "open_tree_attr", "mount_setattr",
+	SYS(mount), SYS(umount2), SYS(pivot_root), SYS(fsopen), SYS(fsconfig), SYS(fsmount),
+	SYS(fspick), SYS(move_mount), SYS(open_tree), SYS(open_tree_attr), SYS(mount_setattr),
 	/* filesystem-wide event watching: moby asks for CAP_SYS_ADMIN;
 	 * unprivileged fanotify (5.13) is new kernel surface, and inotify
 	 * serves file watchers */
-	"fanotify_init",
+	SYS(fanotify_init),
 	/* LSM attributes of the process (6.8): moby asks for CAP_SYS_ADMIN;
 	 * /proc/self/attr stays, under the LSM's own checks */
-	"lsm_get_self_attr", "lsm_set_self_attr", "lsm_list_modules",
+	SYS(lsm_get_self_attr), SYS(lsm_set_self_attr), SYS(lsm_list_modules),
 	/* namespace enumeration (6.19): nothing for an agent */
-	"listns",
+	SYS(listns),
 	/* other processes' memory */
-	"ptrace", "process_vm_readv", "process_vm_writev",
+	SYS(ptrace), SYS(process_vm_readv), SYS(process_vm_writev),
 	/* another process's fds and memory advice (defence in depth: the
 	 * pid namespace and Landlock's ptrace rule already stop these); kcmp
 	 * compares kernel pointers of two processes (moby asks for
 	 * CAP_SYS_PTRACE; only checkpoint/restore tools use it) */
-	"pidfd_getfd", "process_madvise", "kcmp",
+	SYS(pidfd_getfd), SYS(process_madvise), SYS(kcmp),
 	/* file handles bypass path-based checks (Landlock, mount masks) */
-	"open_by_handle_at", "name_to_handle_at",
+	SYS(open_by_handle_at), SYS(name_to_handle_at),
 	/* namespace creation and entry; clone/clone3 below */
-	"unshare", "setns",
+	SYS(unshare), SYS(setns),
 };
 
-#if defined(__x86_64__) || defined(__aarch64__)
+
+/* ---- the rules ------------------------------------------------------------ */
+
 /*
- * Refused syscalls newer than Debian 12's libseccomp 2.5.4, which resolves
- * names up to futex_requeue (456, Linux 6.7). From 424 on, every arch but
- * alpha takes its number from one shared table (scripts/syscall.tbl), so
- * these hold for x86_64 and aarch64 alike. A newer libseccomp resolves the
- * name itself and this table is not consulted.
+ * A rule: syscall nr, an action, and up to three compares that must all
+ * hold. The rules of one syscall are tried in the order they were added
+ * and the first that holds decides; a syscall whose rules all fail, or
+ * that has none, is allowed. Compares read an argument as the kernel
+ * hands it to the filter, 64 bits wide:
+ *   EQ   (x & mask) == val	NE   (x & mask) != val
+ *   ANY  (x & mask) != 0	GE, GT  x >= val, x > val (mask unused)
+ * For an int or unsigned int parameter the kernel reads only the low 32
+ * bits (the C prototype truncates), so those compares mask 0xffffffff
+ * (eq32): with 1 << 32 added a value would slip past a 64-bit compare and
+ * still mean the same to the kernel.
  */
-static const struct {
-	const char *name;
+enum cmp_op { CMP_EQ, CMP_NE, CMP_ANY, CMP_GE, CMP_GT };
+
+struct cmp {
+	uint8_t arg;
+	uint8_t op;
+	uint64_t mask;
+	uint64_t val;
+};
+
+#define RULE_CMPS 3
+#define RULES_MAX 192
+
+struct rule {
 	int nr;
-} late_syscalls[] = {
-	{ "lsm_get_self_attr", 459 },	/* 6.8 */
-	{ "lsm_set_self_attr", 460 },
-	{ "lsm_list_modules", 461 },
-	{ "open_tree_attr", 467 },	/* 6.15 */
-	{ "listns", 470 },		/* 6.19 */
-};
-#endif
-
-/* The low 32 bits of argument i equal v. For an int or unsigned int
- * parameter the kernel reads only those bits (the C prototype truncates),
- * while a plain SCMP_CMP_EQ compares all 64: with 1 << 32 added, the value
- * would slip past an EQ rule and still mean v to the kernel. */
-static struct scmp_arg_cmp int_eq(unsigned int i, uint32_t v)
-{
-	return (struct scmp_arg_cmp){ .arg = i, .op = SCMP_CMP_MASKED_EQ,
-				      .datum_a = 0xffffffffULL, .datum_b = v };
-}
-
-/* clone(2) flags that create a namespace. CLONE_NEWTIME (0x80) overlaps the
- * exit-signal byte of clone(2); a signal >= 128 is invalid anyway, so the
- * extra refusal costs nothing. */
-static const unsigned long clone_ns_flags[] = {
-	CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWTIME,
+	unsigned seq;		/* the order of adding, which sorting keeps */
+	uint32_t action;
+	uint8_t n;
+	struct cmp c[RULE_CMPS];
 };
 
-struct filter_ctx {
-	scmp_filter_ctx ctx;
+struct ruleset {
+	struct rule r[RULES_MAX];
+	size_t n;
 	const struct sbx_seccomp_opts *opts;
 	struct sbx_error *err;
 };
+
+#define LOW32 0xffffffffULL
+#define ALL64 UINT64_MAX
+#define EPERM_ACTION (SECCOMP_RET_ERRNO | EPERM)
+#define ERRNO_ACTION(e) (SECCOMP_RET_ERRNO | (uint32_t)(e))
+
+static struct cmp eq32(unsigned arg, uint32_t v)
+{
+	return (struct cmp){ .arg = (uint8_t)arg, .op = CMP_EQ, .mask = LOW32, .val = v };
+}
+
+static struct cmp eq64(unsigned arg, uint64_t v)
+{
+	return (struct cmp){ .arg = (uint8_t)arg, .op = CMP_EQ, .mask = ALL64, .val = v };
+}
+
+static struct cmp ne64(unsigned arg, uint64_t v)
+{
+	return (struct cmp){ .arg = (uint8_t)arg, .op = CMP_NE, .mask = ALL64, .val = v };
+}
+
+static struct cmp masked_ne(unsigned arg, uint64_t mask, uint64_t v)
+{
+	return (struct cmp){ .arg = (uint8_t)arg, .op = CMP_NE, .mask = mask, .val = v };
+}
+
+static struct cmp any_bit(unsigned arg, uint64_t mask)
+{
+	return (struct cmp){ .arg = (uint8_t)arg, .op = CMP_ANY, .mask = mask };
+}
+
+static struct cmp ge64(unsigned arg, uint64_t v)
+{
+	return (struct cmp){ .arg = (uint8_t)arg, .op = CMP_GE, .val = v };
+}
 
 static void note(const struct sbx_seccomp_opts *o, const char *what, const char *name)
 {
@@ -181,147 +299,135 @@ static void note(const struct sbx_seccomp_opts *o, const char *what, const char 
 		 what, name);
 }
 
-/* The number of a syscall by name: libseccomp's, else late_syscalls'. */
-static int syscall_nr(const char *name)
+/* A syscall this arch's table lacks (nr -1) is skipped with a note: there
+ * is nothing to refuse. The emitter relies on what is checked here: a
+ * compare's argument exists, EQ and NE look at some low bit (every
+ * compare here does) and ask for no bit the mask drops. */
+static int add(struct ruleset *rs, const char *name, int nr, uint32_t action, unsigned n,
+	       const struct cmp *c)
 {
-	int nr = seccomp_syscall_resolve_name(name);
+	struct rule *r;
 
-#if defined(__x86_64__) || defined(__aarch64__)
-	for (size_t i = 0; nr == __NR_SCMP_ERROR && i < ARRAY_SIZE(late_syscalls); i++)
-		if (strcmp(late_syscalls[i].name, name) == 0)
-			nr = late_syscalls[i].nr;
-#endif
-	return nr;
-}
-
-/* Add one rule by syscall name. A name neither libseccomp nor late_syscalls
- * knows is skipped with a note, not a failure: the syscall is absent on this
- * arch (modify_ldt on aarch64), or newer than this libseccomp on an arch
- * without late_syscalls. */
-static int rule(struct filter_ctx *f, const char *name, uint32_t action,
-		unsigned n, const struct scmp_arg_cmp *cmp)
-{
-	int nr = syscall_nr(name);
-	int r;
-
-	if (nr == __NR_SCMP_ERROR) {
-		note(f->opts, "unknown to libseccomp", name);
+	if (nr < 0) {
+		note(rs->opts, "no such syscall on this arch", name);
 		return 0;
 	}
-	r = seccomp_rule_add_array(f->ctx, action, nr, n, cmp);
-	if (r < 0)
-		return sbx_error_set(f->err, -r, "seccomp_rule_add(%s): %s", name,
-				     strerror(-r));
+	if (rs->n == RULES_MAX || n > RULE_CMPS)
+		return sbx_error_set(rs->err, E2BIG, "seccomp: too many rules (%s)", name);
+	for (unsigned i = 0; i < n; i++)
+		if (c[i].arg > 5 ||
+		    ((c[i].op == CMP_EQ || c[i].op == CMP_NE || c[i].op == CMP_ANY) &&
+		     ((uint32_t)c[i].mask == 0 || (c[i].val & ~c[i].mask))))
+			return sbx_error_set(rs->err, EINVAL, "seccomp: a malformed compare (%s)",
+					     name);
+	r = &rs->r[rs->n++];
+	r->nr = nr;
+	r->seq = (unsigned)(rs->n - 1);
+	r->action = action;
+	r->n = (uint8_t)n;
+	if (n)
+		memcpy(r->c, c, n * sizeof(*c));
 	return 0;
 }
 
-static int rule1(struct filter_ctx *f, const char *name, uint32_t action,
-		 struct scmp_arg_cmp a)
-{
-	return rule(f, name, action, 1, &a);
-}
-
-static int rule2(struct filter_ctx *f, const char *name, uint32_t action,
-		 struct scmp_arg_cmp a, struct scmp_arg_cmp b)
-{
-	struct scmp_arg_cmp cmp[2] = { a, b };
-
-	return rule(f, name, action, 2, cmp);
-}
+#define RULE0(rs, sys, action) add(rs, #sys, __NR_##sys, action, 0, NULL)
+#define RULE(rs, sys, action, ...)                                                    \
+	add(rs, #sys, __NR_##sys, action,                                              \
+	    (unsigned)(sizeof((struct cmp[]){ __VA_ARGS__ }) / sizeof(struct cmp)),    \
+	    (struct cmp[]){ __VA_ARGS__ })
 
 /*
- * personality(2): allow only the query (0xffffffff) and PER_LINUX (0). The
- * kernel takes an unsigned int, so any high bit is refused outright. For the
- * low 32 bits, libseccomp accepts one comparison per argument per rule, so
- * "neither all zeros nor all ones" is written as "some pair of adjacent bits
- * differs": 31 masks, two values each.
+ * personality(2): only the query (0xffffffff) and PER_LINUX (0). The
+ * kernel takes an unsigned int; any high bit is refused outright.
  */
-static int add_personality_rules(struct filter_ctx *f)
+static int add_personality_rules(struct ruleset *rs)
 {
 	int r;
 
-	r = rule1(f, "personality", SCMP_ACT_ERRNO(EPERM),
-		  SCMP_A0(SCMP_CMP_GT, 0xffffffffULL));
-	for (unsigned i = 0; r == 0 && i < 31; i++) {
-		uint64_t lo = 1ULL << i, hi = 1ULL << (i + 1);
-
-		r = rule1(f, "personality", SCMP_ACT_ERRNO(EPERM),
-			  SCMP_A0(SCMP_CMP_MASKED_EQ, lo | hi, lo));
-		if (r == 0)
-			r = rule1(f, "personality", SCMP_ACT_ERRNO(EPERM),
-				  SCMP_A0(SCMP_CMP_MASKED_EQ, lo | hi, hi));
-	}
+	r = RULE(rs, personality, SECCOMP_RET_ALLOW, eq64(0, 0));
+	if (r == 0)
+		r = RULE(rs, personality, SECCOMP_RET_ALLOW, eq64(0, 0xffffffffULL));
+	if (r == 0)
+		r = RULE0(rs, personality, EPERM_ACTION);
 	return r;
 }
 
-static int add_socket_rules(struct filter_ctx *f)
+/*
+ * socket(int family, int type, int protocol): the kernel reads 32 bits of
+ * each. Only unix, netlink route and (where the profile has them) inet
+ * and inet6 are made; AF_VSOCK in particular is not network-namespaced,
+ * AF_PACKET/AF_ALG are attack surface, and a family a later kernel adds is
+ * refused too (EAFNOSUPPORT, as from a kernel without it). Any high bit in
+ * the family is refused first: it can only refuse more than the kernel's
+ * 32-bit view, and libcs sign-extend an int, so no real caller puts bits
+ * there.
+ *
+ * Netlink route only: getaddrinfo(AI_ADDRCONFIG) needs it and it is per
+ * network namespace; audit, uevent, xfrm and the rest are not for an
+ * agent (the 64-bit NE, like the high-bit rule, errs on refusing).
+ *
+ * docs/design.md sections 4.9, 10: TCP Fast Open and MPTCP were both seen
+ * reaching a host loopback listener past Landlock's TCP connect rule on
+ * 6.18; socket(AF_INET, SOCK_STREAM, 1 << 32 | IPPROTO_MPTCP) made an MPTCP
+ * socket past a 64-bit EQ, hence eq32.
+ *
+ * Unix sockets other than stream and seqpacket go when connect() is
+ * decided outside (unix_notify): a datagram names its peer per send. The
+ * kernel turns SOCK_RAW into SOCK_DGRAM for AF_UNIX, so refusing
+ * SOCK_DGRAM alone let a datagram through; the type's low 4 bits are the
+ * type (the rest are SOCK_CLOEXEC and SOCK_NONBLOCK). Socket pairs too:
+ * sendto() on a datagram one can still name any path.
+ */
+static int add_socket_rules(struct ruleset *rs)
 {
-	const struct sbx_seccomp_opts *o = f->opts;
-	const uint32_t afnosupport = SCMP_ACT_ERRNO(EAFNOSUPPORT);
-	int r = 0;
+	const struct sbx_seccomp_opts *o = rs->opts;
+	const uint32_t afnosupport = ERRNO_ACTION(EAFNOSUPPORT);
+	static const int inet[] = { AF_INET, AF_INET6 };
+	int r;
 
-	/*
-	 * socket(int family, int type, int protocol): the kernel reads 32 bits
-	 * of each. Families other than unix, inet, inet6 and netlink: AF_VSOCK
-	 * in particular is not network-namespaced, AF_PACKET/AF_ALG are attack
-	 * surface. Low 32 bits >= AF_MAX too (families a later kernel adds).
-	 * That GE compares all 64 bits, so it also refuses any family with a
-	 * high bit set: it can only refuse more than the kernel's 32-bit view
-	 * (a value is >= AF_MAX if its low half is), and libcs sign-extend an
-	 * int, so no real caller puts bits there.
-	 */
-	for (int af = 0; r == 0 && af < AF_MAX; af++) {
-		if (af == AF_UNIX || af == AF_NETLINK)
-			continue;
-		if ((af == AF_INET || af == AF_INET6) && !o->inet_denied)
-			continue;
-		r = rule1(f, "socket", afnosupport, int_eq(0, (uint32_t)af));
-	}
+	r = 0;
+	if (o->unix_notify)
+		r = RULE(rs, socket, EPERM_ACTION, eq32(0, AF_UNIX),
+			 masked_ne(1, 0xf, SOCK_STREAM), masked_ne(1, 0xf, SOCK_SEQPACKET));
+	for (size_t i = 0; r == 0 && !o->inet_denied && o->network_denied &&
+	     i < ARRAY_SIZE(inet); i++)
+		r = RULE(rs, socket, EPERM_ACTION, eq32(0, (uint32_t)inet[i]),
+			 eq32(2, IPPROTO_MPTCP));
 	if (r == 0)
-		r = rule1(f, "socket", afnosupport, SCMP_A0(SCMP_CMP_GE, AF_MAX));
-	/* Netlink route only: getaddrinfo(AI_ADDRCONFIG) needs it and it is
-	 * per network namespace; audit, uevent, xfrm and the rest are not for
-	 * an agent. The 64-bit NE, like the GE above, errs on refusing. */
+		r = RULE(rs, socket, afnosupport, ge64(0, AF_MAX));
 	if (r == 0)
-		r = rule2(f, "socket", afnosupport, int_eq(0, AF_NETLINK),
-			  SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
+		r = RULE(rs, socket, SECCOMP_RET_ALLOW, eq32(0, AF_UNIX));
+	if (r == 0)
+		r = RULE(rs, socket, afnosupport, eq32(0, AF_NETLINK), ne64(2, NETLINK_ROUTE));
+	if (r == 0)
+		r = RULE(rs, socket, SECCOMP_RET_ALLOW, eq32(0, AF_NETLINK));
+	for (size_t i = 0; r == 0 && !o->inet_denied && i < ARRAY_SIZE(inet); i++)
+		r = RULE(rs, socket, SECCOMP_RET_ALLOW, eq32(0, (uint32_t)inet[i]));
+	if (r == 0)
+		r = RULE0(rs, socket, afnosupport);
+	if (r == 0 && o->unix_notify)
+		r = RULE(rs, socketpair, EPERM_ACTION, eq32(0, AF_UNIX),
+			 masked_ne(1, 0xf, SOCK_STREAM), masked_ne(1, 0xf, SOCK_SEQPACKET));
 	return r;
 }
 
-/* docs/design.md sections 4.9, 10: TCP Fast Open and MPTCP were both seen reaching a host
- * loopback listener past Landlock's TCP connect rule on 6.18. Every compare
- * is on the low 32 bits: socket's family and protocol, setsockopt's level
- * and optname are int, the send* flags unsigned int (a one-bit mask in the
- * low half needs nothing more). socket(AF_INET, SOCK_STREAM,
- * 1 << 32 | IPPROTO_MPTCP) made an MPTCP socket past a 64-bit EQ. */
-static int add_network_denied_rules(struct filter_ctx *f)
+/* The rest of network = deny's TCP Fast Open refusal. Every compare is on
+ * the low 32 bits: setsockopt's level and optname are int, the send*
+ * flags unsigned int (a one-bit mask in the low half needs nothing more). */
+static int add_network_denied_rules(struct ruleset *rs)
 {
-	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
-	int r = 0;
+	int r;
 
-	/* With inet_denied every inet socket is refused already. */
-	if (!f->opts->inet_denied) {
-		r = rule2(f, "socket", eperm, int_eq(0, AF_INET),
-			  int_eq(2, IPPROTO_MPTCP));
-		if (r == 0)
-			r = rule2(f, "socket", eperm, int_eq(0, AF_INET6),
-				  int_eq(2, IPPROTO_MPTCP));
-	}
+	r = RULE(rs, sendto, EPERM_ACTION, any_bit(3, MSG_FASTOPEN));
 	if (r == 0)
-		r = rule1(f, "sendto", eperm,
-			  SCMP_A3(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN));
+		r = RULE(rs, sendmsg, EPERM_ACTION, any_bit(2, MSG_FASTOPEN));
 	if (r == 0)
-		r = rule1(f, "sendmsg", eperm,
-			  SCMP_A2(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN));
+		r = RULE(rs, sendmmsg, EPERM_ACTION, any_bit(3, MSG_FASTOPEN));
 	if (r == 0)
-		r = rule1(f, "sendmmsg", eperm,
-			  SCMP_A3(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN));
+		r = RULE(rs, setsockopt, EPERM_ACTION, eq32(1, IPPROTO_TCP),
+			 eq32(2, TCP_FASTOPEN_CONNECT));
 	if (r == 0)
-		r = rule2(f, "setsockopt", eperm, int_eq(1, IPPROTO_TCP),
-			  int_eq(2, TCP_FASTOPEN_CONNECT));
-	if (r == 0)
-		r = rule2(f, "setsockopt", eperm, int_eq(1, IPPROTO_TCP),
-			  int_eq(2, TCP_FASTOPEN));
+		r = RULE(rs, setsockopt, EPERM_ACTION, eq32(1, IPPROTO_TCP), eq32(2, TCP_FASTOPEN));
 	return r;
 }
 
@@ -332,23 +438,20 @@ static int add_network_denied_rules(struct filter_ctx *f)
  * execve'd, but ld.so maps it PROT_EXEC all the same (`ld.so
  * /proc/self/fd/N` ran a copied binary; memfds live on an internal mount no
  * noexec reaches). Under the gate no memfd is made at all, nor a
- * memfd_secret.
+ * memfd_secret. SysV shared memory attached executable is anonymous code
+ * memory outside every mount; shmflg is an int, SHM_EXEC a low bit.
  */
-static int add_gate_rules(struct filter_ctx *f)
+static int add_gate_rules(struct ruleset *rs)
 {
 	int r;
 
-	r = rule(f, "memfd_create", SCMP_ACT_ERRNO(EPERM), 0, NULL);
+	r = RULE0(rs, memfd_create, EPERM_ACTION);
 	if (r == 0)
-		r = rule(f, "memfd_secret", SCMP_ACT_ERRNO(EPERM), 0, NULL);
+		r = RULE0(rs, memfd_secret, EPERM_ACTION);
 	if (r == 0)
-		r = rule1(f, "execveat", SCMP_ACT_ERRNO(EPERM),
-			  SCMP_A4(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH));
-	/* SysV shared memory attached executable is anonymous code memory
-	 * outside every mount; shmflg is an int, SHM_EXEC a low bit. */
+		r = RULE(rs, execveat, EPERM_ACTION, any_bit(4, AT_EMPTY_PATH));
 	if (r == 0)
-		r = rule1(f, "shmat", SCMP_ACT_ERRNO(EPERM),
-			  SCMP_A2(SCMP_CMP_MASKED_EQ, SHM_EXEC, SHM_EXEC));
+		r = RULE(rs, shmat, EPERM_ACTION, any_bit(2, SHM_EXEC));
 	return r;
 }
 
@@ -363,329 +466,392 @@ static int add_gate_rules(struct filter_ctx *f)
  * would read as 0, a harmless over-refusal. setpriority(PRIO_USER, 0, 19)
  * would slow every process of the uid, the outer included: only
  * PRIO_PROCESS of the caller (nice(1), nice(3)).
+ *
+ * Without a pid namespace, SCHED_IDLE on the outer process, pinned to one
+ * CPU beside 400 spinning threads, delayed a 5 s session_time to 196 s.
+ * There the scheduling calls take the caller only: pthread_setaffinity_np
+ * and pthread_setschedparam (which name a tid) get EPERM. In a pid
+ * namespace nothing outside the sandbox has a pid it can name.
+ * ioprio_set(which, who, prio): IOPRIO_WHO_PROCESS (1) of the caller.
  */
-static const char *const sched_calls[] = {
-	"sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
+static const struct named sched_calls[] = {
+	SYS(sched_setaffinity), SYS(sched_setscheduler), SYS(sched_setparam), SYS(sched_setattr),
 };
 
-static int add_process_rules(struct filter_ctx *f)
+static int add_process_rules(struct ruleset *rs)
 {
-	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
 	int r;
 
-	r = rule1(f, "prlimit64", eperm, SCMP_A0(SCMP_CMP_NE, 0));
+	r = RULE(rs, prlimit64, EPERM_ACTION, ne64(0, 0));
 	if (r == 0)
-		r = rule1(f, "setpriority", eperm, SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS));
+		r = RULE(rs, setpriority, EPERM_ACTION, ne64(0, PRIO_PROCESS));
 	if (r == 0)
-		r = rule1(f, "setpriority", eperm, SCMP_A1(SCMP_CMP_NE, 0));
-	/*
-	 * Without a pid namespace, SCHED_IDLE on the outer process, pinned to
-	 * one CPU beside 400 spinning threads, delayed a 5 s session_time to
-	 * 196 s. There these calls take the caller only: pthread_setaffinity_np
-	 * and pthread_setschedparam (which name a tid) get EPERM. In a pid
-	 * namespace nothing outside the sandbox has a pid it can name.
-	 */
-	for (size_t i = 0; r == 0 && f->opts->host_pids && i < ARRAY_SIZE(sched_calls); i++)
-		r = rule1(f, sched_calls[i], eperm, SCMP_A0(SCMP_CMP_NE, 0));
-	/* ioprio_set(which, who, prio): IOPRIO_WHO_PROCESS (1) of the caller. */
-	if (r == 0 && f->opts->host_pids)
-		r = rule1(f, "ioprio_set", eperm, SCMP_A0(SCMP_CMP_NE, 1));
-	if (r == 0 && f->opts->host_pids)
-		r = rule1(f, "ioprio_set", eperm, SCMP_A1(SCMP_CMP_NE, 0));
-	return r;
-}
+		r = RULE(rs, setpriority, EPERM_ACTION, ne64(1, 0));
+	if (!rs->opts->host_pids)
+		return r;
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(sched_calls); i++) {
+		struct cmp c = ne64(0, 0);
 
-/*
- * Pathname unix sockets are reached by connect() only once datagram
- * sockets are gone (a datagram names its peer per send): every connect()
- * goes to the supervisor (lib/unixsock.c), which decides and connects on
- * the caller's behalf, and AF_UNIX sockets other than stream and seqpacket
- * are refused. Socket pairs too: sendto() on a datagram one can still name
- * any path.
- */
-static int add_unix_rules(struct filter_ctx *f)
-{
-	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
-	int r;
-
-	r = rule(f, "connect", SCMP_ACT_NOTIFY, 0, NULL);
-	if (r == 0 && f->opts->unix_bind_notify)
-		r = rule(f, "bind", SCMP_ACT_NOTIFY, 0, NULL);
-	/* Every type but stream and seqpacket: the kernel turns SOCK_RAW
-	 * into SOCK_DGRAM for AF_UNIX, so refusing SOCK_DGRAM alone let a
-	 * datagram through. The type's low 4 bits are the type (the rest
-	 * are SOCK_CLOEXEC and SOCK_NONBLOCK). */
-	for (uint32_t type = 0; r == 0 && type <= 0xf; type++) {
-		if (type == SOCK_STREAM || type == SOCK_SEQPACKET)
-			continue;
-		r = rule2(f, "socket", eperm, int_eq(0, AF_UNIX),
-			  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type));
-		if (r == 0)
-			r = rule2(f, "socketpair", eperm, int_eq(0, AF_UNIX),
-				  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type));
+		r = add(rs, sched_calls[i].name, sched_calls[i].nr, EPERM_ACTION, 1, &c);
 	}
+	if (r == 0)
+		r = RULE(rs, ioprio_set, EPERM_ACTION, ne64(0, 1));
+	if (r == 0)
+		r = RULE(rs, ioprio_set, EPERM_ACTION, ne64(1, 0));
 	return r;
 }
 
-/*
- * The cutoff: a deny-list with default ALLOW lets through whatever syscall a
- * later kernel adds, so on the native arch every number above
- * SBX_SECCOMP_NR_CUTOFF answers ENOSYS (what an older kernel says, so libc
- * falls back as for clone3) until someone reviews it and moves the cutoff.
- * libseccomp cannot express a range, hence raw BPF put in front of
- * libseccomp's program: one program, not two stacked filters, because the
- * kernel runs every filter of the stack for each syscall its action cache
- * does not answer, and the second one cost ~18 ns on every ioctl, sendto
- * and other argument-checked call (bench/syscalls, 6.18, x86_64).
- *
- * x86_64: x86-only syscalls go after the last 64-bit entry (uretprobe 335,
- * uprobe 336), so 337-423 is refused too; 424 on is the shared table.
- * Numbers with __X32_SYSCALL_BIT go on to libseccomp's part, which kills
- * them. aarch64 has only the shared table: everything above the cutoff. A
- * foreign arch gets KILL_PROCESS as in libseccomp's part.
- *
- * The head returns only ENOSYS, and only for numbers libseccomp's part has
- * no rule for (every rule is at or below the cutoff, and x86_64 has no
- * syscall in 337-423), so it answers what two stacked filters answered:
- * the most severe of both. test_filter_shape checks this on every number.
- * The head loads arch and nr only, so the kernel's action cache still
- * covers every allowed syscall.
- */
-#if defined(__x86_64__)
-#define SBX_NATIVE_AUDIT_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define SBX_NATIVE_AUDIT_ARCH AUDIT_ARCH_AARCH64
-#endif
+/* clone(2) flags that create a namespace. CLONE_NEWTIME (0x80) overlaps the
+ * exit-signal byte of clone(2); a signal >= 128 is invalid anyway, so the
+ * extra refusal costs nothing. clone takes unsigned long flags but reads
+ * lower_32_bits() of them (kernel/fork.c); the mask looks at nothing else. */
+#define CLONE_NS_FLAGS                                                              \
+	((uint64_t)(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |   \
+		    CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME))
 
-#ifdef SBX_NATIVE_AUDIT_ARCH
-/* Falls through (its last jump's false branch, or "next") into the first
- * instruction of libseccomp's program. */
-static const struct sock_filter cutoff_head[] = {
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SBX_NATIVE_AUDIT_ARCH, 1, 0),
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-#if defined(__x86_64__)
-	/* x32 -> next; > cutoff -> ENOSYS; 424..cutoff -> next;
-	 * 337..423 -> ENOSYS; 0..336 -> next */
-	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 4, 0),
-	BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, SBX_SECCOMP_NR_CUTOFF, 2, 0),
-	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 424, 2, 0),
-	BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 336, 0, 1),
-#else
-	BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, SBX_SECCOMP_NR_CUTOFF, 0, 1),
-#endif
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-	/* next: libseccomp's program */
-};
-#define CUTOFF_HEAD_LEN ARRAY_SIZE(cutoff_head)
-#else
-#define CUTOFF_HEAD_LEN 0
-#endif
-
-/* The first filter, built but not loaded: every rule of the profile. On
- * success *out owns the context (seccomp_release it). */
-static int build_filter(struct sbx_seccomp_opts *o, scmp_filter_ctx *out,
-			struct sbx_error *err)
+/* Every rule of the profile, in the order the emitter keeps per syscall. */
+static int build_rules(struct ruleset *rs)
 {
-	struct filter_ctx f = { .opts = o, .err = err };
-	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
 	size_t i;
-	int r;
+	int r = 0;
 
-	if (o->notes && o->notes_size)
-		o->notes[0] = '\0';
-	f.ctx = seccomp_init(SCMP_ACT_ALLOW);
-	if (!f.ctx)
-		return sbx_error_set(err, ENOMEM, "seccomp_init: failed");
-	/*
-	 * Only the native arch is in the filter, so i386 (int 0x80) hits the
-	 * bad-arch action. x32 shares AUDIT_ARCH_X86_64 with native calls;
-	 * libseccomp 2.5.4 emits "nr >= 0x40000000 (and != -1) -> bad-arch" for
-	 * an x86_64 filter without the x32 arch (checked with
-	 * seccomp_export_pfc/bpf), and tests/test_seccomp.c proves both die with
-	 * SIGSYS. KILL_PROCESS, not KILL_THREAD: no half-dead process.
-	 */
-	r = seccomp_attr_set(f.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-	if (r < 0) {
-		r = sbx_error_set(err, -r, "seccomp_attr_set(ACT_BADARCH, KILL_PROCESS): %s",
-				  strerror(-r));
-		goto out;
-	}
-	/*
-	 * A binary tree on the syscall number (libseccomp >= 2.5.0) instead of
-	 * the default list, where argument-checked syscalls sort last: ioctl
-	 * ran 81-93 BPF instructions before its first argument compare, 17 in
-	 * the tree (tests/test_seccomp.c test_filter_shape bounds it).
-	 * Syscalls without a rule stay in the kernel's per-arch cache either
-	 * way: every path loads only arch and nr until the number is decided,
-	 * which is what seccomp_cache_prepare() emulates. The arch check and
-	 * x32 preamble above come first in both shapes (checked with
-	 * seccomp_export_pfc on 2.5.4). The tree over no rules ignored the
-	 * default action before 2.5.4 (libseccomp issue 370); this filter
-	 * always has rules.
-	 */
-	r = seccomp_attr_set(f.ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
-	if (r < 0) {
-		r = sbx_error_set(err, -r, "seccomp_attr_set(CTL_OPTIMIZE, 2): %s",
-				  strerror(-r));
-		goto out;
-	}
-
-	for (i = 0; i < ARRAY_SIZE(denied_syscalls); i++)
-		if ((r = rule(&f, denied_syscalls[i], eperm, 0, NULL)) != 0)
-			goto out;
-	if ((r = add_personality_rules(&f)) != 0)
-		goto out;
-
-	/* clone takes unsigned long flags but reads lower_32_bits() of them
-	 * (kernel/fork.c); the one-bit masks look at nothing else. */
-	for (i = 0; i < ARRAY_SIZE(clone_ns_flags); i++)
-		if ((r = rule1(&f, "clone", eperm,
-			       SCMP_A0(SCMP_CMP_MASKED_EQ, clone_ns_flags[i],
-				       clone_ns_flags[i]))) != 0)
-			goto out;
+	for (i = 0; r == 0 && i < ARRAY_SIZE(denied_syscalls); i++)
+		r = add(rs, denied_syscalls[i].name, denied_syscalls[i].nr, EPERM_ACTION, 0, NULL);
+	if (r == 0)
+		r = add_personality_rules(rs);
+	if (r == 0)
+		r = RULE(rs, clone, EPERM_ACTION, any_bit(0, CLONE_NS_FLAGS));
 	/* clone3's flags live in a struct in memory seccomp cannot read;
 	 * ENOSYS makes glibc fall back to clone(2), which is filtered. */
-	if ((r = rule(&f, "clone3", SCMP_ACT_ERRNO(ENOSYS), 0, NULL)) != 0)
-		goto out;
-
-	/* ioctl(2) takes an unsigned int cmd: compare 32 bits so that
-	 * TIOCSTI | 1 << 32 is caught too. TIOCSTI types into the terminal
+	if (r == 0)
+		r = RULE0(rs, clone3, ERRNO_ACTION(ENOSYS));
+	/* ioctl(2) takes an unsigned int cmd. TIOCSTI types into the terminal
 	 * (CVE-2017-5226 class), TIOCLINUX reaches the console; TIOCSETD
-	 * switches line discipline, which loads rarely used ldisc code on
-	 * the pty (n_gsm: CVE-2023-6546, CVE-2024-36016). */
-	if ((r = rule1(&f, "ioctl", eperm, int_eq(1, TIOCSTI))) != 0 ||
-	    (r = rule1(&f, "ioctl", eperm, int_eq(1, TIOCLINUX))) != 0 ||
-	    (r = rule1(&f, "ioctl", eperm, int_eq(1, TIOCSETD))) != 0)
-		goto out;
-
-	if ((r = add_socket_rules(&f)) != 0)
-		goto out;
-	if ((r = add_process_rules(&f)) != 0)
-		goto out;
-
+	 * switches line discipline, which loads rarely used ldisc code on the
+	 * pty (n_gsm: CVE-2023-6546, CVE-2024-36016). */
+	if (r == 0)
+		r = RULE(rs, ioctl, EPERM_ACTION, eq32(1, TIOCSTI));
+	if (r == 0)
+		r = RULE(rs, ioctl, EPERM_ACTION, eq32(1, TIOCLINUX));
+	if (r == 0)
+		r = RULE(rs, ioctl, EPERM_ACTION, eq32(1, TIOCSETD));
+	if (r == 0)
+		r = add_socket_rules(rs);
+	if (r == 0)
+		r = add_process_rules(rs);
 	/* A user-notification listener would let the sandbox answer syscalls
 	 * for its own children; nested plain filters stay allowed. The op is
 	 * an unsigned int: 1 << 32 | SET_MODE_FILTER is SET_MODE_FILTER. */
-	if ((r = rule2(&f, "seccomp", eperm, int_eq(0, SECCOMP_SET_MODE_FILTER),
-		       SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-			       SECCOMP_FILTER_FLAG_NEW_LISTENER))) != 0)
-		goto out;
-
-	if (o->network_denied && (r = add_network_denied_rules(&f)) != 0)
-		goto out;
-	if (o->gated && (r = add_gate_rules(&f)) != 0)
-		goto out;
-	if (o->unix_notify && (r = add_unix_rules(&f)) != 0)
-		goto out;
-
-	*out = f.ctx;
-	return 0;
-out:
-	seccomp_release(f.ctx);
+	if (r == 0)
+		r = RULE(rs, seccomp, EPERM_ACTION, eq32(0, SECCOMP_SET_MODE_FILTER),
+			 any_bit(1, SECCOMP_FILTER_FLAG_NEW_LISTENER));
+	if (r == 0 && rs->opts->network_denied)
+		r = add_network_denied_rules(rs);
+	if (r == 0 && rs->opts->gated)
+		r = add_gate_rules(rs);
+	/* Pathname unix sockets are reached by connect() only once datagram
+	 * sockets are gone (add_socket_rules): every connect() goes to the
+	 * supervisor (lib/unixsock.c), which decides and connects on the
+	 * caller's behalf; bind() too where abstract names are the host's. */
+	if (r == 0 && rs->opts->unix_notify)
+		r = RULE0(rs, connect, SECCOMP_RET_USER_NOTIF);
+	if (r == 0 && rs->opts->unix_notify && rs->opts->unix_bind_notify)
+		r = RULE0(rs, bind, SECCOMP_RET_USER_NOTIF);
 	return r;
 }
+
+/* ---- the BPF ---------------------------------------------------------------- */
 
 /*
- * libseccomp 2.5 exports only to an fd. A memfd, or where an outer sandbox
- * refuses memfd_create, a pipe whose write end is non-blocking: a pipe
- * shrunk to one page (the user past pipe-user-pages-soft) makes the export
- * fail instead of hang. Called before the rlimits (apply.c), so neither
- * RLIMIT_NOFILE nor RLIMIT_FSIZE is in the way.
+ * The program:
+ *
+ *   arch != native                  -> KILL_PROCESS (i386's int 0x80 too)
+ *   x86_64: nr <= 336               -> the tree (the common case first)
+ *           nr >= 0x40000000 (x32)  -> KILL_PROCESS, but -1 -> ALLOW
+ *           nr > CUTOFF or 337..423 -> ENOSYS
+ *           else                    -> the tree
+ *   aarch64: nr > CUTOFF            -> ENOSYS, else the tree
+ *   the tree: a binary search on the numbers that have rules; each leaf
+ *   tests its number, runs that syscall's rules, and allows what none
+ *   refused; a number without rules is allowed at the leaf's first test.
+ *
+ * The cutoff: a deny-list with default ALLOW lets through whatever syscall
+ * a later kernel adds, so every number above SBX_SECCOMP_NR_CUTOFF answers
+ * ENOSYS (what an older kernel says, so libc falls back as for clone3)
+ * until someone reviews it and moves the cutoff. x86_64's x86-only
+ * syscalls go after the last 64-bit entry (uretprobe 335, uprobe 336), so
+ * 337-423 is refused too; 424 on is the shared table. -1 is what a tracer
+ * leaves to skip a call, which the kernel answers itself.
+ *
+ * Until the number is decided, every path loads only arch and nr and uses
+ * only the jumps the kernel's action cache emulates (seccomp_cache_prepare
+ * and seccomp_is_const_allow in kernel/seccomp.c): every syscall allowed
+ * without an argument rule is answered from the per-arch bitmap, without
+ * running the filter. test_filter_shape checks both on every number.
+ *
+ * Jumps of classic BPF reach 255 instructions; a subtree longer than that
+ * is stepped over with a JA (32-bit offset).
  */
-static int export_lib_bpf(scmp_filter_ctx ctx, struct sock_filter *out, size_t max,
-			  size_t *n, struct sbx_error *err)
+
+/* A jump target inside one compare's code: the next instruction, the
+ * compare's "holds" exit (the next compare, or the rule's RET) or its
+ * "fails" exit (the next rule). */
+enum { T_NEXT, T_PASS, T_FAIL };
+
+struct insn {
+	uint16_t code;
+	uint32_t k;
+	uint8_t jt, jf;		/* T_* for a conditional jump */
+};
+
+struct emit {
+	struct sock_filter *p;	/* NULL: count only */
+	size_t n, max;
+	int bad;		/* -E2BIG: too long; -ERANGE: a jump too far */
+};
+
+static void put(struct emit *e, uint16_t code, uint32_t k, size_t jt, size_t jf)
 {
-	size_t cap = max * sizeof(*out), got = 0;
-	int p[2] = { -1, -1 };
-	int rfd, wfd, r;
-
-	rfd = wfd = (int)syscall(SYS_memfd_create, "sbx-seccomp", MFD_CLOEXEC);
-	if (rfd < 0) {
-		if (pipe2(p, O_CLOEXEC) != 0 || fcntl(p[1], F_SETFL, O_NONBLOCK) != 0) {
-			r = errno;
-			if (p[0] >= 0) {
-				close(p[0]);
-				close(p[1]);
-			}
-			return sbx_error_set(err, r, "seccomp: memfd_create and pipe2 for the BPF export: %s",
-					     strerror(r));
-		}
-		rfd = p[0];
-		wfd = p[1];
+	if (jt > 255 || jf > 255)
+		e->bad = -ERANGE;
+	if (e->p) {
+		if (e->n >= e->max)
+			e->bad = -E2BIG;
+		else
+			e->p[e->n] = (struct sock_filter){ code, (uint8_t)jt, (uint8_t)jf, k };
 	}
-	r = seccomp_export_bpf(ctx, wfd);
-	if (r < 0) {
-		r = sbx_error_set(err, -r, "seccomp_export_bpf: %s", strerror(-r));
-		goto out;
-	}
-	if (rfd == wfd && lseek(rfd, 0, SEEK_SET) != 0) {
-		r = sbx_error_set(err, errno, "seccomp: lseek(BPF memfd): %s", strerror(errno));
-		goto out;
-	}
-	if (p[1] >= 0) {
-		close(p[1]);
-		p[1] = -1;
-	}
-	for (;;) {
-		/* one byte past the cap tells "too long" from "exactly full" */
-		char *dst = (char *)out + got;
-		char spare;
-		ssize_t k = read(rfd, got < cap ? dst : &spare, got < cap ? cap - got : 1);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			r = sbx_error_set(err, errno, "seccomp: read(BPF export): %s",
-					  strerror(errno));
-			goto out;
-		}
-		if (k == 0)
-			break;
-		if (got >= cap) {
-			r = sbx_error_set(err, E2BIG, "seccomp: the filter exceeds %zu instructions",
-					  max);
-			goto out;
-		}
-		got += (size_t)k;
-	}
-	if (got == 0 || got % sizeof(*out) != 0) {
-		r = sbx_error_set(err, EPROTO, "seccomp: libseccomp exported %zu bytes of BPF", got);
-		goto out;
-	}
-	*n = got / sizeof(*out);
-	r = 0;
-out:
-	if (p[1] >= 0)
-		close(p[1]);
-	close(rfd);
-	return r;
+	e->n++;
 }
+
+#define LD_W (BPF_LD | BPF_W | BPF_ABS)
+#define JEQ (BPF_JMP | BPF_JEQ | BPF_K)
+#define JGT (BPF_JMP | BPF_JGT | BPF_K)
+#define JGE (BPF_JMP | BPF_JGE | BPF_K)
+#define JSET (BPF_JMP | BPF_JSET | BPF_K)
+#define JA (BPF_JMP | BPF_JA)
+#define RET (BPF_RET | BPF_K)
+#define AND (BPF_ALU | BPF_AND | BPF_K)
+
+static unsigned cmp_code(const struct cmp *c, struct insn *o)
+{
+	uint32_t lo = (uint32_t)(offsetof(struct seccomp_data, args) + 8u * c->arg);
+	uint32_t hi = lo + 4;
+	uint32_t mh = (uint32_t)(c->mask >> 32), ml = (uint32_t)c->mask;
+	uint32_t vh = (uint32_t)(c->val >> 32), vl = (uint32_t)c->val;
+	unsigned n = 0;
+
+#define I(code_, k_, jt_, jf_) (o[n++] = (struct insn){ (code_), (k_), (jt_), (jf_) })
+	switch (c->op) {
+	case CMP_EQ:
+		if (mh) {
+			I(LD_W, hi, 0, 0);
+			if (mh != UINT32_MAX)
+				I(AND, mh, 0, 0);
+			I(JEQ, vh, T_NEXT, T_FAIL);
+		}
+		I(LD_W, lo, 0, 0);
+		if (vl == ml && (ml & (ml - 1)) == 0) {
+			I(JSET, ml, T_PASS, T_FAIL);	/* one bit, asked set */
+		} else {
+			if (ml != UINT32_MAX)
+				I(AND, ml, 0, 0);
+			I(JEQ, vl, T_PASS, T_FAIL);
+		}
+		break;
+	case CMP_NE:
+		if (mh) {
+			I(LD_W, hi, 0, 0);
+			if (mh != UINT32_MAX)
+				I(AND, mh, 0, 0);
+			I(JEQ, vh, T_NEXT, T_PASS);
+		}
+		I(LD_W, lo, 0, 0);
+		if (ml != UINT32_MAX)
+			I(AND, ml, 0, 0);
+		I(JEQ, vl, T_FAIL, T_PASS);
+		break;
+	case CMP_ANY:
+		if (mh) {
+			I(LD_W, hi, 0, 0);
+			I(JSET, mh, T_PASS, T_NEXT);
+		}
+		I(LD_W, lo, 0, 0);
+		I(JSET, ml, T_PASS, T_FAIL);
+		break;
+	default:	/* CMP_GE, CMP_GT: unsigned, all 64 bits */
+		I(LD_W, hi, 0, 0);
+		if (vh == 0) {
+			I(JEQ, 0, T_NEXT, T_PASS);
+		} else {
+			I(JGT, vh, T_PASS, T_NEXT);
+			I(JEQ, vh, T_NEXT, T_FAIL);
+		}
+		I(LD_W, lo, 0, 0);
+		I(c->op == CMP_GE ? JGE : JGT, vl, T_PASS, T_FAIL);
+		break;
+	}
+#undef I
+	return n;
+}
+
+/* One compare's code; fail_after: instructions between its end and the
+ * next rule. */
+static void emit_cmp(struct emit *e, const struct cmp *c, size_t fail_after)
+{
+	struct insn code[8];
+	unsigned len = cmp_code(c, code);
+
+	for (unsigned j = 0; j < len; j++) {
+		size_t to_end = len - j - 1;
+		size_t t[3] = { 0, to_end, to_end + fail_after };
+
+		if (BPF_CLASS(code[j].code) == BPF_JMP)
+			put(e, code[j].code, code[j].k, t[code[j].jt], t[code[j].jf]);
+		else
+			put(e, code[j].code, code[j].k, 0, 0);
+	}
+}
+
+static size_t cmp_len(const struct cmp *c)
+{
+	struct insn code[8];
+
+	return cmp_code(c, code);
+}
+
+/* The rules of one syscall, then RET ALLOW: a rule's failed compare goes
+ * to the next rule, the last rule's to the RET ALLOW. */
+static void emit_block(struct emit *e, const struct rule *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t after[RULE_CMPS + 1];
+
+		after[r[i].n] = 1;	/* the RET */
+		for (unsigned j = r[i].n; j-- > 0;)
+			after[j] = after[j + 1] + cmp_len(&r[i].c[j]);
+		for (unsigned j = 0; j < r[i].n; j++)
+			emit_cmp(e, &r[i].c[j], after[j + 1]);
+		put(e, RET, r[i].action, 0, 0);
+	}
+	put(e, RET, SECCOMP_RET_ALLOW, 0, 0);
+}
+
+/* One syscall's rules: r[first..first+count) of a ruleset sorted by nr. */
+struct leaf {
+	int nr;
+	size_t first, count;
+};
+
+static size_t block_len(const struct ruleset *rs, const struct leaf *l)
+{
+	struct emit dry = { 0 };
+
+	emit_block(&dry, &rs->r[l->first], l->count);
+	return dry.n;
+}
+
+/* Recursion: halves [lo, hi) each level, at most 8 deep for RULES_MAX leaves.
+ * NOLINTNEXTLINE(misc-no-recursion) */
+static void emit_tree(struct emit *e, const struct ruleset *rs, const struct leaf *leaves,
+		      size_t lo, size_t hi)
+{
+	if (hi - lo == 1) {
+		const struct leaf *l = &leaves[lo];
+		size_t len = block_len(rs, l);
+
+		/* JEQ nr: the rules; else the block's closing RET ALLOW */
+		put(e, JEQ, (uint32_t)l->nr, 0, len - 1);
+		emit_block(e, &rs->r[l->first], l->count);
+	} else {
+		size_t mid = lo + (hi - lo) / 2;
+		struct emit dry = { 0 };
+
+		emit_tree(&dry, rs, leaves, lo, mid);
+		if (dry.n <= 255) {
+			put(e, JGE, (uint32_t)leaves[mid].nr, dry.n, 0);
+		} else {
+			put(e, JGE, (uint32_t)leaves[mid].nr, 0, 1);
+			put(e, JA, (uint32_t)dry.n, 0, 0);
+		}
+		emit_tree(e, rs, leaves, lo, mid);
+		emit_tree(e, rs, leaves, mid, hi);
+	}
+}
+
+static int cmp_rule_nr(const void *a, const void *b)
+{
+	const struct rule *x = a, *y = b;
+
+	if (x->nr != y->nr)
+		return x->nr < y->nr ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+#ifdef SBX_NATIVE_AUDIT_ARCH
+static void emit_head(struct emit *e)
+{
+	put(e, LD_W, offsetof(struct seccomp_data, arch), 0, 0);
+	put(e, JEQ, SBX_NATIVE_AUDIT_ARCH, 1, 0);
+	put(e, RET, SECCOMP_RET_KILL_PROCESS, 0, 0);
+	put(e, LD_W, offsetof(struct seccomp_data, nr), 0, 0);
+#if defined(__x86_64__)
+	put(e, JGT, 336, 0, 7);			/* -> the tree */
+	put(e, JGE, 0x40000000, 0, 3);
+	put(e, JEQ, UINT32_MAX, 0, 1);
+	put(e, RET, SECCOMP_RET_ALLOW, 0, 0);
+	put(e, RET, SECCOMP_RET_KILL_PROCESS, 0, 0);
+	put(e, JGT, SBX_SECCOMP_NR_CUTOFF, 1, 0);
+	put(e, JGE, 424, 1, 0);			/* -> the tree */
+#else
+	put(e, JGT, SBX_SECCOMP_NR_CUTOFF, 0, 1);
+#endif
+	put(e, RET, SECCOMP_RET_ERRNO | ENOSYS, 0, 0);
+}
+#endif
 
 int sbx_seccomp_prepare(struct sbx_seccomp_opts *o, struct sbx_error *err)
 {
-	scmp_filter_ctx ctx;
-	size_t n = 0;
+#ifndef SBX_NATIVE_AUDIT_ARCH
+	(void)o;
+	return sbx_error_set(err, ENOTSUP, "seccomp: no filter is written for this arch");
+#else
+	struct ruleset rs;
+	struct leaf leaves[RULES_MAX];
+	struct emit e = { .p = o->prog, .max = ARRAY_SIZE(o->prog) };
+	size_t nleaves = 0;
 	int r;
 
 	if (o->prog_len)
 		return 0;
-	r = build_filter(o, &ctx, err);
+	if (o->notes && o->notes_size)
+		o->notes[0] = '\0';
+	memset(&rs, 0, sizeof(rs));
+	rs.opts = o;
+	rs.err = err;
+	r = build_rules(&rs);
 	if (r != 0)
 		return r;
-#ifdef SBX_NATIVE_AUDIT_ARCH
-	memcpy(o->prog, cutoff_head, sizeof(cutoff_head));
-#else
-	note(o, "no syscall cutoff on this arch", "new syscalls are allowed");
-#endif
-	r = export_lib_bpf(ctx, o->prog + CUTOFF_HEAD_LEN,
-			   ARRAY_SIZE(o->prog) - CUTOFF_HEAD_LEN, &n, err);
-	seccomp_release(ctx);
-	if (r != 0)
-		return r;
-	o->prog_len = CUTOFF_HEAD_LEN + n;
+	qsort(rs.r, rs.n, sizeof(rs.r[0]), cmp_rule_nr);
+	for (size_t i = 0; i < rs.n; i++) {
+		if (nleaves && leaves[nleaves - 1].nr == rs.r[i].nr) {
+			leaves[nleaves - 1].count++;
+			continue;
+		}
+		leaves[nleaves++] = (struct leaf){ rs.r[i].nr, i, 1 };
+	}
+	emit_head(&e);
+	if (nleaves)
+		emit_tree(&e, &rs, leaves, 0, nleaves);
+	else
+		put(&e, RET, SECCOMP_RET_ALLOW, 0, 0);
+	if (e.bad == -E2BIG || e.n > e.max)
+		return sbx_error_set(err, E2BIG, "seccomp: the filter exceeds %zu instructions",
+				     e.max);
+	if (e.bad)
+		return sbx_error_set(err, ERANGE, "seccomp: a jump past 255 instructions");
+	o->prog_len = e.n;
 	return 0;
+#endif
 }
 
 int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err)
@@ -700,10 +866,10 @@ int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err)
 		return (int)r;
 	prog.len = (unsigned short)o->prog_len;
 	prog.filter = o->prog;
-	/* What seccomp_load did: no_new_privs (already set by every caller
-	 * in this tree; unprivileged loading needs it), and a listener when
-	 * connect() is sent to the supervisor (without one, SCMP_ACT_NOTIFY
-	 * answers ENOSYS). The kernel makes the listener close-on-exec. */
+	/* no_new_privs (already set by every caller in this tree; unprivileged
+	 * loading needs it), and a listener when connect() is sent to the
+	 * supervisor (without one, a notifying filter answers ENOSYS). The
+	 * kernel makes the listener close-on-exec. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		return sbx_error_set(err, errno, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
 	if (o->unix_notify)
@@ -717,30 +883,5 @@ int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err)
 	}
 	if (o->unix_notify)
 		o->notify_fd = (int)r;
-	return 0;
-}
-
-int sbx_seccomp_export(struct sbx_seccomp_opts *o, int fd, bool pfc, struct sbx_error *err)
-{
-	scmp_filter_ctx ctx;
-	int r;
-
-	if (pfc) {
-		r = build_filter(o, &ctx, err);
-		if (r != 0)
-			return r;
-		r = seccomp_export_pfc(ctx, fd);
-		seccomp_release(ctx);
-		if (r < 0)
-			return sbx_error_set(err, -r, "seccomp_export_pfc(fd %d): %s", fd,
-					     strerror(-r));
-		return 0;
-	}
-	r = sbx_seccomp_prepare(o, err);
-	if (r != 0)
-		return r;
-	r = sbx_write_all(fd, (const char *)o->prog, o->prog_len * sizeof(o->prog[0]));
-	if (r != 0)
-		return sbx_error_set(err, -r, "seccomp: write(fd %d, BPF): %s", fd, strerror(-r));
 	return 0;
 }

@@ -46,12 +46,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <seccomp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -383,7 +383,7 @@ static int caller_pidfd(pid_t tid)
 	return tgid > 0 ? (int)syscall(SYS_pidfd_open, tgid, 0) : -1;
 }
 
-static int bind_nr = -1;	/* set before the first request */
+
 
 /* bind() of the caller (only without a private network namespace, where
  * abstract names are the host's): abstract names refused, an autobind
@@ -407,6 +407,19 @@ static int decide_bind(const struct job *j, pid_t pid, int sfd, int domain,
 	return bind_pathname(j, pid, sfd, sun, len);
 }
 
+/* The notification ioctls (linux/seccomp.h). The id is still valid while
+ * the caller waits in the syscall it was sent for. */
+static int notif_id_valid(int listener, uint64_t id)
+{
+	return ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0 ? 0 : -1;
+}
+
+static void notif_send(int listener, struct seccomp_notif_resp *resp)
+{
+	while (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp) != 0 && errno == EINTR)
+		;
+}
+
 /* connect(fd, addr, len) or bind(fd, addr, len) of the caller, done here.
  * The result, or 1 when the caller is gone (no answer to send). */
 static int handle_call(const struct job *j)
@@ -422,11 +435,11 @@ static int handle_call(const struct job *j)
 	pidfd = caller_pidfd(pid);
 	if (pidfd < 0) {
 		/* Gone, or no way to reach it: a refusal, never a hang. */
-		return seccomp_notify_id_valid(j->listener, req->id) == 0 ? -EACCES : 1;
+		return notif_id_valid(j->listener, req->id) == 0 ? -EACCES : 1;
 	}
 	/* The pid named the caller when the notice was sent: is it still
 	 * that one (not a recycled pid) now that the pidfd pins it? */
-	if (seccomp_notify_id_valid(j->listener, req->id) != 0) {
+	if (notif_id_valid(j->listener, req->id) != 0) {
 		close(pidfd);
 		return 1;
 	}
@@ -448,7 +461,7 @@ static int handle_call(const struct job *j)
 		r = errno == ENOTSOCK ? -ENOTSOCK : -errno;
 		goto out;
 	}
-	if (req->data.nr == bind_nr) {
+	if (req->data.nr == __NR_bind) {
 		r = decide_bind(j, pid, sfd, domain, &ss, len);
 	} else if (domain == AF_UNIX && ss.ss_family == AF_UNIX) {
 		const struct sockaddr_un *sun = (const struct sockaddr_un *)&ss;
@@ -486,7 +499,7 @@ static void answer(const struct job *j)
 	resp.val = 0;
 	resp.error = r;		/* 0 or -errno */
 	resp.flags = 0;
-	(void)seccomp_notify_respond(j->listener, &resp);
+	notif_send(j->listener, &resp);
 }
 
 static void *answer_thread(void *arg)
@@ -558,8 +571,7 @@ int sbx_unix_send_listener(int chan, int listener)
 
 static void __attribute__((noreturn)) supervise(int chan, const struct sbx_unix_policy *pol)
 {
-	struct seccomp_notif *req = NULL;
-	struct seccomp_notif_resp *resp = NULL;
+	struct seccomp_notif *req;
 	struct seccomp_notif_sizes sizes;
 	size_t notif_size;
 	int listener = recv_fd(chan);
@@ -568,12 +580,14 @@ static void __attribute__((noreturn)) supervise(int chan, const struct sbx_unix_
 	/* No listener: the worker failed before its filter; it ends the
 	 * session itself. Without this process a notifying filter answers
 	 * ENOSYS, so nothing is let through either way. */
-	if (listener < 0 || seccomp_notify_alloc(&req, &resp) != 0 ||
-	    syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0)
+	if (listener < 0 || syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0)
 		_exit(0);
-	/* The kernel wants the whole (kernel-sized) request zeroed. */
-	notif_size = sizes.seccomp_notif;
-	bind_nr = seccomp_syscall_resolve_name("bind");
+	/* The kernel wants the whole (kernel-sized) request zeroed, and its
+	 * request may be larger than this header's. */
+	notif_size = sizes.seccomp_notif > sizeof(*req) ? sizes.seccomp_notif : sizeof(*req);
+	req = calloc(1, notif_size);
+	if (!req)
+		_exit(0);
 	for (;;) {
 		struct pollfd pf = { .fd = listener, .events = POLLIN };
 		struct job *j;
@@ -587,13 +601,13 @@ static void __attribute__((noreturn)) supervise(int chan, const struct sbx_unix_
 		if (pf.revents & (POLLHUP | POLLERR))
 			_exit(0);
 		memset(req, 0, notif_size);
-		if (seccomp_notify_receive(listener, req) != 0)
-			continue;	/* the caller died meanwhile */
+		if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) != 0)
+			continue;	/* EINTR, or the caller died meanwhile */
 		j = calloc(1, sizeof(*j));
 		if (!j) {
 			struct seccomp_notif_resp r = { .id = req->id, .error = -ENOMEM };
 
-			(void)seccomp_notify_respond(listener, &r);
+			notif_send(listener, &r);
 			continue;
 		}
 		j->listener = listener;

@@ -2,6 +2,7 @@
 /* seccomp: kernel tests that prove each refusal next to a positive control. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -20,6 +21,7 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -862,14 +864,17 @@ static int child_status(void *arg)
  *
  * 2. Argument-checked syscalls are reached in a few instructions. The
  *    libseccomp default list sorted them last: ioctl(TCGETS) ran 81-93
- *    instructions (391-497 in all), socket 131-170, personality 268-282.
- *    In front of a binary tree: the cutoff head (9), libseccomp's arch and
- *    x32 preamble (6), a tree over at most 128 numbers (7 levels) and a
- *    leaf of at most 4 compares: 26 before the first argument load.
- *    ioctl's three TIOC* compares and their loads add 6: 32 in all.
+ *    instructions (391-497 in all), socket 131-170, personality 268-282;
+ *    libseccomp's binary tree behind a raw cutoff head, 17-21 before the
+ *    first argument load, 24-27 for ioctl(TCGETS). The emitted program
+ *    (lib/seccomp.c): arch and number checks (4 for a number up to 336,
+ *    7 from 424 on), a tree over the ~80 numbers with rules (7 levels, a
+ *    JGE each and a JA above a subtree longer than 255) and the leaf's
+ *    test: bounded at 16 before the first argument load, measured 11-13. ioctl's three TIOC* compares add 7 (loads,
+ *    compares, the RET): at most 22, measured 18.
  */
-#define SHAPE_REACH_MAX 26
-#define SHAPE_IOCTL_MAX 32
+#define SHAPE_REACH_MAX 16
+#define SHAPE_IOCTL_MAX 22
 #define SHAPE_NONE UINT32_MAX
 
 struct bpf_walk {
@@ -1039,6 +1044,157 @@ static void test_filter_shape(void **state)
 #endif
 }
 
+/*
+ * The emitted filter decides as libseccomp compiled the same rules
+ * (tests/seccomp_ref.c, the filter this project shipped before it emitted
+ * its own BPF): for every combination of options, every syscall number up
+ * to past the cutoff, the x32 range, -1 and a foreign arch, the two
+ * programs give the same action. A number neither program reads an
+ * argument for is decided on its number alone; one that has argument
+ * rules gets every value of a pool (each constant a rule compares, its
+ * neighbours, its high-bit twin, the extremes) in each argument alone,
+ * then random vectors from that pool.
+ */
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void same_decision(const struct sbx_seccomp_opts *mine, const struct sbx_seccomp_opts *ref,
+			  const struct seccomp_data *d, unsigned long *checked)
+{
+	struct bpf_walk a, b;
+	char desc[160];
+
+	bpf_walk(mine->prog, mine->prog_len, d, &a);
+	bpf_walk(ref->prog, ref->prog_len, d, &b);
+	(*checked)++;
+	if (a.ret == SHAPE_NONE || a.ret != b.ret)
+		fail_msg("nr %u args %#" PRIx64 " %#" PRIx64 " %#" PRIx64 " %#" PRIx64 " %#" PRIx64
+			 " %#" PRIx64 ": emitted %#x, reference %#x (%s)", (unsigned)d->nr,
+			 (uint64_t)d->args[0], (uint64_t)d->args[1], (uint64_t)d->args[2],
+			 (uint64_t)d->args[3], (uint64_t)d->args[4], (uint64_t)d->args[5], a.ret,
+			 b.ret, shape_opts_str(mine, desc, sizeof(desc)));
+}
+
+#define SAME_RANDOM 6000
+
+static void test_same_as_reference(void **state)
+{
+	static const uint64_t base[] = {
+		0, 1, 2, 3, 4, 5, 6, 10, 15, 16, 17, 23, 30, 38, 40, 44, 45, 46,
+		AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_MAX - 1, AF_MAX, AF_MAX + 1,
+		SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_SEQPACKET, SOCK_PACKET,
+		SOCK_STREAM | SOCK_CLOEXEC, SOCK_DGRAM | SOCK_NONBLOCK, SOCK_SEQPACKET | SOCK_CLOEXEC,
+		IPPROTO_TCP, IPPROTO_MPTCP, IPPROTO_MPTCP + 1, TCP_FASTOPEN, TCP_FASTOPEN_CONNECT,
+		TIOCSTI, TIOCLINUX, TIOCSETD, TCGETS, TIOCSTI + 1,
+		MSG_FASTOPEN, MSG_FASTOPEN | MSG_DONTWAIT, MSG_DONTWAIT,
+		AT_EMPTY_PATH, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, SHM_EXEC, SHM_RDONLY,
+		SECCOMP_SET_MODE_STRICT, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+		SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC,
+		CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
+		CLONE_NEWPID, CLONE_NEWNET, 0x80, SIGCHLD, CLONE_VM | CLONE_FS | CLONE_FILES |
+		CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS,
+		0x7ffffffe, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff,
+		0xffffffff00000000ULL, UINT64_MAX, UINT64_MAX - 1,
+	};
+	static uint64_t pool[3 * ARRAY_SIZE(base)];
+	static struct sbx_seccomp_opts mine, ref;
+	struct seccomp_data d;
+	struct bpf_walk a, b;
+	size_t npool = 0;
+	uint64_t rng = 0x9e3779b97f4a7c15ULL;
+	unsigned long checked = 0;
+
+	(void)state;
+#ifndef NATIVE_AUDIT_ARCH
+	print_message("[  SKIP    ] the filter is emitted for x86_64 and aarch64 only\n");
+	skip();
+#else
+	for (size_t i = 0; i < ARRAY_SIZE(base); i++) {
+		pool[npool++] = base[i];
+		pool[npool++] = base[i] ^ HI32;
+		pool[npool++] = base[i] | 0xffffffff00000000ULL;
+	}
+	for (unsigned int bits = 0; bits < 64; bits++) {
+		struct sbx_error err = { 0 };
+		static const uint32_t extra_nrs[] = {
+			SBX_SECCOMP_NR_CUTOFF + 1, 512, 1000, 0x3fffffff, 0x40000000,
+			0x40000000 + 1, 0x40000000 + 59, 0x40000000 + 512, 0x7fffffff,
+			0x80000000, 0xfffffffe, 0xffffffff,
+		};
+		uint32_t nrs[SBX_SECCOMP_NR_CUTOFF + 11 + ARRAY_SIZE(extra_nrs)];
+		size_t n_nrs = 0;
+
+		memset(&mine, 0, sizeof(mine));
+		mine.network_denied = bits & 1;
+		mine.inet_denied = bits & 2;
+		mine.gated = bits & 4;
+		mine.unix_notify = bits & 8;
+		mine.unix_bind_notify = bits & 16;
+		mine.host_pids = bits & 32;
+		ref = mine;
+		if (sbx_seccomp_prepare(&mine, &err) != 0)
+			fail_msg("sbx_seccomp_prepare: %s", err.msg);
+		if (sbx_seccomp_ref_prepare(&ref, &err) != 0)
+			fail_msg("sbx_seccomp_ref_prepare: %s", err.msg);
+		for (uint32_t nr = 0; nr <= SBX_SECCOMP_NR_CUTOFF + 10; nr++)
+			nrs[n_nrs++] = nr;
+		for (size_t i = 0; i < ARRAY_SIZE(extra_nrs); i++)
+			nrs[n_nrs++] = extra_nrs[i];
+
+		for (size_t k = 0; k < n_nrs; k++) {
+			memset(&d, 0, sizeof(d));
+			d.arch = NATIVE_AUDIT_ARCH;
+			d.nr = (int)nrs[k];
+			for (int round = -1; round < (int)(6 * npool) + SAME_RANDOM; round++) {
+				if (round >= 0 && round < (int)(6 * npool)) {
+					memset(d.args, 0, sizeof(d.args));
+					d.args[round / (int)npool] = pool[round % (int)npool];
+				} else if (round >= 0) {
+					for (int i = 0; i < 6; i++)
+						d.args[i] = pool[xorshift(&rng) % npool];
+				}
+				same_decision(&mine, &ref, &d, &checked);
+				bpf_walk(mine.prog, mine.prog_len, &d, &a);
+				bpf_walk(ref.prog, ref.prog_len, &d, &b);
+				/* decided on the number alone by both: no arguments to vary */
+				if (round == -1 && a.first_arg == SHAPE_NONE &&
+				    b.first_arg == SHAPE_NONE)
+					break;
+			}
+			if (a.first_arg == SHAPE_NONE && b.first_arg == SHAPE_NONE)
+				continue;
+			/* every pair of the first four arguments, over the base pool:
+			 * the rules compare at most two arguments. For the options
+			 * that shape socket's rules, and all of them on. */
+			if ((bits & ~(1u | 2u | 8u)) != 0 && bits != 63)
+				continue;
+			for (int i = 0; i < 4; i++)
+				for (int j = i + 1; j < 4; j++)
+					for (size_t x = 0; x < ARRAY_SIZE(base); x++)
+						for (size_t y = 0; y < ARRAY_SIZE(base); y++) {
+							memset(d.args, 0, sizeof(d.args));
+							d.args[i] = base[x];
+							d.args[j] = base[y];
+							same_decision(&mine, &ref, &d, &checked);
+						}
+		}
+		/* a foreign arch (i386's int 0x80) is killed by both */
+		d.arch = AUDIT_ARCH_I386;
+		d.nr = SYS_getpid;
+		bpf_walk(mine.prog, mine.prog_len, &d, &a);
+		bpf_walk(ref.prog, ref.prog_len, &d, &b);
+		assert_int_equal(a.ret, SECCOMP_RET_KILL_PROCESS);
+		assert_int_equal(a.ret, b.ret);
+	}
+	print_message("[          ] %lu inputs decided alike\n", checked);
+#endif
+}
+
 static void test_proc_status(void **state)
 {
 	(void)state;
@@ -1065,6 +1221,7 @@ int main(void)
 		cmocka_unit_test(test_no_rule_skipped),
 		cmocka_unit_test(test_proc_status),
 		cmocka_unit_test(test_filter_shape),
+		cmocka_unit_test(test_same_as_reference),
 	};
 	return cmocka_run_group_tests_name("seccomp", tests, NULL, NULL);
 }

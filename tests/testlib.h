@@ -168,6 +168,11 @@ int sbx_test_in_own_mntns(int (*fn)(void *), void *arg);
  * dies: the parent sees 128 + SIGSYS. 0, or -1 when it cannot be loaded. */
 int sbx_test_forbid_processes(void);
 
+/* tests/seccomp_ref.c: the filter as libseccomp compiled the same rules
+ * (a raw cutoff head in front of its export) into o->prog; test_seccomp
+ * checks that lib/seccomp.c's emitted program decides every input alike. */
+int sbx_seccomp_ref_prepare(struct sbx_seccomp_opts *o, struct sbx_error *err);
+
 /* Skip (with a printed reason) unless running as root. */
 #define SBX_TEST_REQUIRE_ROOT()                                              \
 	do {                                                                 \
