@@ -642,15 +642,13 @@ ev == "sched:sched_process_fork" {
 	else if (pid == outer && setup == "") { setup = child; mark("c outer: session plans -> fork the setup child", t) }
 	else if (pid == setup && init == "") { init = child; mark("e setup: fork PID-1 init", t) }
 	else if (pid == init && wk == "") { wk = child; mark("g init: mount view built -> fork the worker", t) }
-	else if (pid == wk && canary == "") { canary = child; mark("j worker: fs and /proc canaries -> fork the unshare canary", t) }
 }
-ev == "sched:sched_process_exit" && pid == canary { mark("k unshare canary child exits", t) }
 ev == "sched:sched_process_exit" && pid == probe { mark("b kernel probe child (unshare each namespace, one netns) exits", t) }
 ev == "syscalls:sys_exit_unshare" && pid == setup { nu++; if (nu == 2) mark("d setup: unshare user, then mnt+pid+net+ipc+uts+cgroup", t) }
 ev == "syscalls:sys_enter_mount" && pid == init { mark("f init: lo up -> first mount", t) }
 ev == "syscalls:sys_enter_landlock_restrict_self" && pid == wk { mark("h worker: caps dropped+verified, NNP, Landlock ruleset -> restrict_self", t) }
 ev == "syscalls:sys_enter_seccomp" && pid == wk && /op: 0x00000001, flags: 0x[0-9a-f]*, uargs: 0x[0-9a-f]*[1-9a-f]/ { want_sc = 1 }
-ev == "syscalls:sys_exit_seccomp" && pid == wk && want_sc { want_sc = 0; mark("i worker: rlimits, fds, libseccomp builds + loads the filter", t) }
+ev == "syscalls:sys_exit_seccomp" && pid == wk && want_sc { want_sc = 0; mark("i worker: rlimits, fds, the filter emitted + loaded", t) }
 ev == "sched:sched_process_exec" && pid == wk { mark("l worker: report to outer -> exec the command", t) }
 ev == "sched:sched_process_exit" && pid == wk { mark("m the command runs and exits", t) }
 ev == "syscalls:sys_enter_exit_group" && pid == outer { mark("n init reaps, outer logs/saves report, waits, exits", t) }

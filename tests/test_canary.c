@@ -115,6 +115,38 @@ static int unconfined_child(void *arg)
 	return send_report(c->fd, &r);
 }
 
+/* A filter is loaded (Seccomp: 2) but refuses only keyctl: the seccomp
+ * canary must find unshare allowed, not take the mode for the rules. */
+static int keyctl_only_child(void *arg)
+{
+	const struct child *c = arg;
+	struct sbx_canary_ctx ctx;
+	struct sbx_session s;
+	struct sbx_profile p;
+	struct sbx_report r;
+	scmp_filter_ctx f;
+	int rc;
+
+	if (hygiene(c->fd))
+		return 2;
+	sbx_profile_init_default(&p);
+	sbx_report_init(&r, &p);
+	f = seccomp_init(SCMP_ACT_ALLOW);
+	if (!f || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return 3;
+	rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(keyctl), 0);
+	if (rc == 0)
+		rc = seccomp_load(f);
+	seccomp_release(f);
+	if (rc != 0)
+		return 4;
+	sbx_report_set(&r, SBX_F_SECCOMP, true, false, "claimed");
+	memset(&s, 0, sizeof(s));
+	host_ns(&ctx, c->fd);
+	sbx_canary_run(&p, &s, &ctx, &r);
+	return send_report(c->fd, &r);
+}
+
 static int run_child(bool drop, int (*fn)(void *), struct child *c, struct sbx_report *r)
 {
 	int fds[2], code;
@@ -306,6 +338,18 @@ static int confined_child(void *arg)
 	return send_report(c->fd, &r);
 }
 
+static void test_seccomp_canary_checks_the_rules(void **state)
+{
+	struct child c = { -1, NULL };
+	struct sbx_report r;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(run_child(true, keyctl_only_child, &c, &r), 0);
+	assert_false(r.entry[SBX_F_SECCOMP].verified);
+	assert_detail(&r, SBX_F_SECCOMP, "unshare(0): allowed, not EPERM");
+}
+
 static void test_confined_verifies(void **state)
 {
 	const struct sbx_probe *probe;
@@ -466,6 +510,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unconfined_verifies_nothing),
+		cmocka_unit_test(test_seccomp_canary_checks_the_rules),
 		cmocka_unit_test(test_env_checks_the_programs_environment),
 		cmocka_unit_test_setup_teardown(test_confined_verifies, ws_setup, ws_teardown),
 	};
