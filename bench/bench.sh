@@ -4,9 +4,10 @@
 # bash, bubblewrap and firejail — measured in one run with hyperfine, plus
 # where agent-shell's time goes (decomposition, perf stat, phase timeline).
 #
-# Usage: bench/bench.sh [BUILD_DIR] [syscalls|egress]   (make bench builds
-# first; this builds nothing). With "syscalls", only the per-syscall loops
-# run; with "egress", only the network = proxy throughput and latency.
+# Usage: bench/bench.sh [BUILD_DIR] [syscalls|egress|scale]   (make bench
+# builds first; this builds nothing). With "syscalls", only the per-syscall
+# loops run; with "egress", only the network = proxy throughput and latency;
+# with "scale", only bench/scale.sh (real workloads, concurrent sessions).
 # BASE_BUILD=DIR in the environment: bench/ssh.sh also measures that build's
 # login path, in the same rounds (a before/after comparison).
 # As root the sandboxed commands run as "nobody" (a sandbox for an agent is
@@ -431,6 +432,17 @@ egress_bench() {
 	return 0
 }
 
+# --- sessions at scale and real work: bench/scale.sh ---------------------
+scale_bench() {
+	if ! $is_root; then
+		echo "scale: needs root (a throwaway account); skipped" >>"$notes"
+		return 0
+	fi
+	echo
+	echo "=== real workloads and concurrent sessions (bench/scale.sh)"
+	"$(dirname "$0")/scale.sh" "$build" "$out" || echo "scale: failed" >>"$notes"
+}
+
 # --- preflight: each command once, as the agent; failures are recorded ---
 
 notes="$out/notes.txt"
@@ -442,6 +454,15 @@ if [ "$only" = egress ]; then
 	cp "$out/egress.md" "$out/egress.json" "$notes" "$results/"
 	echo
 	echo "results: $results/ (egress.md, egress.json, notes.txt)"
+	exit 0
+fi
+if [ "$only" = scale ]; then
+	scale_bench
+	[ -s "$notes" ] && { echo; echo "=== notes"; cat "$notes"; }
+	mkdir -p "$results"
+	cp "$out/scale.md" "$out/scale.json" "$notes" "$results/" 2>/dev/null
+	echo
+	echo "results: $results/ (scale.md, scale.json, notes.txt)"
 	exit 0
 fi
 if [ "$only" = syscalls ]; then
@@ -679,11 +700,12 @@ fi
 
 syscall_bench
 egress_bench
+scale_bench
 
 mkdir -p "$results"
 cp "$out/main.json" "$out/main.md" "$out/results.json" "$out/summary.md" "$notes" "$results/"
 for f in firejail.json firejail.md timeline.txt perf-agent-shell.csv perf-bwrap.csv \
-	syscalls.md syscalls.txt ssh.json ssh.md egress.md egress.json; do
+	syscalls.md syscalls.txt ssh.json ssh.md egress.md egress.json scale.md scale.json; do
 	[ -e "$out/$f" ] && cp "$out/$f" "$results/"
 done
 {
@@ -698,4 +720,4 @@ if awk -v a="${load_before%% *}" -v b="${load_after%% *}" -v n="$nproc_n" 'BEGIN
 		"other work competed with this run; re-run on a quiet machine for citable numbers."
 fi
 echo
-echo "results: $results/ (main.json, main.md, results.json, summary.md, timeline.txt, notes.txt, egress.md, egress.json)"
+echo "results: $results/ (main.json, main.md, results.json, summary.md, timeline.txt, notes.txt, egress.md, egress.json, scale.md, scale.json)"
