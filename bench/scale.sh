@@ -13,7 +13,8 @@
 #               bubblewrap (same namespaces and binds as bench.sh's row), as
 #               the same account, round-robin so drift hits every row alike:
 #               compiling a small generated C project (make -B, 24 files) and
-#               `git status` on a committed tree of 3000 files.
+#               `git status` on a committed tree of 3000 files (a copy per
+#               wrapper, see make_repo).
 #
 # Usage: bench/scale.sh BUILD_DIR OUT_DIR [concurrency|workloads]   (root)
 # Creates one account (uid 65000-65499, removed on exit) and a scratch
@@ -218,8 +219,15 @@ EOF
 	chown -R "$user:$user" "$p"
 }
 
+# A committed tree of 3000 files, one copy per wrapper: git's index keeps
+# each file's stat data, and a status run under one wrapper after another
+# found it changed and rewrote the index every time (refresh 22-27 ms
+# instead of 3), so a shared repository measured the alternation, not the
+# wrapper. Each row gets its own copy, refreshed once, a second after the
+# commit (entries as new as the index are "racily clean" and are hashed
+# on every status until the index is written again later).
 make_repo() {
-	local r=$ws/repo
+	local r=$ws/repo-$1
 	mkdir -p "$r"
 	python3 - "$r" <<'PY'
 import os, sys
@@ -233,6 +241,8 @@ PY
 	chown -R "$user:$user" "$r"
 	"${as_user[@]}" "${user_env[@]}" sh -c "cd '$r' && git init -q && git add -A &&
 		git -c user.name=bench -c user.email=bench@localhost commit -qm tree" || return 1
+	sleep 1.1
+	"${as_user[@]}" "${user_env[@]}" "${@:2}" git -C "$r" update-index -q --really-refresh || return 1
 }
 
 workloads() {
@@ -241,12 +251,13 @@ workloads() {
 		return 1
 	fi
 	make_project
-	make_repo || { echo "scale: cannot make the git tree" >&2; return 1; }
 	local bw=(bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc
 		--tmpfs /tmp --bind "$ws" "$ws" --new-session)
 	local sb=("$shell_bin" --run --workspace "$ws" --)
+	make_repo plain && make_repo agent-shell "${sb[@]}" && make_repo bwrap "${bw[@]}" ||
+		{ echo "scale: cannot make the git trees" >&2; return 1; }
 	local -a names=(compile git_status)
-	local -a cmds=("make -s -B -C $ws/proj" "git -C $ws/repo status --porcelain")
+	local -a cmds=("make -s -B -C $ws/proj" "git -C $ws/repo-@ status --porcelain")
 	local -a wrap=(plain agent-shell bwrap)
 	local raw=$dir/work.txt k w r t0 t1
 	: >"$raw"
@@ -262,7 +273,7 @@ workloads() {
 				esac
 				t0=$(date +%s%N)
 				# shellcheck disable=SC2086
-				"${as_user[@]}" "${user_env[@]}" "${pre[@]}" ${cmds[k]} >/dev/null 2>>"$dir/work.err" ||
+				"${as_user[@]}" "${user_env[@]}" "${pre[@]}" ${cmds[k]//@/${wrap[w]}} >/dev/null 2>>"$dir/work.err" ||
 					echo "scale: ${names[k]} under ${wrap[w]} failed: $(tail -c 200 "$dir/work.err")" >&2
 				t1=$(date +%s%N)
 				echo "${names[k]} ${wrap[w]} $(((t1 - t0) / 1000))" >>"$raw"
