@@ -12,7 +12,7 @@
 #  workloads    two real jobs, each plain, inside agent-shell and inside
 #               bubblewrap (same namespaces and binds as bench.sh's row), as
 #               the same account, round-robin so drift hits every row alike:
-#               compiling a small generated C project (make -B, 24 files) and
+#               compiling a small generated C project (make -B, 25 files) and
 #               `git status` on a committed tree of 3000 files (a copy per
 #               wrapper, see make_repo).
 #
@@ -194,7 +194,7 @@ PY
 	echo >>"$md"
 }
 
-# A small C project: 24 files of a few functions each, and a Makefile.
+# A small C project: 24 files of a few functions each, a main.c and a Makefile.
 make_project() {
 	local p=$ws/proj i
 	mkdir -p "$p"
