@@ -577,9 +577,9 @@ struct sbx_seccomp_opts {
 	 * allowed on the caller only (pid 0). */
 	bool host_pids;
 	int notify_fd;
-	/* The program sbx_seccomp_prepare emitted, prog_len 0 until then.
-	 * The largest, every option on, is about 200 instructions; a longer
-	 * one is an error (E2BIG), not a truncation. */
+	/* The program sbx_seccomp_prepare emitted, prog_len 0 until then:
+	 * 362-500 instructions by the options; a longer one than this array
+	 * is an error (E2BIG), not a truncation. */
 	struct sock_filter prog[SBX_SECCOMP_MAX_INSNS];
 	size_t prog_len;
 	/* Optional output (may be NULL): refused syscalls this arch does not

@@ -160,6 +160,33 @@ struct job {
 	struct seccomp_notif req;
 };
 
+/* The notification ioctls (linux/seccomp.h). The id is still valid while
+ * the caller waits in the syscall it was sent for. */
+static int notif_id_valid(int listener, uint64_t id)
+{
+	return ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0 ? 0 : -1;
+}
+
+static void notif_send(int listener, struct seccomp_notif_resp *resp)
+{
+	while (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp) != 0 && errno == EINTR)
+		;
+}
+
+/*
+ * What the supervisor reads of the caller by pid (its memory, /proc/<pid>/
+ * cwd and status) is the caller's only if the caller still waits in the
+ * notified call afterwards: a pidfd keeps the task's record, not its pid
+ * number, and a pid freed by a dying thread can be handed to another
+ * process of the uid within the window (seccomp_unotify(2)). So each such
+ * read is followed by this check before anything is decided on it:
+ * 0 while valid, 1 ("the caller is gone, send no answer") otherwise.
+ */
+static int caller_still_waiting(const struct job *j)
+{
+	return notif_id_valid(j->listener, j->req.id) == 0 ? 0 : 1;
+}
+
 static volatile int n_threads;
 
 static int read_remote(pid_t pid, uint64_t addr, void *buf, size_t len)
@@ -230,6 +257,9 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 	pin = pin_as_caller(pid, path, 0, real, sizeof(real));
 	if (pin < 0)
 		return pin;
+	r = caller_still_waiting(j);	/* its cwd was the caller's */
+	if (r)
+		goto out;
 	if (fstat(pin, &st) != 0) {
 		r = -EACCES;
 		goto out;
@@ -312,6 +342,9 @@ static int bind_pathname(const struct job *j, pid_t pid, int sfd,
 	pin = pin_as_caller(pid, dir, O_DIRECTORY, real, sizeof(real));
 	if (pin < 0)
 		return pin;
+	r = caller_still_waiting(j);	/* its cwd and umask were the caller's */
+	if (r)
+		goto out;
 	if (sbx_snprintf(target, sizeof(target), "%s%s%s", real,
 			 strcmp(real, "/") != 0 ? "/" : "", base) != 0) {
 		r = -ENAMETOOLONG;
@@ -407,19 +440,6 @@ static int decide_bind(const struct job *j, pid_t pid, int sfd, int domain,
 	return bind_pathname(j, pid, sfd, sun, len);
 }
 
-/* The notification ioctls (linux/seccomp.h). The id is still valid while
- * the caller waits in the syscall it was sent for. */
-static int notif_id_valid(int listener, uint64_t id)
-{
-	return ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0 ? 0 : -1;
-}
-
-static void notif_send(int listener, struct seccomp_notif_resp *resp)
-{
-	while (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp) != 0 && errno == EINTR)
-		;
-}
-
 /* connect(fd, addr, len) or bind(fd, addr, len) of the caller, done here.
  * The result, or 1 when the caller is gone (no answer to send). */
 static int handle_call(const struct job *j)
@@ -438,7 +458,9 @@ static int handle_call(const struct job *j)
 		return notif_id_valid(j->listener, req->id) == 0 ? -EACCES : 1;
 	}
 	/* The pid named the caller when the notice was sent: is it still
-	 * that one (not a recycled pid) now that the pidfd pins it? */
+	 * that one (not a recycled pid) now that the pidfd is open? The
+	 * pidfd then names that task for pidfd_getfd; reads by pid are
+	 * checked again after each (caller_still_waiting). */
 	if (notif_id_valid(j->listener, req->id) != 0) {
 		close(pidfd);
 		return 1;
@@ -455,6 +477,8 @@ static int handle_call(const struct job *j)
 	}
 	memset(&ss, 0, sizeof(ss));
 	r = read_remote(pid, req->data.args[1], &ss, len);
+	if (r == 0)
+		r = caller_still_waiting(j);	/* the address was the caller's */
 	if (r)
 		goto out;
 	if (getsockopt(sfd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) != 0) {

@@ -1053,7 +1053,9 @@ static void test_filter_shape(void **state)
  * argument for is decided on its number alone; one that has argument
  * rules gets every value of a pool (each constant a rule compares, its
  * neighbours, its high-bit twin, the extremes) in each argument alone,
- * then random vectors from that pool.
+ * random vectors from that pool, every pair of the first four arguments,
+ * and every constant either program compares or masks with (its
+ * neighbours, three high words) in each of the six arguments alone.
  */
 static uint64_t xorshift(uint64_t *s)
 {
@@ -1080,6 +1082,45 @@ static void same_decision(const struct sbx_seccomp_opts *mine, const struct sbx_
 			 b.ret, shape_opts_str(mine, desc, sizeof(desc)));
 }
 
+/* Every constant a program compares or masks with, its neighbours, and
+ * each with a high word of 0, 1 or all ones: the values a future rule adds
+ * reach the comparison without anyone updating a pool by hand. */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static size_t program_values(const struct sock_filter *f, size_t n, uint64_t *out, size_t max,
+			     size_t have)
+{
+	static const uint64_t his[] = { 0, 1ULL << 32, 0xffffffff00000000ULL };
+
+	for (size_t pc = 0; pc < n; pc++) {
+		uint16_t c = f[pc].code;
+
+		if (!((BPF_CLASS(c) == BPF_JMP && BPF_OP(c) != BPF_JA && BPF_SRC(c) == BPF_K) ||
+		      c == (BPF_ALU | BPF_AND | BPF_K)))
+			continue;
+		for (int d = -1; d <= 1; d++)
+			for (size_t h = 0; h < ARRAY_SIZE(his) && have < max; h++)
+				out[have++] = his[h] | (uint32_t)(f[pc].k + (uint32_t)d);
+	}
+	return have;
+}
+
+static size_t unique_values(uint64_t *v, size_t n)
+{
+	size_t k = 0;
+
+	qsort(v, n, sizeof(*v), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || v[k - 1] != v[i])
+			v[k++] = v[i];
+	return k;
+}
+
 #define SAME_RANDOM 6000
 
 static void test_same_as_reference(void **state)
@@ -1102,6 +1143,8 @@ static void test_same_as_reference(void **state)
 		0xffffffff00000000ULL, UINT64_MAX, UINT64_MAX - 1,
 	};
 	static uint64_t pool[3 * ARRAY_SIZE(base)];
+	static uint64_t derived[8192];
+	size_t nder;
 	static struct sbx_seccomp_opts mine, ref;
 	struct seccomp_data d;
 	struct bpf_walk a, b;
@@ -1141,6 +1184,10 @@ static void test_same_as_reference(void **state)
 			fail_msg("sbx_seccomp_prepare: %s", err.msg);
 		if (sbx_seccomp_ref_prepare(&ref, &err) != 0)
 			fail_msg("sbx_seccomp_ref_prepare: %s", err.msg);
+		nder = program_values(mine.prog, mine.prog_len, derived, ARRAY_SIZE(derived), 0);
+		nder = program_values(ref.prog, ref.prog_len, derived, ARRAY_SIZE(derived), nder);
+		assert_true(nder < ARRAY_SIZE(derived));
+		nder = unique_values(derived, nder);
 		for (uint32_t nr = 0; nr <= SBX_SECCOMP_NR_CUTOFF + 10; nr++)
 			nrs[n_nrs++] = nr;
 		for (size_t i = 0; i < ARRAY_SIZE(extra_nrs); i++)
@@ -1168,6 +1215,13 @@ static void test_same_as_reference(void **state)
 			}
 			if (a.first_arg == SHAPE_NONE && b.first_arg == SHAPE_NONE)
 				continue;
+			/* the programs' own constants, in each argument alone */
+			for (int i = 0; i < 6; i++)
+				for (size_t x = 0; x < nder; x++) {
+					memset(d.args, 0, sizeof(d.args));
+					d.args[i] = derived[x];
+					same_decision(&mine, &ref, &d, &checked);
+				}
 			/* every pair of the first four arguments, over the base pool:
 			 * the rules compare at most two arguments. For the options
 			 * that shape socket's rules, and all of them on. */
