@@ -219,13 +219,14 @@ EOF
 	chown -R "$user:$user" "$p"
 }
 
-# A committed tree of 3000 files, one copy per wrapper: git's index keeps
-# each file's stat data, and a status run under one wrapper after another
-# found it changed and rewrote the index every time (refresh 22-27 ms
-# instead of 3), so a shared repository measured the alternation, not the
-# wrapper. Each row gets its own copy, refreshed once, a second after the
-# commit (entries as new as the index are "racily clean" and are hashed
-# on every status until the index is written again later).
+# A committed tree of 3000 files, one copy per wrapper: with one shared
+# repository most status runs refreshed and rewrote the whole index
+# (refresh 22-27 ms instead of 3; the cause was not established: a small
+# tree alternated by hand between plain, bwrap and agent-shell kept its
+# index), so the rows measured that, not the wrapper. Each row gets its
+# own copy, refreshed once, a second after the commit (entries as new as
+# the index are "racily clean" and are hashed on every status until the
+# index is written again later).
 make_repo() {
 	local r=$ws/repo-$1
 	mkdir -p "$r"
