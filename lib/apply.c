@@ -375,8 +375,8 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 	/* 7. Landlock at the best ABI the kernel offers. */
 	worker_landlock(&pl->d, &pl->landlock, r);
 
-	/* The filter is built now, loaded at 9: libseccomp exports it through
-	 * an fd, which a profile's nofile or fsize limit could refuse. */
+	/* The filter is emitted now (no fd, no allocation: lib/seccomp.c),
+	 * loaded at 9. */
 	if (sbx_seccomp_prepare(&pl->seccomp, &err) != 0)
 		die("seccomp", &err);
 	/* 8. rlimits (core 0 always). */
