@@ -237,14 +237,8 @@ syscall_bench() {
 EGRESS_RUNS=${EGRESS_RUNS:-7}
 EGRESS_BYTES=${EGRESS_BYTES:-1073741824}
 EGRESS_CONNS=${EGRESS_CONNS:-200}
-# A uid (and gid) in 65000-65499 that nothing uses.
-free_id() {
-	local u=$((65000 + RANDOM % 400))
-	while getent passwd "$u" >/dev/null || getent group "$u" >/dev/null; do
-		u=$((u + 1))
-	done
-	echo "$u"
-}
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
 egress_bench() {
 	local eg_src="$build/bench/egress" daemon="$build/agent-sandbox-egressd"
 	local testable="$build/tests/agent-shell-testable" dir="$scratch/egress"

@@ -38,13 +38,8 @@ for t in jq setpriv python3; do
 	command -v "$t" >/dev/null 2>&1 || { echo "scale: $t is required" >&2; exit 1; }
 done
 
-free_id() {
-	local u=$((65000 + RANDOM % 400))
-	while getent passwd "$u" >/dev/null || getent group "$u" >/dev/null; do
-		u=$((u + 1))
-	done
-	echo "$u"
-}
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
 
 dir=$(mktemp -d /var/tmp/agent-sandbox-scale.XXXXXX) || exit 1
 chmod 0755 "$dir"
