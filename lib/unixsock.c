@@ -416,8 +416,6 @@ static int caller_pidfd(pid_t tid)
 	return tgid > 0 ? (int)syscall(SYS_pidfd_open, tgid, 0) : -1;
 }
 
-
-
 /* bind() of the caller (only without a private network namespace, where
  * abstract names are the host's): abstract names refused, an autobind
  * (the kernel picks a random name no host client expects) and a pathname
@@ -455,13 +453,13 @@ static int handle_call(const struct job *j)
 	pidfd = caller_pidfd(pid);
 	if (pidfd < 0) {
 		/* Gone, or no way to reach it: a refusal, never a hang. */
-		return notif_id_valid(j->listener, req->id) == 0 ? -EACCES : 1;
+		return caller_still_waiting(j) ? 1 : -EACCES;
 	}
 	/* The pid named the caller when the notice was sent: is it still
 	 * that one (not a recycled pid) now that the pidfd is open? The
 	 * pidfd then names that task for pidfd_getfd; reads by pid are
 	 * checked again after each (caller_still_waiting). */
-	if (notif_id_valid(j->listener, req->id) != 0) {
+	if (caller_still_waiting(j)) {
 		close(pidfd);
 		return 1;
 	}
