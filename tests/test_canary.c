@@ -115,6 +115,24 @@ static int unconfined_child(void *arg)
 	return send_report(c->fd, &r);
 }
 
+/* A filter refusing keyctl with EPERM, and unshare too if asked: the
+ * seccomp canary's two calls. Needs no_new_privs. 0, or -1. */
+static int seccomp_deny_keyctl(bool and_unshare)
+{
+	scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
+	int rc = -1;
+
+	if (!f)
+		return -1;
+	if ((!and_unshare ||
+	     seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0) == 0) &&
+	    seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(keyctl), 0) == 0 &&
+	    seccomp_load(f) == 0)
+		rc = 0;
+	seccomp_release(f);
+	return rc;
+}
+
 /* A filter is loaded (Seccomp: 2) but refuses only keyctl: the seccomp
  * canary must find unshare allowed, not take the mode for the rules. */
 static int keyctl_only_child(void *arg)
@@ -124,21 +142,14 @@ static int keyctl_only_child(void *arg)
 	struct sbx_session s;
 	struct sbx_profile p;
 	struct sbx_report r;
-	scmp_filter_ctx f;
-	int rc;
 
 	if (hygiene(c->fd))
 		return 2;
 	sbx_profile_init_default(&p);
 	sbx_report_init(&r, &p);
-	f = seccomp_init(SCMP_ACT_ALLOW);
-	if (!f || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		return 3;
-	rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(keyctl), 0);
-	if (rc == 0)
-		rc = seccomp_load(f);
-	seccomp_release(f);
-	if (rc != 0)
+	if (seccomp_deny_keyctl(false) != 0)
 		return 4;
 	sbx_report_set(&r, SBX_F_SECCOMP, true, false, "claimed");
 	memset(&s, 0, sizeof(s));
@@ -283,20 +294,6 @@ static int readonly_bind(const char *dir)
 	return mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | locked, NULL);
 }
 
-static int seccomp_deny_unshare_keyctl(void)
-{
-	scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
-	int rc = -1;
-
-	if (!f)
-		return -1;
-	if (seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0) == 0 &&
-	    seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(keyctl), 0) == 0 &&
-	    seccomp_load(f) == 0)
-		rc = 0;
-	seccomp_release(f);
-	return rc;
-}
 
 static int confined_child(void *arg)
 {
@@ -322,7 +319,7 @@ static int confined_child(void *arg)
 		return 5;
 	if (landlock_workspace_only(c->workspace) != 0)
 		return 6;
-	if (seccomp_deny_unshare_keyctl() != 0)
+	if (seccomp_deny_keyctl(true) != 0)
 		return 7;
 	sbx_report_set(&r, SBX_F_USERNS, true, false, "unshared");
 	sbx_report_set(&r, SBX_F_NETNS, true, false, "unshared");

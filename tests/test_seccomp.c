@@ -947,6 +947,18 @@ static const char *shape_opts_str(const struct sbx_seccomp_opts *o, char *buf, s
 	return buf;
 }
 
+/* The options a profile can produce, one bit each. */
+static void opts_from_bits(struct sbx_seccomp_opts *o, unsigned int bits)
+{
+	memset(o, 0, sizeof(*o));
+	o->network_denied = bits & 1;
+	o->inet_denied = bits & 2;
+	o->gated = bits & 4;
+	o->unix_notify = bits & 8;
+	o->unix_bind_notify = bits & 16;
+	o->host_pids = bits & 32;
+}
+
 static void test_filter_shape(void **state)
 {
 	/* hot syscalls without argument rules: cached in every profile */
@@ -977,13 +989,7 @@ static void test_filter_shape(void **state)
 		struct sbx_error err = { 0 };
 		unsigned int n_cached = 0;
 
-		memset(&o, 0, sizeof(o));
-		o.network_denied = bits & 1;
-		o.inet_denied = bits & 2;
-		o.gated = bits & 4;
-		o.unix_notify = bits & 8;
-		o.unix_bind_notify = bits & 16;
-		o.host_pids = bits & 32;
+		opts_from_bits(&o, bits);
 		if (sbx_seccomp_prepare(&o, &err) != 0)
 			fail_msg("sbx_seccomp_prepare(%s): %s",
 				 shape_opts_str(&o, desc, sizeof(desc)), err.msg);
@@ -1172,13 +1178,7 @@ static void test_same_as_reference(void **state)
 		uint32_t nrs[SBX_SECCOMP_NR_CUTOFF + 11 + ARRAY_SIZE(extra_nrs)];
 		size_t n_nrs = 0;
 
-		memset(&mine, 0, sizeof(mine));
-		mine.network_denied = bits & 1;
-		mine.inet_denied = bits & 2;
-		mine.gated = bits & 4;
-		mine.unix_notify = bits & 8;
-		mine.unix_bind_notify = bits & 16;
-		mine.host_pids = bits & 32;
+		opts_from_bits(&mine, bits);
 		ref = mine;
 		if (sbx_seccomp_prepare(&mine, &err) != 0)
 			fail_msg("sbx_seccomp_prepare: %s", err.msg);
