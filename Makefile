@@ -42,10 +42,12 @@ ALL_CFLAGS  := $(BASE) $(OPT) $(WARN) $(CFLAGS)
 # includes it (and a deleted header does not break the build: -MP).
 DEPFLAGS    := -MMD -MP
 HARDEN_LD   := -Wl,-z,relro -Wl,-z,now -Wl,-z,noexecstack $(LDSAN) $(LDFLAGS)
-LIBS        := -lcap
-# libseccomp only for the tests: tests/seccomp_ref.c (the reference filter)
-# and testlib's own filter. lib/seccomp.c emits its BPF itself.
-TEST_LIBS   := $(LIBS) -lseccomp
+# Nothing beyond libc at run time: lib/seccomp.c emits its BPF itself and
+# lib/caps.c calls capset(2) itself. libseccomp and libcap are for the tests:
+# tests/seccomp_ref.c (the reference filter), testlib's own filter, and
+# test_caps's independent reading of the capability sets.
+LIBS        :=
+TEST_LIBS   := $(LIBS) -lseccomp -lcap
 
 LIB_SRCS   := $(sort $(wildcard lib/*.c))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)

@@ -96,8 +96,8 @@ dep_app=$(shlibdeps "$abs/agent-sandbox/usr/lib/agent-sandbox/agent-shell" \
 	"$abs/agent-sandbox/usr/sbin/agent-sandbox-egressd" \
 	"$abs/agent-sandbox/$libdir/security/pam_agent_sandbox.so")
 dep_lib=$(shlibdeps "$abs/libsbx0/$libdir/libsbx.so.0")
-[ -n "$dep_app" ] || dep_app="libc6, libpam0g, libcap2"
-[ -n "$dep_lib" ] || dep_lib="libc6, libcap2"
+[ -n "$dep_app" ] || dep_app="libc6, libpam0g"
+[ -n "$dep_lib" ] || dep_lib="libc6"
 
 for pkg in agent-sandbox libsbx0 libsbx-dev; do
 	root=$out/$pkg
