@@ -342,8 +342,12 @@ int sbx_open_regular_at(int dirfd, const char *name, int flags, mode_t mode, boo
 		close(fd);
 		return -EINVAL;
 	}
+	/* A file that is already empty (the usual case: a name of its own,
+	 * just made) is not truncated: on ext4 a truncate to 0 marks the file
+	 * for writeback at close (auto_da_alloc), which made the outer process
+	 * wait for the disk at the end of every session. */
 	if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
-	    (trunc && ftruncate(fd, 0) != 0)) {
+	    (trunc && st.st_size != 0 && ftruncate(fd, 0) != 0)) {
 		e = errno;
 		close(fd);
 		return -e;
