@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -225,9 +226,9 @@ static void kill_descendants(int reserve)
  *            it SBX_SESSION_GRACE seconds later if it is still there (a
  *            program may ignore SIGHUP; the init may be stuck writing to a
  *            terminal nobody reads). The kill goes to the child itself: the
- *            setup process, whose death takes the init (PR_SET_PDEATHSIG)
- *            and with it the whole pid namespace; without namespaces the
- *            worker, and then every descendant.
+ *            init, whose death ends the whole pid namespace (or the setup
+ *            process, whose death takes the init: PR_SET_PDEATHSIG);
+ *            without namespaces the worker, and then every descendant.
  */
 struct supervise_opts {
 	bool as_init;
@@ -246,6 +247,11 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 	sigset_t set, old;
 	int sfd, status = 0, code = 255, timer_stage = 0;
 	int children_fd = o->subreaper ? children_open() : -1;
+	/* The child's end is seen on its pidfd too: a caller's other thread
+	 * that does not block SIGCHLD takes the signal (it is the process's,
+	 * and goes to any thread not blocking it), and the signalfd would
+	 * then wait for good. -1 without pidfd_open (Linux < 5.3). */
+	int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
 	bool done = false, in_open = relay != NULL, master_open = relay != NULL;
 
 	supervised_set(&set);
@@ -281,18 +287,22 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 			break;
 		if (p < 0 && errno == ECHILD)	/* the child is not ours */
 			break;
-		if (in_open || master_open) {
-			struct pollfd pf[3] = {
+		if (in_open || master_open || pidfd >= 0) {
+			struct pollfd pf[4] = {
 				{ .fd = sfd, .events = POLLIN },
 				{ .fd = in_open ? relay->in_fd : -1, .events = POLLIN },
 				{ .fd = master_open ? relay->master : -1, .events = POLLIN },
+				{ .fd = pidfd, .events = POLLIN },
 			};
 
-			if (poll(pf, 3, -1) < 0) {
+			if (poll(pf, 4, -1) < 0) {
 				if (errno == EINTR)
 					continue;
 				break;
 			}
+			/* The child has ended: reaped at the top of the loop. */
+			if (pf[3].revents & POLLIN)
+				continue;
 			/* A pending signal first: a resize is signalled before
 			 * the bytes typed after it arrive, and must reach the
 			 * pty before they do. The bytes wait one turn. */
@@ -341,6 +351,9 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 		}
 	}
 	close(sfd);
+	if (pidfd >= 0)
+		close(pidfd);
+	pidfd = -1;
 	if (relay && master_open)
 		relay_drain(relay);
 	if (relay)
@@ -366,6 +379,8 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 		children_fd = -1;
 	}
 out:
+	if (pidfd >= 0)
+		close(pidfd);
 	if (children_fd >= 0)
 		close(children_fd);
 	(void)sigprocmask(SIG_SETMASK, &old, NULL);

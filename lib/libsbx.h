@@ -14,7 +14,11 @@
  *
  * Threads: a run forks, and the kernel probe is cached per process on first
  * use. Call the library from one thread at a time; handles are not shared
- * between threads without a lock of the caller's.
+ * between threads without a lock of the caller's. A run from a process
+ * with other threads works (it takes a slower way into the namespaces),
+ * but signals sent to the process during the run (SIGHUP, SIGINT, SIGTERM,
+ * SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM) reach the session
+ * only if every other thread blocks them.
  */
 #ifndef LIBSBX_H
 #define LIBSBX_H
