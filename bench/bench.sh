@@ -642,7 +642,7 @@ fi
 # microseconds per event, unlike strace): median over 15 runs of the time
 # since agent-shell's exec at which each phase ends.
 tp_events=(sched:sched_process_exec sched:sched_process_fork sched:sched_process_exit
-	syscalls:sys_exit_unshare syscalls:sys_enter_mount
+	syscalls:sys_enter_mount
 	syscalls:sys_enter_landlock_restrict_self syscalls:sys_enter_seccomp
 	syscalls:sys_exit_seccomp syscalls:sys_enter_exit_group)
 # One run's perf script (comm,pid,time,event,trace) -> "label|ms since exec".
@@ -654,14 +654,12 @@ t0 == "" { next }
 ev == "sched:sched_process_fork" {
 	match($0, /child_pid=[0-9]+/); child = substr($0, RSTART + 10, RLENGTH - 10)
 	if (pid == outer && probe == "") { probe = child; mark("a start-up: loader, NSS, config, profile -> fork the probe child", t) }
-	else if (pid == outer && setup == "") { setup = child; mark("c outer: session plans -> fork the setup child", t) }
-	else if (pid == setup && init == "") { init = child; mark("e setup: fork PID-1 init", t) }
-	else if (pid == init && wk == "") { wk = child; mark("g init: mount view built -> fork the worker", t) }
+	else if (pid == outer && init == "") { init = child; mark("c outer: session plans -> clone the init into its namespaces", t) }
+	else if (pid == init) { kid[child] = 1; mark("g init: mount view built -> fork the unix supervisor and the worker", t) }
 }
 ev == "sched:sched_process_exit" && pid == probe { mark("b kernel probe child (unshare each namespace, one netns) exits", t) }
-ev == "syscalls:sys_exit_unshare" && pid == setup { nu++; if (nu == 2) mark("d setup: unshare user, then mnt+pid+net+ipc+uts+cgroup", t) }
-ev == "syscalls:sys_enter_mount" && pid == init { mark("f init: lo up -> first mount", t) }
-ev == "syscalls:sys_enter_landlock_restrict_self" && pid == wk { mark("h worker: caps dropped+verified, NNP, Landlock ruleset -> restrict_self", t) }
+ev == "syscalls:sys_enter_mount" && pid == init { mark("f init: its uid map, lo up -> first mount", t) }
+ev == "syscalls:sys_enter_landlock_restrict_self" && (pid in kid) { wk = pid; mark("h worker: caps dropped+verified, NNP, Landlock ruleset -> restrict_self", t) }
 ev == "syscalls:sys_enter_seccomp" && pid == wk && /op: 0x00000001, flags: 0x[0-9a-f]*, uargs: 0x[0-9a-f]*[1-9a-f]/ { want_sc = 1 }
 ev == "syscalls:sys_exit_seccomp" && pid == wk && want_sc { want_sc = 0; mark("i worker: rlimits, fds, the filter emitted + loaded", t) }
 ev == "sched:sched_process_exec" && pid == wk { mark("l worker: report to outer -> exec the command", t) }

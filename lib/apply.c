@@ -8,12 +8,17 @@
  *
  *   outer   agent uid, host namespaces, never confined, never execs.
  *           Keeps the read end of the report pipe, calls on_report, waits.
- *     setup   userns (own uid mapped to itself) + mount/pid/ipc/uts/cgroup
- *             [+net] namespaces; forks init, then only waits and forwards.
- *       init  PID 1 of the new pid namespace: lo up, mount view, forks the
- *             worker, drops its own capabilities, reaps and forwards.
- *         worker  caps dropped and proven, no_new_privs, Landlock, rlimits,
- *                 seccomp (last), canaries, report, floor, exec.
+ *     init  cloned into a new userns (own uid mapped to itself, maps written
+ *           by itself) + mount/pid/ipc/uts/cgroup [+net] namespaces. PID 1
+ *           of the new pid namespace: lo up, mount view, forks the unix
+ *           supervisor and the worker, drops its own capabilities, reaps
+ *           and forwards.
+ *       worker  caps dropped and proven, no_new_privs, Landlock, rlimits,
+ *               seccomp (last), canaries, report, floor, exec.
+ *
+ * A proxy session, or a caller with threads, has a setup process between
+ * the outer and the init instead (clone_init_safe says why): it enters the
+ * namespaces with unshare(2), forks the init, then only waits and forwards.
  *
  * Without user namespaces the outer forks the worker directly: no
  * namespaces and no mount view, so the report says degraded and why.
@@ -29,6 +34,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/single_threaded.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -511,7 +517,76 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 	_exit(sbx_init_supervise(child));
 }
 
-/* The setup process: enters the namespaces, forks init, waits. */
+/* What the setup process, or the init cloned into them, entered. */
+static void report_namespaces(const struct plans *pl, struct sbx_report *r, uid_t uid)
+{
+	sbx_report_set(r, SBX_F_USERNS, true, false, "uid %u mapped to itself; setgroups denied",
+		       (unsigned)uid);
+	sbx_report_set(r, SBX_F_MOUNTNS, true, false, "private, no propagation to the host");
+	sbx_report_set(r, SBX_F_PIDNS, true, false, "the program is never PID 1");
+	sbx_report_set(r, SBX_F_IPCNS, pl->d.ipcns, false, "%s", pl->d.ipcns ?
+		       "private SysV IPC and POSIX queues" : "IPC namespaces unavailable");
+	sbx_report_set(r, SBX_F_UTSNS, pl->d.utsns, false, "%s", pl->d.utsns ?
+		       "private hostname" : "UTS namespaces unavailable");
+	sbx_report_set(r, SBX_F_CGROUPNS, pl->d.cgroupns, false, "%s", pl->d.cgroupns ?
+		       "private cgroup root" : "cgroup namespaces unavailable");
+	if (pl->ns_flags & CLONE_NEWNET)
+		sbx_report_set(r, SBX_F_NETNS, true, false, "only a private loopback");
+}
+
+/*
+ * The usual way in: the outer process clones the init straight into a new
+ * user namespace and every other one (clone(2) with CLONE_NEWUSER and the
+ * plan's flags), so the session is the outer process and the init, with
+ * nothing between them. The init writes its own maps, with the outer's ids
+ * read before the clone (inside, unmapped ids read as the overflow id).
+ *
+ * Its /proc/self/uid_map belongs to root while it is not dumpable (it is
+ * born not dumpable: the outer is not), so it is dumpable for the few
+ * system calls that write the maps. Nothing of the session runs yet: the
+ * window is open only to another process of the same uid in the host pid
+ * namespace. Not dumpable from then on: the sandboxed program runs as the
+ * same uid in the same user namespace and could otherwise open the init's
+ * /proc/<pid>/mem where no Landlock domain stops it (a ptrace access check
+ * needs a dumpable target or CAP_SYS_PTRACE where the target's memory was
+ * made, which is the host's user namespace).
+ */
+static void __attribute__((noreturn)) init_cloned(const struct sbx_run *run, struct plans *pl,
+						  struct sbx_report *r, int report_fd,
+						  uid_t outer_uid, gid_t outer_gid)
+{
+	const struct sbx_session *s = run->session;
+	struct sbx_error err = { 0 };
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		die_errno("prctl(PR_SET_PDEATHSIG)");
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+		die_errno("prctl(PR_SET_DUMPABLE, 1)");
+	if (sbx_userns_write_maps(s->uid, s->gid, outer_uid, outer_gid, &err) != 0)
+		die("user namespace", &err);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		die_errno("prctl(PR_SET_DUMPABLE, 0)");
+	if ((pl->ns_flags & CLONE_NEWNET) && sbx_net_lo_up(&err) != 0)
+		die("network namespace", &err);
+	report_namespaces(pl, r, s->uid);
+	init_main(run, pl, r, report_fd);
+}
+
+/* A proxy session needs the setup process (its bridge is forked between
+ * the network namespace and the rest). So does a caller with threads:
+ * glibc's fork handlers do not run in a raw clone (sbx_ns_clone), and a
+ * lock another thread held then would be held in the init for good.
+ * __libc_single_threaded errs on the safe side: once false, it stays so. */
+static bool clone_init_safe(const struct plans *pl)
+{
+	return !pl->d.egress && __libc_single_threaded;
+}
+
+/*
+ * The setup process, for the sessions clone_init_safe() turns away: enters
+ * the namespaces one by one, forks the init, waits. Dumpable while it
+ * writes its maps, as the cloned init is (above).
+ */
 static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, struct plans *pl,
 						 struct sbx_report *r, int report_fd)
 {
@@ -521,26 +596,14 @@ static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, stru
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		die_errno("prctl(PR_SET_PDEATHSIG)");
-	/*
-	 * /proc/self/uid_map of a non-dumpable process belongs to root, so
-	 * the map can only be written while dumpable. Nothing of this session
-	 * runs yet: the window is open only to another process of the same uid
-	 * in the host pid namespace, for the few syscalls until it closes.
-	 */
 	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
 		die_errno("prctl(PR_SET_DUMPABLE, 1)");
 	if (sbx_userns_enter(s->uid, s->gid, &err) != 0)
 		die("user namespace", &err);
 	/* Not dumpable from here on, and so neither is the init forked
-	 * below: the sandboxed program runs as the same uid in the same user
-	 * namespace, and could otherwise open /proc/<pid>/mem of either
-	 * where no Landlock domain stops it (a ptrace access check needs a
-	 * dumpable target or CAP_SYS_PTRACE where the target's memory was
-	 * made, which is the host's user namespace). */
+	 * below (init_cloned says why). */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
 		die_errno("prctl(PR_SET_DUMPABLE, 0)");
-	sbx_report_set(r, SBX_F_USERNS, true, false, "uid %u mapped to itself; setgroups denied",
-		       (unsigned)s->uid);
 	/* network = proxy: the bridge goes into the network namespace alone,
 	 * before the pid and mount namespaces (lib/egress_bridge.c). */
 	if (pl->d.egress) {
@@ -564,16 +627,7 @@ static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, stru
 		die("namespaces", &err);
 	if ((pl->ns_flags & CLONE_NEWNET) && !pl->d.egress && sbx_net_lo_up(&err) != 0)
 		die("network namespace", &err);
-	sbx_report_set(r, SBX_F_MOUNTNS, true, false, "private, no propagation to the host");
-	sbx_report_set(r, SBX_F_PIDNS, true, false, "the program is never PID 1");
-	sbx_report_set(r, SBX_F_IPCNS, pl->d.ipcns, false, "%s", pl->d.ipcns ?
-		       "private SysV IPC and POSIX queues" : "IPC namespaces unavailable");
-	sbx_report_set(r, SBX_F_UTSNS, pl->d.utsns, false, "%s", pl->d.utsns ?
-		       "private hostname" : "UTS namespaces unavailable");
-	sbx_report_set(r, SBX_F_CGROUPNS, pl->d.cgroupns, false, "%s", pl->d.cgroupns ?
-		       "private cgroup root" : "cgroup namespaces unavailable");
-	if (pl->ns_flags & CLONE_NEWNET)
-		sbx_report_set(r, SBX_F_NETNS, true, false, "only a private loopback");
+	report_namespaces(pl, r, s->uid);
 
 	init = fork();
 	if (init < 0)
@@ -878,7 +932,7 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	int ret, status;
 	sigset_t old_mask;
 	struct termios tty_modes;
-	bool mask_saved = false, tty_saved = false, outer_set = false;
+	bool mask_saved = false, tty_saved = false, outer_set = false, direct;
 	int dumpable_before = 1;
 	pid_t child;
 
@@ -959,16 +1013,35 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		goto out;
 	sbx_init_block_signals();
 	/* Point of no return: from here on children never return. */
-	child = fork();
-	if (child < 0) {
-		ret = sbx_error_set(err, errno, "fork: %s", strerror(errno));
-		goto out;
-	}
-	if (child == 0) {
-		close(pipefd[0]);
-		if (pl->userns)
-			setup_main(run, pl, r, pipefd[1]);
-		worker(run, pl, r, pipefd[1]);
+	direct = pl->userns && clone_init_safe(pl);
+	if (direct) {
+		uid_t outer_uid = geteuid();
+		gid_t outer_gid = getegid();
+		struct sbx_error why = { 0 };
+
+		/* Nothing has run if it fails: the caller refuses the session
+		 * with this message (the namespaces named, and the errno). */
+		ret = sbx_ns_clone(CLONE_NEWUSER | pl->ns_flags, &child, &why);
+		if (ret) {
+			ret = sbx_error_set(err, -ret, "namespaces: %s; nothing was run", why.msg);
+			goto out;
+		}
+		if (child == 0) {
+			close(pipefd[0]);
+			init_cloned(run, pl, r, pipefd[1], outer_uid, outer_gid);
+		}
+	} else {
+		child = fork();
+		if (child < 0) {
+			ret = sbx_error_set(err, errno, "fork: %s", strerror(errno));
+			goto out;
+		}
+		if (child == 0) {
+			close(pipefd[0]);
+			if (pl->userns)
+				setup_main(run, pl, r, pipefd[1]);
+			worker(run, pl, r, pipefd[1]);
+		}
 	}
 	close(pipefd[1]);
 	pipefd[1] = -1;

@@ -223,8 +223,18 @@ void sbx_signals_reset(void);
  * setgroups "deny". The caller keeps all capabilities inside the new
  * namespace until it drops them. */
 int sbx_userns_enter(uid_t uid, gid_t gid, struct sbx_error *err);
+/* The same maps and "deny", written by a process already in a new user
+ * namespace (cloned into it) for ids it had outside: outer_uid/outer_gid,
+ * read before the clone (inside, unmapped ids read as the overflow id). */
+int sbx_userns_write_maps(uid_t uid, gid_t gid, uid_t outer_uid, gid_t outer_gid,
+			  struct sbx_error *err);
 /* unshare(flags) with a message naming each namespace. */
 int sbx_ns_unshare(int clone_flags, struct sbx_error *err);
+/* fork(2) into new namespaces: clone(2) with only namespace flags (and
+ * SIGCHLD), no CLONE_VM. *pid is the child's in the parent, 0 in the
+ * child. glibc's fork handlers do not run: call it only while no other
+ * thread can hold one of its locks (a malloc lock, say). */
+int sbx_ns_clone(int clone_flags, pid_t *pid, struct sbx_error *err);
 /* Bring "lo" up in the current network namespace. */
 int sbx_net_lo_up(struct sbx_error *err);
 /* Inode of /proc/self/ns/<name>, or 0. */

@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -40,15 +42,12 @@ static int write_proc_file(const char *path, const char *text, struct sbx_error 
 	return r;
 }
 
-int sbx_userns_enter(uid_t uid, gid_t gid, struct sbx_error *err)
+int sbx_userns_write_maps(uid_t uid, gid_t gid, uid_t outer_uid, gid_t outer_gid,
+			  struct sbx_error *err)
 {
-	uid_t outer_uid = geteuid();
-	gid_t outer_gid = getegid();
 	char map[64];
 	int r;
 
-	if (unshare(CLONE_NEWUSER) != 0)
-		return sbx_error_set(err, errno, "unshare(user): %s", strerror(errno));
 	/* "deny" first: an unprivileged writer may not map gids otherwise, and
 	 * setgroups() in the namespace could drop a group used as a negative
 	 * ACL on the host (CVE-2014-8989). */
@@ -68,6 +67,16 @@ int sbx_userns_enter(uid_t uid, gid_t gid, struct sbx_error *err)
 	return r;
 }
 
+int sbx_userns_enter(uid_t uid, gid_t gid, struct sbx_error *err)
+{
+	uid_t outer_uid = geteuid();
+	gid_t outer_gid = getegid();
+
+	if (unshare(CLONE_NEWUSER) != 0)
+		return sbx_error_set(err, errno, "unshare(user): %s", strerror(errno));
+	return sbx_userns_write_maps(uid, gid, outer_uid, outer_gid, err);
+}
+
 static const struct {
 	int flag;
 	const char *name;
@@ -82,25 +91,54 @@ static const struct {
 	{ CLONE_NEWTIME, "time" },
 };
 
-int sbx_ns_unshare(int clone_flags, struct sbx_error *err)
+/* "user,mount,pid" for the flags; -EINVAL (message set) when one of them
+ * is not a namespace flag. */
+static int ns_flag_names(int clone_flags, const char *call, char *names, size_t size,
+			 struct sbx_error *err)
 {
-	char names[96] = "";
 	int known = 0;
 	size_t i;
 
+	names[0] = '\0';
 	for (i = 0; i < ARRAY_SIZE(ns_names); i++) {
 		if (!(clone_flags & ns_names[i].flag))
 			continue;
 		known |= ns_names[i].flag;
 		if (names[0])
-			strncat(names, ",", sizeof(names) - strlen(names) - 1);
-		strncat(names, ns_names[i].name, sizeof(names) - strlen(names) - 1);
+			strncat(names, ",", size - strlen(names) - 1);
+		strncat(names, ns_names[i].name, size - strlen(names) - 1);
 	}
 	if (clone_flags == 0 || (clone_flags & ~known))
-		return sbx_error_set(err, EINVAL, "unshare(0x%x): not only namespace flags",
+		return sbx_error_set(err, EINVAL, "%s(0x%x): not only namespace flags", call,
 				     (unsigned)clone_flags);
+	return 0;
+}
+
+int sbx_ns_unshare(int clone_flags, struct sbx_error *err)
+{
+	char names[96];
+	int r = ns_flag_names(clone_flags, "unshare", names, sizeof(names), err);
+
+	if (r)
+		return r;
 	if (unshare(clone_flags) != 0)
 		return sbx_error_set(err, errno, "unshare(%s): %s", names, strerror(errno));
+	return 0;
+}
+
+int sbx_ns_clone(int clone_flags, pid_t *pid, struct sbx_error *err)
+{
+	char names[96];
+	long r = ns_flag_names(clone_flags, "clone", names, sizeof(names), err);
+
+	if (r)
+		return (int)r;
+	/* No CLONE_VM and no stack: the child goes on from here on its copy
+	 * of this stack, as after fork(). */
+	r = syscall(SYS_clone, (unsigned long)clone_flags | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (r < 0)
+		return sbx_error_set(err, errno, "clone(%s): %s", names, strerror(errno));
+	*pid = (pid_t)r;
 	return 0;
 }
 

@@ -2,6 +2,7 @@
 /* End-to-end tests of sbx_run_confined: every layer proven from inside, degraded and refused runs. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -49,6 +50,8 @@ struct scenario {
 	char marker[256];	/* checked when on_report runs */
 	const char *run_path;	/* override (refusal tests) */
 	bool low_fds_free;	/* run with every fd above 2 moved past 19 */
+	bool threaded;		/* a second thread in the caller during the run */
+	char running_marker[256];	/* on_report notes the processes once it exists */
 	int out_fd;
 };
 
@@ -68,6 +71,14 @@ struct outcome {
 	int udp_recv_errno;
 	bool tcp_control, udp_control;	/* the host sockets do work */
 	int child_error;		/* set-up failure in the child (line) */
+	/* The session's processes as the outer process saw them at on_report:
+	 * its child, that child's pid-namespace depth and innermost pid, the
+	 * init's depth and pid, and how many processes of the session's tree
+	 * (the program and its children aside) there were. */
+	int top_levels, top_inner;
+	int init_levels, init_inner;
+	int sandbox_procs;
+	char tree[256];			/* "pid:comm" of each, for a failure's message */
 };
 
 static struct outcome *cur;	/* the child's outcome, for on_report */
@@ -83,6 +94,123 @@ static long ms_since(const struct timespec *a)
 }
 
 static const char *marker_to_check;
+static const char *running_marker;	/* made by the program once it runs */
+static pid_t sleeper_pid;	/* the agent's process outside the sandbox */
+
+/* pid's children from /proc; how many were stored. */
+static int children_of(pid_t pid, pid_t *out, int max)
+{
+	char path[64], buf[512], *p, *end;
+	int fd, n = 0;
+	ssize_t got;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (got <= 0)
+		return 0;
+	buf[got] = '\0';
+	for (p = buf; n < max; p = end) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		out[n++] = (pid_t)v;
+	}
+	return n;
+}
+
+/* NSpid of pid: how many pid namespaces see it, and its pid in the
+ * innermost (0, 0 when unreadable). */
+static void nspid(pid_t pid, int *levels, int *inner)
+{
+	char v[128], *p, *end;
+
+	*levels = 0;
+	*inner = 0;
+	if (sbx_proc_status_field(pid, "NSpid", v, sizeof(v)) != 0)
+		return;
+	for (p = v;; p = end) {
+		long x = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		(*levels)++;
+		*inner = (int)x;
+	}
+}
+
+static bool same_comm(pid_t a, pid_t b)
+{
+	char ca[64], cb[64], path[64];
+	int fa, fb;
+	ssize_t na, nb;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)a);
+	fa = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)b);
+	fb = open(path, O_RDONLY | O_CLOEXEC);
+	na = fa >= 0 ? read(fa, ca, sizeof(ca)) : -1;
+	nb = fb >= 0 ? read(fb, cb, sizeof(cb)) : -1;
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
+	return na > 0 && na == nb && memcmp(ca, cb, (size_t)na) == 0;
+}
+
+/* Processes below pid still running this binary (the sandbox's own: the
+ * program has exec'd something else by the time the report arrives). */
+static int sandbox_tree(pid_t pid, char *tree, size_t size)
+{
+	pid_t kids[16];
+	int n = children_of(pid, kids, 16), count = 0;
+
+	for (int i = 0; i < n; i++) {
+		char st[8] = "";
+
+		if (!same_comm(kids[i], getpid()))
+			continue;
+		sbx_proc_status_field(kids[i], "State", st, sizeof(st));
+		snprintf(tree + strlen(tree), size - strlen(tree), " %d<-%d(%c)", (int)kids[i],
+			 (int)pid, st[0]);
+		count += 1 + sandbox_tree(kids[i], tree, size);
+	}
+	return count;
+}
+
+/* Who stands between the outer process and the program, once the program
+ * runs (the report arrives just before its exec). */
+static void note_processes(struct outcome *o)
+{
+	pid_t kids[8], top = -1;
+	struct stat st;
+	int n;
+
+	if (!running_marker)
+		return;
+	for (int i = 0; i < 2000 && stat(running_marker, &st) != 0; i++)
+		usleep(1000);
+	n = children_of(getpid(), kids, 8);
+
+	for (int i = 0; i < n; i++)
+		if (kids[i] != sleeper_pid)
+			top = kids[i];
+	if (top < 0)
+		return;
+	nspid(top, &o->top_levels, &o->top_inner);
+	snprintf(o->tree, sizeof(o->tree), "%d", (int)top);
+	o->sandbox_procs = 1 + sandbox_tree(top, o->tree, sizeof(o->tree));
+	if (o->top_inner == 1) {
+		o->init_levels = o->top_levels;
+		o->init_inner = 1;
+	} else if (children_of(top, kids, 1) == 1) {
+		nspid(kids[0], &o->init_levels, &o->init_inner);
+	}
+}
 
 static void on_report(const struct sbx_report *r, void *ctx)
 {
@@ -94,6 +222,7 @@ static void on_report(const struct sbx_report *r, void *ctx)
 	cur->on_report_in_outer = getpid() == outer_pid;
 	cur->report_ms = ms_since(&t0);
 	cur->marker_at_report = marker_to_check && stat(marker_to_check, &st) == 0;
+	note_processes(cur);
 }
 
 /* ---- fixture --------------------------------------------------------------- */
@@ -318,6 +447,22 @@ static void force_probe(enum probe_edit edit)
 
 #define CHILD_FAIL(o) do { (o)->child_error = __LINE__; goto send; } while (0)
 
+static void *idle_thread(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* A caller with a second thread (a library user's program, say). */
+static int start_idle_thread(void)
+{
+	pthread_t t;
+
+	return pthread_create(&t, NULL, idle_thread, NULL);
+}
+
 static int run_as_agent(void *arg)
 {
 	const struct scenario *sc = arg;
@@ -372,6 +517,9 @@ static int run_as_agent(void *arg)
 		for (;;)
 			pause();
 	}
+	sleeper_pid = sleeper;
+	if (sc->threaded && start_idle_thread() != 0)
+		CHILD_FAIL(&o);
 
 	memset(&s, 0, sizeof(s));
 	sbx_strlcpy(s.user, sizeof(s.user), "sbxagent");
@@ -433,6 +581,7 @@ static int run_as_agent(void *arg)
 	run.landlock_abi_limit = sc->abi_limit;
 	run.on_report = on_report;
 	marker_to_check = sc->marker[0] ? sc->marker : NULL;
+	running_marker = sc->running_marker[0] ? sc->running_marker : NULL;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	o.ret = sbx_run_confined(&run, &o.report, &o.exit_code, &err);
@@ -790,6 +939,65 @@ static void test_report_timing_and_exit(void **state)
 	assert_int_equal(o.ret, 0);
 	assert_int_equal(o.exit_code, 128 + SIGTERM);
 	assert_int_equal(o.on_report_calls, 1);
+}
+
+/*
+ * Who runs the session. The outer process clones the init straight into
+ * the new namespaces: its child is PID 1 of the session's pid namespace,
+ * and the sandbox is that init and the unix supervisor (the built-in
+ * profile denies the network, so connect() is decided outside) — two
+ * processes besides the outer one. A caller with a second thread cannot
+ * use the raw clone (glibc's fork handlers would not run): its child is
+ * the setup process, one pid namespace up, whose child is the init; the
+ * report is the same either way.
+ */
+static void test_processes_of_a_session(void **state)
+{
+	const struct fixture *fx = *state;
+	struct scenario sc;
+	struct outcome o, threaded;
+	char script[512];
+
+	if (!ready(fx, false))
+		skip();
+	SBX_TEST_REQUIRE_USERNS();
+	scenario_init(&sc, fx);
+	snprintf(sc.running_marker, sizeof(sc.running_marker), "%s/running", fx->ws);
+	snprintf(script, sizeof(script), ": > %s; sleep 1", sc.running_marker);
+	sc.script = script;
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	assert_int_equal(o.exit_code, 0);
+	assert_true(o.report.floor_met);
+	assert_true(o.report.entry[SBX_F_UNIX_SOCKETS].achieved);
+	if (o.top_levels != 2 || o.top_inner != 1)
+		fail_msg("the outer's child is pid %d in %d pid namespace(s): not the init",
+			 o.top_inner, o.top_levels);
+	if (o.sandbox_procs != 2)	/* init, unix supervisor */
+		fail_msg("%d processes of the sandbox: %s", o.sandbox_procs, o.tree);
+	assert_true(o.no_child_left);
+
+	unlink(sc.running_marker);
+	scenario_init(&sc, fx);
+	snprintf(sc.running_marker, sizeof(sc.running_marker), "%s/running", fx->ws);
+	sc.script = script;
+	sc.threaded = true;
+	run_scenario(&sc, &threaded);
+	if (threaded.ret != 0)
+		fail_msg("sbx_run_confined with a thread: %d %s", threaded.ret, threaded.err);
+	assert_int_equal(threaded.exit_code, 0);
+	assert_int_equal(threaded.top_levels, 1);		/* the setup process */
+	assert_int_equal(threaded.init_levels, 2);
+	assert_int_equal(threaded.init_inner, 1);
+	if (threaded.sandbox_procs != 3)	/* setup, init, supervisor */
+		fail_msg("%d processes of the sandbox: %s", threaded.sandbox_procs, threaded.tree);
+	assert_int_equal(threaded.report.level, o.report.level);
+	for (int f = 0; f < SBX_F_COUNT; f++) {
+		if (threaded.report.entry[f].achieved != o.report.entry[f].achieved)
+			fail_msg("%s: %d with a thread, %d without", sbx_feature_name(f),
+				 threaded.report.entry[f].achieved, o.report.entry[f].achieved);
+	}
 }
 
 /* Session limits the kernel does not enforce are not reported: 1 MiB of
@@ -1565,6 +1773,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_refusals_without_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_processes_of_a_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gated_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_limits_not_claimed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_time, setup, teardown),
