@@ -472,6 +472,7 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 				   .out_fd = STDOUT_FILENO };
 	char detail[256] = "";
 	pid_t child, supervisor = -1;
+	int supervisor_end = -1;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		die_errno("prctl(PR_SET_PDEATHSIG)");
@@ -489,11 +490,18 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 			       run->profile->n_deny_read);
 
 	/* In the sandbox's mount view and network namespace, so it resolves
-	 * and connects exactly as the program would. */
-	if (pl->seccomp.unix_notify &&
-	    sbx_unix_supervisor_start(&pl->unix_policy, true, &pl->unix_chan, &supervisor,
-				      &err) != 0)
+	 * and connects exactly as the program would. A thread of this init
+	 * once its capabilities are gone; a process of its own where it also
+	 * decides bind(), which forks a child per socket it makes (the init
+	 * reaps every child of its own, and would take that one's status). */
+	if (pl->seccomp.unix_notify && !pl->seccomp.unix_bind_notify) {
+		if (sbx_unix_channel(&pl->unix_chan, &supervisor_end, &err) != 0)
+			die("unix supervisor", &err);
+	} else if (pl->seccomp.unix_notify &&
+		   sbx_unix_supervisor_start(&pl->unix_policy, true, &pl->unix_chan, &supervisor,
+					     &err) != 0) {
 		die("unix supervisor", &err);
+	}
 	if (pl->relay)
 		relay.master = open_session_pty(pl, &relay.slave);
 	child = fork();
@@ -504,6 +512,8 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 			close(relay.master);
 			close(relay.slave);
 		}
+		if (supervisor_end >= 0)
+			close(supervisor_end);
 		worker(run, pl, r, report_fd);
 	}
 	close(report_fd);
@@ -512,6 +522,18 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 	/* init keeps nothing it does not need. */
 	if (sbx_caps_drop_all(&err) != 0)
 		die("init: capabilities", &err);
+	/* The supervisor thread starts with what the init has now: no
+	 * capability, no_new_privs, the supervised signals blocked (they stay
+	 * the init's, read from its signalfd), and / as its directory (paths
+	 * are resolved from the caller's). The init never execs. */
+	if (supervisor_end >= 0) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+			die_errno("init: prctl(PR_SET_NO_NEW_PRIVS)");
+		if (chdir("/") != 0)
+			die_errno("init: chdir(/)");
+		if (sbx_unix_supervisor_thread(&pl->unix_policy, supervisor_end, &err) != 0)
+			die("unix supervisor", &err);
+	}
 	if (relay.master >= 0)
 		_exit(sbx_init_supervise_relay(child, &relay));
 	_exit(sbx_init_supervise(child));

@@ -651,6 +651,14 @@ int sbx_unix_supervisor_start(const struct sbx_unix_policy *pol, bool in_userns,
 			      pid_t *pid_out, struct sbx_error *err);
 /* Send the listener over the channel (SCM_RIGHTS): 0 or -errno. */
 int sbx_unix_send_listener(int chan, int listener);
+/* The same supervisor as a thread of the calling process (the init, where
+ * bind() is not decided: that one forks, and the init reaps every child).
+ * sbx_unix_channel makes the channel; the thread takes supervisor_end. The
+ * thread has the caller's capabilities, no_new_privs and signal mask: call
+ * it once they are dropped, set and blocked. */
+int sbx_unix_channel(int *worker_end, int *supervisor_end, struct sbx_error *err);
+int sbx_unix_supervisor_thread(const struct sbx_unix_policy *pol, int supervisor_end,
+			       struct sbx_error *err);
 
 /* ---- egress.c, egress_bridge.c: network = proxy, the sandbox's half ---- */
 

@@ -10,7 +10,9 @@
  * /tmp with mode 0666 was reachable from a session with network = deny.
  *
  * The sandbox's seccomp filter sends every connect() to this supervisor
- * (SCMP_ACT_NOTIFY), a process of the session outside the filter. It
+ * (SCMP_ACT_NOTIFY), outside the filter: a thread of the session's init
+ * (sbx_unix_supervisor_thread), or a process of its own where it decides
+ * bind() too, and without user namespaces (sbx_unix_supervisor_start). It
  * acts on behalf of the caller on a copy of everything, so nothing can
  * change between the decision and the act:
  *  - the caller's socket is taken with pidfd_getfd (whatever its fd number
@@ -591,7 +593,10 @@ int sbx_unix_send_listener(int chan, int listener)
 	return sendmsg(chan, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
 }
 
-static void __attribute__((noreturn)) supervise(int chan, const struct sbx_unix_policy *pol)
+/* The supervisor's loop, in a process of its own or a thread of the
+ * init: 0 when no process uses the filter any more (or the worker failed
+ * before it), 1 on an error. It never exits the process. */
+static int supervise(int chan, const struct sbx_unix_policy *pol)
 {
 	struct seccomp_notif *req;
 	struct seccomp_notif_sizes sizes;
@@ -603,13 +608,13 @@ static void __attribute__((noreturn)) supervise(int chan, const struct sbx_unix_
 	 * session itself. Without this process a notifying filter answers
 	 * ENOSYS, so nothing is let through either way. */
 	if (listener < 0 || syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0)
-		_exit(0);
+		goto done;
 	/* The kernel wants the whole (kernel-sized) request zeroed, and its
 	 * request may be larger than this header's. */
 	notif_size = sizes.seccomp_notif > sizeof(*req) ? sizes.seccomp_notif : sizeof(*req);
 	req = calloc(1, notif_size);
 	if (!req)
-		_exit(0);
+		goto done;
 	for (;;) {
 		struct pollfd pf = { .fd = listener, .events = POLLIN };
 		struct job *j;
@@ -617,11 +622,13 @@ static void __attribute__((noreturn)) supervise(int chan, const struct sbx_unix_
 		if (poll(&pf, 1, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			_exit(1);
+			free(req);
+			close(listener);
+			return 1;
 		}
 		/* Every process under the filter is gone. */
 		if (pf.revents & (POLLHUP | POLLERR))
-			_exit(0);
+			break;
 		memset(req, 0, notif_size);
 		if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) != 0)
 			continue;	/* EINTR, or the caller died meanwhile */
@@ -637,17 +644,77 @@ static void __attribute__((noreturn)) supervise(int chan, const struct sbx_unix_
 		j->req = *req;
 		dispatch(j);
 	}
+	free(req);
+done:
+	if (listener >= 0)
+		close(listener);
+	return 0;
+}
+
+int sbx_unix_channel(int *worker_end, int *supervisor_end, struct sbx_error *err)
+{
+	int sp[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
+		return sbx_error_set(err, errno, "unix supervisor: socketpair: %s", strerror(errno));
+	*worker_end = sp[0];
+	*supervisor_end = sp[1];
+	return 0;
+}
+
+struct supervisor_thread {
+	int chan;
+	const struct sbx_unix_policy *pol;
+};
+
+static void *supervisor_thread(void *arg)
+{
+	struct supervisor_thread t = *(struct supervisor_thread *)arg;
+
+	free(arg);
+	(void)supervise(t.chan, t.pol);
+	return NULL;
+}
+
+int sbx_unix_supervisor_thread(const struct sbx_unix_policy *pol, int supervisor_end,
+			       struct sbx_error *err)
+{
+	struct supervisor_thread *t = malloc(sizeof(*t));
+	pthread_attr_t attr;
+	pthread_t id;
+	int e;
+
+	if (!t) {
+		close(supervisor_end);
+		return sbx_error_set(err, ENOMEM, "unix supervisor: out of memory");
+	}
+	t->chan = supervisor_end;
+	t->pol = pol;
+	e = pthread_attr_init(&attr);
+	if (e == 0) {
+		e = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (e == 0)
+			e = pthread_create(&id, &attr, supervisor_thread, t);
+		pthread_attr_destroy(&attr);
+	}
+	if (e != 0) {
+		free(t);
+		close(supervisor_end);
+		return sbx_error_set(err, e, "unix supervisor: pthread_create: %s", strerror(e));
+	}
+	return 0;
 }
 
 int sbx_unix_supervisor_start(const struct sbx_unix_policy *pol, bool in_userns, int *chan_out,
 			      pid_t *pid_out, struct sbx_error *err)
 {
 	struct sbx_error e = { 0 };
-	int sp[2];
+	int sp[2], r;
 	pid_t pid;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
-		return sbx_error_set(err, errno, "unix supervisor: socketpair: %s", strerror(errno));
+	r = sbx_unix_channel(&sp[0], &sp[1], err);
+	if (r)
+		return r;
 	pid = fork();
 	if (pid < 0) {
 		int x = errno;
@@ -681,7 +748,7 @@ int sbx_unix_supervisor_start(const struct sbx_unix_policy *pol, bool in_userns,
 				e.msg[0] ? e.msg : "no_new_privs");
 			_exit(1);
 		}
-		supervise(3, pol);
+		_exit(supervise(3, pol));
 	}
 	close(sp[1]);
 	*chan_out = sp[0];
