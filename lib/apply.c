@@ -10,9 +10,9 @@
  *           Keeps the read end of the report pipe, calls on_report, waits.
  *     init  cloned into a new userns (own uid mapped to itself, maps written
  *           by itself) + mount/pid/ipc/uts/cgroup [+net] namespaces. PID 1
- *           of the new pid namespace: lo up, mount view, forks the unix
- *           supervisor and the worker, drops its own capabilities, reaps
- *           and forwards.
+ *           of the new pid namespace: lo up, mount view, forks the worker,
+ *           drops its own capabilities, runs the unix supervisor as a
+ *           thread, reaps and forwards.
  *       worker  caps dropped and proven, no_new_privs, Landlock, rlimits,
  *               seccomp (last), canaries, report, floor, exec.
  *

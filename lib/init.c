@@ -253,6 +253,9 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 	 * then wait for good. -1 without pidfd_open (Linux < 5.3). */
 	int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
 	bool done = false, in_open = relay != NULL, master_open = relay != NULL;
+	/* The relay's ends (open only with a relay). */
+	const int in_fd = relay ? relay->in_fd : -1, master = relay ? relay->master : -1;
+	const int out_fd = relay ? relay->out_fd : -1;
 
 	supervised_set(&set);
 	if (sigprocmask(SIG_BLOCK, &set, &old) != 0) {
@@ -290,8 +293,8 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 		if (in_open || master_open || pidfd >= 0) {
 			struct pollfd pf[4] = {
 				{ .fd = sfd, .events = POLLIN },
-				{ .fd = in_open ? relay->in_fd : -1, .events = POLLIN },
-				{ .fd = master_open ? relay->master : -1, .events = POLLIN },
+				{ .fd = in_open ? in_fd : -1, .events = POLLIN },
+				{ .fd = master_open ? master : -1, .events = POLLIN },
 				{ .fd = pidfd, .events = POLLIN },
 			};
 
@@ -307,9 +310,9 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 			 * the bytes typed after it arrive, and must reach the
 			 * pty before they do. The bytes wait one turn. */
 			if (!(pf[0].revents & POLLIN)) {
-				if (pf[1].revents && !relay_once(relay->in_fd, relay->master))
+				if (pf[1].revents && !relay_once(in_fd, master))
 					in_open = false;
-				if (pf[2].revents && !relay_once(relay->master, relay->out_fd))
+				if (pf[2].revents && !relay_once(master, out_fd))
 					master_open = false;
 				continue;
 			}

@@ -163,21 +163,29 @@ static bool same_comm(pid_t a, pid_t b)
 }
 
 /* Processes below pid still running this binary (the sandbox's own: the
- * program has exec'd something else by the time the report arrives). */
-static int sandbox_tree(pid_t pid, char *tree, size_t size)
+ * program has exec'd something else by the time it runs), counted from a
+ * list of what is still to visit. */
+static int sandbox_tree(pid_t top, char *tree, size_t size)
 {
-	pid_t kids[16];
-	int n = children_of(pid, kids, 16), count = 0;
+	pid_t todo[32], kids[16];
+	int n_todo = 0, count = 0;
 
-	for (int i = 0; i < n; i++) {
-		char st[8] = "";
+	todo[n_todo++] = top;
+	while (n_todo > 0) {
+		pid_t pid = todo[--n_todo];
+		int n = children_of(pid, kids, 16);
 
-		if (!same_comm(kids[i], getpid()))
-			continue;
-		sbx_proc_status_field(kids[i], "State", st, sizeof(st));
-		snprintf(tree + strlen(tree), size - strlen(tree), " %d<-%d(%c)", (int)kids[i],
-			 (int)pid, st[0]);
-		count += 1 + sandbox_tree(kids[i], tree, size);
+		for (int i = 0; i < n && n_todo < 32; i++) {
+			char st[8] = "";
+
+			if (!same_comm(kids[i], getpid()))
+				continue;
+			sbx_proc_status_field(kids[i], "State", st, sizeof(st));
+			snprintf(tree + strlen(tree), size - strlen(tree), " %d<-%d(%c)",
+				 (int)kids[i], (int)pid, st[0]);
+			count++;
+			todo[n_todo++] = kids[i];
+		}
 	}
 	return count;
 }
