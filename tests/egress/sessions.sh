@@ -247,7 +247,13 @@ kill "$DPID"; wait "$DPID" 2>/dev/null
 prlimit --nofile=256:256 "$D" --config "$C/agent-sandbox.conf" --socket "$T/lim.sock" \
 	--log-stderr 2>"$T/lim.log" &
 lim=$!
-sleep 0.5
+# Until it says so (a sanitizer build under load took longer than the
+# half second this once slept), at most 10 s.
+for _ in $(seq 100); do
+	grep -q "RLIMIT_NOFILE 256" "$T/lim.log" 2>/dev/null && break
+	kill -0 "$lim" 2>/dev/null || break
+	sleep 0.1
+done
 kill "$lim"; wait "$lim" 2>/dev/null
 grep -q "RLIMIT_NOFILE 256: at most 32 connections" "$T/lim.log" &&
 	ok "daemon: max_conns fits RLIMIT_NOFILE" || bad "daemon: max_conns fits RLIMIT_NOFILE" "$(cat "$T/lim.log")"
