@@ -252,6 +252,7 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 	 * and goes to any thread not blocking it), and the signalfd would
 	 * then wait for good. -1 without pidfd_open (Linux < 5.3). */
 	int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+	bool pidfd_fired = false;
 	bool done = false, in_open = relay != NULL, master_open = relay != NULL;
 	/* The relay's ends (open only with a relay). */
 	const int in_fd = relay ? relay->in_fd : -1, master = relay ? relay->master : -1;
@@ -290,6 +291,15 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 			break;
 		if (p < 0 && errno == ECHILD)	/* the child is not ours */
 			break;
+		/* The pidfd said the child ended, yet it could not be reaped: a
+		 * tracer holds the zombie until it waits for it. The pidfd stays
+		 * readable, so polling it again would spin; SIGCHLD says when the
+		 * zombie comes back to us. */
+		if (pidfd_fired) {
+			close(pidfd);
+			pidfd = -1;
+			pidfd_fired = false;
+		}
 		if (in_open || master_open || pidfd >= 0) {
 			struct pollfd pf[4] = {
 				{ .fd = sfd, .events = POLLIN },
@@ -304,8 +314,10 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 				break;
 			}
 			/* The child has ended: reaped at the top of the loop. */
-			if (pf[3].revents & POLLIN)
+			if (pf[3].revents & POLLIN) {
+				pidfd_fired = true;
 				continue;
+			}
 			/* A pending signal first: a resize is signalled before
 			 * the bytes typed after it arrive, and must reach the
 			 * pty before they do. The bytes wait one turn. */
