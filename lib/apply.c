@@ -567,7 +567,9 @@ static void report_namespaces(const struct plans *pl, struct sbx_report *r, uid_
  * born not dumpable: the outer is not), so it is dumpable for the few
  * system calls that write the maps. Nothing of the session runs yet: the
  * window is open only to another process of the same uid in the host pid
- * namespace. Not dumpable from then on: the sandboxed program runs as the
+ * namespace, but what such a process opens in it (/proc/<pid>/mem, a
+ * ptrace attach) stays usable after it closes (docs/design.md section 4.1,
+ * a known limitation). Not dumpable from then on: the sandboxed program runs as the
  * same uid in the same user namespace and could otherwise open the init's
  * /proc/<pid>/mem where no Landlock domain stops it (a ptrace access check
  * needs a dumpable target or CAP_SYS_PTRACE where the target's memory was
