@@ -937,15 +937,17 @@ static int outer_enter(struct plans *pl, int *dumpable_before, struct sbx_error 
 /* Long on purpose: the order of enforcement (docs/design.md section 4) reads
  * top to bottom here, with one cleanup path for everything the outer process
  * changed. */
-int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
-		     int *exit_code, struct sbx_error *err)
+/* One try on the probe given; *reprobe set: it was not measured and must
+ * be (nothing ran, everything made here is undone), then try again. */
+static int run_on(const struct sbx_run *run, const struct sbx_probe *probe,
+		  enum sbx_probe_basis basis, struct sbx_report *report, int *exit_code,
+		  bool *reprobe, struct sbx_error *err)
 {
 	const struct sbx_profile *p = run->profile;
 	const struct sbx_decide_opts opts = {
 		.landlock_abi_limit = run->landlock_abi_limit,
 		.private_netns = run->session ? run->session->private_netns : false,
 	};
-	const struct sbx_probe *probe;
 	struct sbx_report *r = NULL;
 	struct plans *pl = NULL;
 	struct sbx_profile *resolved = NULL;
@@ -962,10 +964,6 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 
 	if (!run->path || run->path[0] != '/' || !run->argv || !run->argv[0])
 		return sbx_error_set(err, EINVAL, "run: the program must be an absolute path");
-	ret = sbx_probe_get(&probe, err);
-	if (ret)
-		return ret;
-
 	r = calloc(1, sizeof(*r));
 	pl = calloc(1, sizeof(*pl));
 	if (!r || !pl) {
@@ -997,6 +995,12 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 	ret = sbx_decide(p, probe, &opts, &pl->d, err);
 	if (ret)
 		goto out;
+	/* Only the direct path's one clone can stand in for the probe. */
+	if (basis == SBX_PROBE_ASSUMED && !(pl->d.ns && clone_init_safe(pl))) {
+		*reprobe = true;
+		ret = -EAGAIN;
+		goto out;
+	}
 	ret = fresh_home_if_shared(run, &pl->d, &fresh_session, fresh_home, sizeof(fresh_home),
 				   err);
 	if (ret)
@@ -1047,6 +1051,7 @@ int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		 * with this message (the namespaces named, and the errno). */
 		ret = sbx_ns_clone(CLONE_NEWUSER | pl->ns_flags, &child, &why);
 		if (ret) {
+			*reprobe = basis != SBX_PROBE_MEASURED;
 			ret = sbx_error_set(err, -ret, "namespaces: %s; nothing was run", why.msg);
 			goto out;
 		}
@@ -1124,5 +1129,29 @@ out:
 	/* The session's processes are gone (outer_supervise ended them). */
 	if (fresh_home[0])
 		(void)sbx_remove_tree(fresh_home);
+	return ret;
+}
+
+int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
+		     int *exit_code, struct sbx_error *err)
+{
+	const struct sbx_probe *probe;
+	enum sbx_probe_basis basis;
+	bool reprobe = false;
+	int ret;
+
+	/* No probe child on the direct path: its clone is the probe
+	 * (sbx_probe_for_session). Refused, or another path: measure, and
+	 * decide again on what was measured. */
+	ret = sbx_probe_for_session(&probe, &basis, err);
+	if (ret == 0)
+		ret = run_on(run, probe, basis, report, exit_code, &reprobe, err);
+	if (ret == 0 || !reprobe)
+		return ret;
+	if (err)
+		memset(err, 0, sizeof(*err));
+	ret = sbx_probe_measure(&probe, err);
+	if (ret == 0)
+		ret = run_on(run, probe, SBX_PROBE_MEASURED, report, exit_code, &reprobe, err);
 	return ret;
 }

@@ -727,6 +727,26 @@ void sbx_probe_kernel(struct sbx_probe *out);
 int sbx_probe_namespaces_as(uid_t uid, gid_t gid, const char *user, struct sbx_probe *p,
 			    struct sbx_error *err);
 
+/* Where sbx_probe_for_session's namespace fields come from. */
+enum sbx_probe_basis {
+	SBX_PROBE_MEASURED,	/* sbx_probe_get's: a child tried each type */
+	SBX_PROBE_CACHE,	/* root's entry for this uid and boot: "all" */
+	SBX_PROBE_ASSUMED,	/* nothing: "all", until a clone is refused */
+};
+/* The probe a session decides on: sbx_probe_get's when it was measured
+ * already (or for root), else the kernel facts with every namespace type
+ * taken as available, from a trusted cache entry or assumed (basis says
+ * which). A caller that takes it must make all its namespaces in one
+ * clone before anything runs, and on a refusal decide again on
+ * sbx_probe_measure's; with SBX_PROBE_ASSUMED it must measure first when it
+ * cannot (sbx_run_confined). 0, or -errno with err. */
+int sbx_probe_for_session(const struct sbx_probe **out, enum sbx_probe_basis *basis,
+			  struct sbx_error *err);
+/* What sbx_probe_get returns from now on, measured by a child whatever
+ * the cache says: for a session whose clone was refused. */
+int sbx_probe_measure(const struct sbx_probe **out, struct sbx_error *err);
+/* Whether sbx_probe_get has measured in this process (tests). */
+bool sbx_probe_namespaces_measured(void);
 /* Test-only: replace the cached probe. Only test binaries call this; the
  * shipped binaries have no path (env, argument, file) that reaches it.
  * NULL forgets the cache, so the next sbx_probe_get probes again. */

@@ -595,21 +595,28 @@ void sbx_probe_kernel(struct sbx_probe *out)
 	sbx_strlcpy(out->ns_source, sizeof(out->ns_source), "not probed");
 }
 
-static void probe_all(struct sbx_probe *p)
+static void probe_all(struct sbx_probe *p, bool trust_cache)
 {
 	struct sbx_error err = { 0 };
 	uid_t uid = geteuid();
 
 	probe_kernel_facts(p);
+	if (!trust_cache) {
+		probe_namespaces(p);
+		sbx_strlcpy(p->ns_source, sizeof(p->ns_source),
+			    "probed now, for a session that could not take the cache or its clone on trust");
+		return;
+	}
 	/*
 	 * An entry root wrote this boot for this uid says every namespace
 	 * type could be made: take it instead of forking. It can only say
 	 * "available" (sbx_probe_cache_refresh writes nothing else), and a
-	 * session that takes that path makes its namespaces itself after
-	 * the point of no return, where a refusal ends it (exit 126): a
-	 * wrong entry refuses sessions, it never weakens one. Anything less
-	 * than a trusted, current entry is probed here, as before. Root's
-	 * own probe is always made here (it is labelled as root's).
+	 * session that takes that path makes its namespaces itself: a
+	 * refused clone measures again (sbx_run_confined), a refusal after
+	 * a setup process's point of no return ends it (exit 126). A wrong
+	 * entry costs a probe or refuses a session, it never weakens one.
+	 * Anything less than a trusted, current entry is probed here, as
+	 * before. Root's own probe is always made here (labelled as root's).
 	 */
 	if (uid != 0 && uid == getuid() && sbx_probe_cache_check(uid, &err) == 0) {
 		p->userns = p->mountns = p->pidns = p->netns = true;
@@ -628,11 +635,76 @@ int sbx_probe_get(const struct sbx_probe **out, struct sbx_error *err)
 	if (!out)
 		return sbx_error_set(err, EINVAL, "sbx_probe_get: no output pointer");
 	if (!probe_cached) {
-		probe_all(&probe_cache);
+		probe_all(&probe_cache, true);
 		probe_cached = true;
 	}
 	*out = &probe_cache;
 	return 0;
+}
+
+int sbx_probe_measure(const struct sbx_probe **out, struct sbx_error *err)
+{
+	if (!out)
+		return sbx_error_set(err, EINVAL, "sbx_probe_measure: no output pointer");
+	probe_all(&probe_cache, false);
+	probe_cached = true;
+	*out = &probe_cache;
+	return 0;
+}
+
+/*
+ * A session that makes every namespace in one clone (sbx_run_confined's
+ * direct path) need not learn first, in a child of its own, whether it
+ * can: the clone answers that. Success makes every namespace type the
+ * probe would have found; a refusal makes none, runs nothing and sends
+ * the session back to sbx_probe_measure(), whose probe decides again
+ * (the degraded path and its reasons, or the floor's refusal). So the
+ * assumption can only cost a failed clone; it never decides a layer.
+ * Everything else here is the real kernel facts. A trusted cache entry is
+ * still read: a session that cannot take the direct path (a proxy
+ * session, a threaded caller) holds to it as before.
+ */
+int sbx_probe_for_session(const struct sbx_probe **out, enum sbx_probe_basis *basis,
+			  struct sbx_error *err)
+{
+	static struct sbx_probe assumed;
+	static enum sbx_probe_basis assumed_basis;
+	static bool ready;
+	struct sbx_error why = { 0 };
+	uid_t uid = geteuid();
+
+	if (!out || !basis)
+		return sbx_error_set(err, EINVAL, "sbx_probe_for_session: no output pointer");
+	*basis = SBX_PROBE_MEASURED;
+	/* Measured already (or set by a test), or root's, which is always
+	 * measured and labelled. */
+	if (probe_cached || uid == 0 || uid != getuid())
+		return sbx_probe_get(out, err);
+	if (!ready) {
+		probe_kernel_facts(&assumed);
+		assumed.userns = assumed.mountns = assumed.pidns = assumed.netns = true;
+		assumed.ipcns = assumed.utsns = assumed.cgroupns = true;
+		if (sbx_probe_cache_check(uid, &why) == 0) {
+			assumed_basis = SBX_PROBE_CACHE;
+			sbx_text_set(assumed.ns_source, sizeof(assumed.ns_source),
+				     "from this boot's probe cache (root probed as uid %u)",
+				     (unsigned)uid);
+		} else {
+			assumed_basis = SBX_PROBE_ASSUMED;
+			sbx_strlcpy(assumed.ns_source, sizeof(assumed.ns_source),
+				    "not probed: the session's clone makes every type, or is "
+				    "refused and probes");
+		}
+		ready = true;
+	}
+	*basis = assumed_basis;
+	*out = &assumed;
+	return 0;
+}
+
+bool sbx_probe_namespaces_measured(void)
+{
+	return probe_cached;
 }
 
 /* Test binaries only: agent-shell and the PAM module never call this, and

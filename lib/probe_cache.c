@@ -19,17 +19,21 @@
  *
  * Every session start forked a child that made a user namespace and every
  * namespace type in it (a network namespace alone is ~0.6 ms of its
- * ~1.2 ms) to learn what the same session then makes anyway. What that
+ * ~1.2 ms) to learn what the same session then makes anyway. A session on
+ * the direct path no longer does (its clone is the probe,
+ * sbx_probe_for_session); the entry is what lets a session with a setup
+ * process (a proxy session, a threaded caller) skip it too. What that
  * child learns depends on the uid (an LSM may refuse user namespaces to
  * some accounts), so root's own probe is no answer; and a process of the
  * agent's uid must not be able to write or change what sessions of that
  * uid believe. So root probes as the account, in a child no process of
  * that uid can ptrace (sbx_probe_namespaces_as), and writes an entry only
  * when everything was available. A session that believes such an entry
- * takes the namespace path, and makes each namespace itself after its
- * point of no return, where a failure ends it with exit 126 before any
- * command runs: a wrong entry refuses sessions, it cannot make one weaker
- * than a fresh probe would. Where anything is missing there is no entry,
+ * takes the namespace path: on the direct path a refused clone sends it
+ * back to a fresh probe (sbx_run_confined); with a setup process each
+ * namespace is made after the point of no return, where a failure ends it
+ * with exit 126 before any command runs. A wrong entry costs a probe or
+ * refuses a session; it cannot make one weaker than a fresh probe would. Where anything is missing there is no entry,
  * and sessions probe for themselves as before (the degraded path and its
  * reasons come from that probe).
  *

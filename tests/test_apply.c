@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <seccomp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -51,6 +53,7 @@ struct scenario {
 	const char *run_path;	/* override (refusal tests) */
 	bool low_fds_free;	/* run with every fd above 2 moved past 19 */
 	bool threaded;		/* a second thread in the caller during the run */
+	bool refuse_netns;	/* the caller under a filter: no new network namespace */
 	char running_marker[256];	/* on_report notes the processes once it exists */
 	int out_fd;
 };
@@ -79,6 +82,7 @@ struct outcome {
 	int init_levels, init_inner;
 	int sandbox_procs;
 	char tree[256];			/* "pid:comm" of each, for a failure's message */
+	bool probe_measured;		/* a probe child ran (sbx_probe_get measured) */
 };
 
 static struct outcome *cur;	/* the child's outcome, for on_report */
@@ -463,6 +467,30 @@ static void *idle_thread(void *arg)
 	return NULL;
 }
 
+/* The caller under a filter that refuses any new network namespace with
+ * EPERM (clone and unshare; clone3, whose flags a filter cannot read,
+ * ENOSYS): a host whose policy refuses the agent network namespaces
+ * while it allows the rest. */
+static int refuse_netns(void)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r = ctx ? 0 : -1;
+
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWNET, CLONE_NEWNET));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWNET, CLONE_NEWNET));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	if (!r)
+		r = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? seccomp_load(ctx) : -1;
+	if (ctx)
+		seccomp_release(ctx);
+	return r ? -1 : 0;
+}
+
 /* A caller with a second thread (a library user's program, say). */
 static int start_idle_thread(void)
 {
@@ -527,6 +555,8 @@ static int run_as_agent(void *arg)
 	}
 	sleeper_pid = sleeper;
 	if (sc->threaded && start_idle_thread() != 0)
+		CHILD_FAIL(&o);
+	if (sc->refuse_netns && refuse_netns() != 0)
 		CHILD_FAIL(&o);
 
 	memset(&s, 0, sizeof(s));
@@ -594,6 +624,7 @@ static int run_as_agent(void *arg)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	o.ret = sbx_run_confined(&run, &o.report, &o.exit_code, &err);
 	o.end_ms = ms_since(&t0);
+	o.probe_measured = sbx_probe_namespaces_measured();
 	memcpy(o.err, err.msg, sizeof(o.err));
 
 	kill(sleeper, SIGKILL);
@@ -1008,6 +1039,51 @@ static void test_processes_of_a_session(void **state)
 			fail_msg("%s: %d with a thread, %d without", sbx_feature_name(f),
 				 threaded.report.entry[f].achieved, o.report.entry[f].achieved);
 	}
+}
+
+/* The direct path's one clone is the namespace probe: a session the
+ * kernel lets make every namespace runs full and no probe child ran. A
+ * caller the kernel refuses a network namespace (a filter here) has its
+ * clone refused before anything runs, measures, and is decided again: the
+ * same degraded session a measured probe gives, with the probe's reason,
+ * and every other namespace still made. */
+static void test_no_probe_before_the_clone(void **state)
+{
+	const struct fixture *fx = *state;
+	const struct sbx_report_entry *e;
+	struct scenario sc;
+	struct outcome o, refused;
+
+	if (!ready(fx, false))
+		skip();
+	SBX_TEST_REQUIRE_USERNS();
+	scenario_init(&sc, fx);
+	sc.script = "exit 3";
+	run_scenario(&sc, &o);
+	if (o.ret != 0)
+		fail_msg("sbx_run_confined: %d %s", o.ret, o.err);
+	assert_int_equal(o.exit_code, 3);
+	assert_int_equal(o.report.level, SBX_LEVEL_FULL);
+	assert_true(sbx_report_holds(&o.report, SBX_F_NETNS));
+	assert_false(o.probe_measured);
+
+	scenario_init(&sc, fx);
+	sc.script = "exit 3";
+	sc.refuse_netns = true;
+	run_scenario(&sc, &refused);
+	if (refused.ret != 0)
+		fail_msg("sbx_run_confined, netns refused: %d %s", refused.ret, refused.err);
+	assert_int_equal(refused.exit_code, 3);
+	assert_true(refused.probe_measured);
+	e = &refused.report.entry[SBX_F_NETNS];
+	assert_true(e->requested);
+	assert_false(e->achieved);
+	if (!strstr(e->detail, "network namespaces unavailable"))
+		fail_msg("netns detail is not the measured probe's: %s", e->detail);
+	assert_true(sbx_report_holds(&refused.report, SBX_F_PIDNS));
+	assert_true(sbx_report_holds(&refused.report, SBX_F_MOUNTNS));
+	assert_true(sbx_report_holds(&refused.report, SBX_F_USERNS));
+	assert_int_not_equal(refused.report.level, SBX_LEVEL_FULL);
 }
 
 /* Session limits the kernel does not enforce are not reported: 1 MiB of
@@ -1783,6 +1859,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_refusals_without_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_probe_before_the_clone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_processes_of_a_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gated_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_limits_not_claimed, setup, teardown),
