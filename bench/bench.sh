@@ -642,6 +642,7 @@ fi
 # microseconds per event, unlike strace): median over 15 runs of the time
 # since agent-shell's exec at which each phase ends.
 tp_events=(sched:sched_process_exec sched:sched_process_fork sched:sched_process_exit
+	syscalls:sys_enter_landlock_create_ruleset syscalls:sys_enter_clone
 	syscalls:sys_enter_mount
 	syscalls:sys_enter_landlock_restrict_self syscalls:sys_enter_seccomp
 	syscalls:sys_exit_seccomp syscalls:sys_enter_exit_group)
@@ -651,10 +652,18 @@ function mark(label, t) { if (!(label in seen)) { seen[label] = 1; printf "%s|%.
 { pid = $2; t = $3; sub(/:$/, "", t); ev = $4; sub(/:$/, "", ev) }
 ev == "sched:sched_process_exec" && t0 == "" && /filename=.*agent-shell /{ t0 = t; outer = pid; next }
 t0 == "" { next }
+# The kernel facts are read first (Landlock's ABI); the init is the outer's
+# child cloned with CLONE_NEWUSER (0x10000000); any child of the outer
+# before it is a probe child (none on the direct path).
+ev == "syscalls:sys_enter_landlock_create_ruleset" && pid == outer { mark("a start-up: loader, NSS, config, profile -> the kernel facts", t) }
+ev == "syscalls:sys_enter_clone" && pid == outer && match($0, /clone_flags: 0x[0-9a-f]+/) {
+	h = substr($0, RSTART + 15, RLENGTH - 15)
+	if (length(h) >= 8 && index("13579bdf", substr(h, length(h) - 7, 1))) { want_init = 1; mark("c kernel facts (and any probe child), session plans -> clone the init into its namespaces", t) }
+}
 ev == "sched:sched_process_fork" {
 	match($0, /child_pid=[0-9]+/); child = substr($0, RSTART + 10, RLENGTH - 10)
-	if (pid == outer && probe == "") { probe = child; mark("a start-up: loader, NSS, config, profile -> fork the probe child", t) }
-	else if (pid == outer && init == "") { init = child; mark("c outer: session plans -> clone the init into its namespaces", t) }
+	if (pid == outer && want_init && init == "") init = child
+	else if (pid == outer && init == "") probe = child
 	else if (pid == init) { kid[child] = 1; mark("g init: mount view built -> fork the unix supervisor and the worker", t) }
 }
 ev == "sched:sched_process_exit" && pid == probe { mark("b kernel probe child (unshare each namespace, one netns) exits", t) }

@@ -287,9 +287,12 @@ static void worker_seccomp(struct plans *pl, struct sbx_report *r)
 		}
 		sbx_report_set(r, SBX_F_UNIX_SOCKETS, true, false,
 			       "connect()%s decided outside the sandbox: only sockets of this uid "
-			       "in places it may write%s; abstract names %s; unix datagram "
+			       "in places it may write%s%s; abstract names %s; unix datagram "
 			       "sockets refused",
 			       pl->seccomp.unix_bind_notify ? " and bind()" : "",
+			       pl->unix_policy.owner_ambiguous ?
+			       " (the overflow uid, as other owners read: only on its own "
+			       "/tmp, /dev/shm)" : "",
 			       pl->unix_policy.n_allow ? ", and unix_allow" : "",
 			       pl->unix_policy.abstract_ok ? "in its own network namespace only" :
 			       "refused, to connect and to bind (the host's: no private network "
@@ -494,6 +497,8 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 	 * once its capabilities are gone; a process of its own where it also
 	 * decides bind(), which forks a child per socket it makes (the init
 	 * reaps every child of its own, and would take that one's status). */
+	if (pl->seccomp.unix_notify && sbx_unix_policy_own_fs(&pl->unix_policy, &err) != 0)
+		die("unix supervisor", &err);
 	if (pl->seccomp.unix_notify && !pl->seccomp.unix_bind_notify) {
 		if (sbx_unix_channel(&pl->unix_chan, &supervisor_end, &err) != 0)
 			die("unix supervisor", &err);
@@ -775,7 +780,7 @@ static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_r
 	pl->unix_chan = -1;
 	pl->seccomp.unix_notify = d->unix_mediated;
 	if (d->unix_mediated) {
-		ret = sbx_unix_policy_build(p, run->session, !d->unix_bind_mediated,
+		ret = sbx_unix_policy_build(p, run->session, !d->unix_bind_mediated, d->ns,
 					    &pl->unix_policy, err);
 		if (ret)
 			return ret;

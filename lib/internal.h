@@ -635,14 +635,28 @@ struct sbx_unix_policy {
 	char allow[SBX_MAX_UNIX_ALLOW][SBX_PATH_MAX];
 	size_t n_deny;			/* deny_read: never, whatever else allows */
 	char deny[SBX_MAX_DENY][SBX_PATH_MAX];
+	/* In the session's user namespace only its own uid is mapped: every
+	 * other owner reads as the kernel's overflow uid. When the agent's
+	 * uid is that overflow uid (nobody), "owned by the agent" proves
+	 * nothing except on the session's own tmpfs mounts, where no other
+	 * uid's file can be: own_fs, their st_dev (sbx_unix_policy_own_fs). */
+	bool owner_ambiguous;
+	size_t n_own_fs;
+	dev_t own_fs[2];
 };
 
+/* in_userns: the session runs in a user namespace of its own (only its
+ * uid mapped). */
 int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session *s,
-			  bool private_netns, struct sbx_unix_policy *out,
+			  bool private_netns, bool in_userns, struct sbx_unix_policy *out,
 			  struct sbx_error *err);
-/* Is a socket at path (canonical, as the sandbox sees it) owned by owner
- * one the session may connect to? */
-bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner);
+/* In the session's mount view, before the supervisor starts: note its own
+ * tmpfs mounts (/tmp, /dev/shm) when the owner is ambiguous. 0 or -errno. */
+int sbx_unix_policy_own_fs(struct sbx_unix_policy *pol, struct sbx_error *err);
+/* Is a socket at path (canonical, as the sandbox sees it), owned by owner
+ * on the filesystem dev, one the session may connect to? */
+bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner,
+			   dev_t dev);
 /* Fork the supervisor: it waits on its end of a channel for the filter's
  * listener fd (sbx_unix_send_listener from the worker), then answers every
  * connect() of the sandbox until no process uses the filter. *chan_out is

@@ -83,8 +83,26 @@ static int add_place(struct sbx_unix_policy *pol, const char *path, struct sbx_e
 	return 0;
 }
 
+/* The id every unmapped uid reads as inside a user namespace. */
+static uid_t overflow_uid(void)
+{
+	char buf[16] = "";
+	char *end;
+	unsigned long v;
+	int fd = open("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 65534;	/* the kernel's default */
+	buf[n] = '\0';
+	v = strtoul(buf, &end, 10);
+	return end != buf && v <= 0xffffffffUL ? (uid_t)v : 65534;
+}
+
 int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session *s,
-			  bool private_netns, struct sbx_unix_policy *out,
+			  bool private_netns, bool in_userns, struct sbx_unix_policy *out,
 			  struct sbx_error *err)
 {
 	struct sbx_unix_policy *pol = calloc(1, sizeof(*pol));
@@ -95,6 +113,7 @@ int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session 
 		return sbx_error_set(err, ENOMEM, "unix policy: out of memory");
 	pol->uid = s->uid;
 	pol->abstract_ok = private_netns;
+	pol->owner_ambiguous = in_userns && s->uid == overflow_uid();
 	if (p->host_write == SBX_ACCESS_ALLOW)
 		r = add_place(pol, "/", err);
 	if (r == 0 && p->workspace_write == SBX_ACCESS_ALLOW)
@@ -144,14 +163,45 @@ static bool bind_place_allowed(const struct sbx_unix_policy *pol, const char *pa
 	       under_any(pol->places, pol->n_places, path);
 }
 
-bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner)
+int sbx_unix_policy_own_fs(struct sbx_unix_policy *pol, struct sbx_error *err)
+{
+	static const char *const own[] = { "/tmp", "/dev/shm" };
+	struct stat st;
+
+	pol->n_own_fs = 0;
+	if (!pol->owner_ambiguous)
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(own) && i < ARRAY_SIZE(pol->own_fs); i++) {
+		if (stat(own[i], &st) != 0)
+			return sbx_error_set(err, errno, "unix policy: stat(%s): %s", own[i],
+					     strerror(errno));
+		pol->own_fs[pol->n_own_fs++] = st.st_dev;
+	}
+	return 0;
+}
+
+/* Whether owner is the agent, as far as the namespace lets it be told. */
+static bool owned_by_agent(const struct sbx_unix_policy *pol, uid_t owner, dev_t dev)
+{
+	if (owner != pol->uid)
+		return false;
+	if (!pol->owner_ambiguous)
+		return true;
+	for (size_t i = 0; i < pol->n_own_fs; i++)
+		if (pol->own_fs[i] == dev)
+			return true;
+	return false;	/* another uid's, for all the agent can tell */
+}
+
+bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner,
+			   dev_t dev)
 {
 	/* A secret stays one, socket or not, wherever it sits. */
 	if (under_any(pol->deny, pol->n_deny, path))
 		return false;
 	if (under_any(pol->allow, pol->n_allow, path))
 		return true;
-	return owner == pol->uid && under_any(pol->places, pol->n_places, path);
+	return owned_by_agent(pol, owner, dev) && under_any(pol->places, pol->n_places, path);
 }
 
 /* ---- acting on behalf ------------------------------------------------------- */
@@ -266,7 +316,7 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 		r = -EACCES;
 		goto out;
 	}
-	if (!sbx_unix_path_allowed(j->pol, real, st.st_uid)) {
+	if (!sbx_unix_path_allowed(j->pol, real, st.st_uid, st.st_dev)) {
 		r = -EACCES;
 		goto out;
 	}

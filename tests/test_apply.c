@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +56,8 @@ struct scenario {
 	bool low_fds_free;	/* run with every fd above 2 moved past 19 */
 	bool threaded;		/* a second thread in the caller during the run */
 	bool refuse_netns;	/* the caller under a filter: no new network namespace */
+	bool as_overflow_uid;	/* the agent is uid/gid 65534 (nobody), not the test uid */
+	const char *workspace;	/* instead of the fixture's */
 	char running_marker[256];	/* on_report notes the processes once it exists */
 	int out_fd;
 };
@@ -561,13 +565,13 @@ static int run_as_agent(void *arg)
 
 	memset(&s, 0, sizeof(s));
 	sbx_strlcpy(s.user, sizeof(s.user), "sbxagent");
-	s.uid = sbx_test_uid();
-	s.gid = sbx_test_gid();
+	s.uid = getuid();	/* the uid this child was dropped to */
+	s.gid = getgid();
 	/* The agent has no passwd home: like agent-shell, use one under the
 	 * sandbox's private /tmp (without a mount view the host's, where the
 	 * engine makes it the agent's own: a name teardown removes). */
 	sbx_strlcpy(s.home, sizeof(s.home), HOME_DIR);
-	sbx_strlcpy(s.workspace, sizeof(s.workspace), fx->ws);
+	sbx_strlcpy(s.workspace, sizeof(s.workspace), sc->workspace ? sc->workspace : fx->ws);
 	if (sbx_session_id_new(s.session_id, &err) != 0)
 		CHILD_FAIL(&o);
 	sbx_strlcpy(o.session_id, sizeof(o.session_id), s.session_id);
@@ -643,6 +647,15 @@ send:
 	return 0;
 }
 
+/* The agent as the kernel's overflow uid: nobody/nogroup. */
+static int run_as_overflow_uid(void *arg)
+{
+	if (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+	    setresuid(65534, 65534, 65534) != 0)
+		return 4;
+	return run_as_agent(arg);
+}
+
 /* Run a scenario in a forked child dropped to the agent uid. */
 static void run_scenario(struct scenario *sc, struct outcome *o)
 {
@@ -651,7 +664,8 @@ static void run_scenario(struct scenario *sc, struct outcome *o)
 
 	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
 	sc->out_fd = fds[1];
-	status = sbx_test_fork(true, run_as_agent, sc);
+	status = sc->as_overflow_uid ? sbx_test_fork(false, run_as_overflow_uid, sc) :
+				       sbx_test_fork(true, run_as_agent, sc);
 	close(fds[1]);
 	assert_int_equal(sbx_test_status_code(status), 0);
 	while (got < sizeof(*o)) {
@@ -1084,6 +1098,97 @@ static void test_no_probe_before_the_clone(void **state)
 	assert_true(sbx_report_holds(&refused.report, SBX_F_MOUNTNS));
 	assert_true(sbx_report_holds(&refused.report, SBX_F_USERNS));
 	assert_int_not_equal(refused.report.level, SBX_LEVEL_FULL);
+}
+
+/* A root-owned unix stream socket at path, mode 0666 (any uid's connect
+ * is allowed by DAC): its listening fd. */
+static int foreign_listener(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 ||
+	    chmod(path, 0666) != 0 || listen(fd, 4) != 0)
+		return -1;
+	return fd;
+}
+
+static int helper_unix(const struct fixture *fx, const char *ws, bool overflow, const char *mode,
+		       const char *path, struct outcome *o)
+{
+	struct scenario sc;
+	char script[1024];
+
+	scenario_init(&sc, fx);
+	sc.as_overflow_uid = overflow;
+	sc.workspace = ws;
+	sbx_strlcpy(sc.profile.workspace_root, sizeof(sc.profile.workspace_root), ws);
+	snprintf(script, sizeof(script), "exec %s %s %s", fx->helper, mode, path);
+	sc.script = script;
+	run_scenario(&sc, o);
+	if (o->ret != 0)
+		fail_msg("sbx_run_confined (%s %s): %d %s", mode, path, o->ret, o->err);
+	return o->exit_code;
+}
+
+/*
+ * Inside the session's user namespace only the agent's uid is mapped, so
+ * every other owner (root's daemon, another user's socket in a shared
+ * workspace) reads as the overflow uid, 65534. An agent that is nobody
+ * would see them as its own and the unix supervisor let it connect. As
+ * nobody: a root-owned 0666 socket in the workspace is refused (EACCES),
+ * and so is nobody's own socket there (nothing tells it from another
+ * uid's), while one it makes in the session's own /tmp connects (the
+ * positive control). Control: the test uid connects to its own socket in
+ * the workspace, and not to root's.
+ */
+static void test_overflow_uid_unix(void **state)
+{
+	const struct fixture *fx = *state;
+	struct outcome *o = calloc(1, sizeof(*o));
+	char ws[64], foreign[128], mine[128], dev_ws[128];
+	int lfd, lfd2;
+
+	if (!ready(fx, false))
+		skip();
+	SBX_TEST_REQUIRE_USERNS();
+	assert_non_null(o);
+	snprintf(ws, sizeof(ws), "/var/tmp/sbx-test-apply-ovf-XXXXXX");
+	assert_non_null(mkdtemp(ws));
+	assert_int_equal(chmod(ws, 0755), 0);
+	assert_int_equal(chown(ws, 65534, 65534), 0);
+	snprintf(foreign, sizeof(foreign), "%s/foreign.sock", ws);
+	snprintf(mine, sizeof(mine), "%s/mine.sock", ws);
+	lfd = foreign_listener(foreign);
+	assert_true(lfd >= 0);
+
+	assert_int_equal(helper_unix(fx, ws, true, "-c", foreign, o), EACCES);
+	assert_true(o->report.entry[SBX_F_UNIX_SOCKETS].achieved);
+	if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "overflow uid"))
+		fail_msg("unix_sockets detail says nothing of the overflow uid: %s",
+			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
+	assert_int_equal(helper_unix(fx, ws, true, "-C", mine, o), EACCES);
+	unlink(mine);
+	assert_int_equal(helper_unix(fx, ws, true, "-C", "/tmp/own.sock", o), 0);
+	assert_int_equal(helper_unix(fx, ws, true, "-C", "/dev/shm/own.sock", o), 0);
+
+	/* The test uid, in its own workspace: its socket yes, root's no. */
+	snprintf(dev_ws, sizeof(dev_ws), "%s/foreign.sock", fx->ws);
+	lfd2 = foreign_listener(dev_ws);
+	assert_true(lfd2 >= 0);
+	snprintf(mine, sizeof(mine), "%s/mine.sock", fx->ws);
+	assert_int_equal(helper_unix(fx, fx->ws, false, "-c", dev_ws, o), EACCES);
+	assert_int_equal(helper_unix(fx, fx->ws, false, "-C", mine, o), 0);
+	if (strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "overflow uid"))
+		fail_msg("the test uid is not the overflow uid: %s",
+			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
+	unlink(mine);
+	unlink(dev_ws);
+	close(lfd2);
+	close(lfd);
+	sbx_test_rmtree(ws);
+	free(o);
 }
 
 /* Session limits the kernel does not enforce are not reported: 1 MiB of
@@ -1860,6 +1965,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusals_without_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_probe_before_the_clone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overflow_uid_unix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_processes_of_a_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gated_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_limits_not_claimed, setup, teardown),

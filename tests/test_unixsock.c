@@ -112,12 +112,12 @@ static int child(void *arg)
 	s.uid = getuid();
 	snprintf(s.home, sizeof(s.home), "%s/home", tmp_dir);
 	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
-	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, false, &pol, &err) == 0);
 	/* The policy's places: the workspace, home, /tmp, /dev/shm. */
-	CHILD_CHECK(sbx_unix_path_allowed(&pol, "/tmp/x.sock", s.uid));
-	CHILD_CHECK(!sbx_unix_path_allowed(&pol, "/tmp/x.sock", s.uid + 1));
-	CHILD_CHECK(!sbx_unix_path_allowed(&pol, host_sock, s.uid));
-	CHILD_CHECK(!sbx_unix_path_allowed(&pol, "/tmpx/y", s.uid));
+	CHILD_CHECK(sbx_unix_path_allowed(&pol, "/tmp/x.sock", s.uid, 1));
+	CHILD_CHECK(!sbx_unix_path_allowed(&pol, "/tmp/x.sock", s.uid + 1, 1));
+	CHILD_CHECK(!sbx_unix_path_allowed(&pol, host_sock, s.uid, 1));
+	CHILD_CHECK(!sbx_unix_path_allowed(&pol, "/tmpx/y", s.uid, 1));
 
 	snprintf(mine, sizeof(mine), "%s/ws/mine.sock", tmp_dir);
 	snprintf(link, sizeof(link), "/tmp/sbx-test-unix-link-%d", (int)getpid());
@@ -234,6 +234,51 @@ static int child(void *arg)
 	return 0;
 }
 
+/* An agent whose uid is the overflow uid (nobody), in a user namespace of
+ * its own: every other owner reads as its uid there, so owning a socket
+ * counts only on the session's own tmpfs mounts. The same policy outside
+ * a user namespace, and for any other uid, decides by owner as before. */
+static void test_overflow_uid_owner(void **state)
+{
+	struct sbx_unix_policy *pol = calloc(1, sizeof(*pol));
+	struct sbx_profile *p = calloc(1, sizeof(*p));
+	struct sbx_session s;
+	struct sbx_error err = { 0 };
+	struct stat tmp;
+
+	(void)state;
+	assert_non_null(pol);
+	assert_non_null(p);
+	assert_int_equal(stat("/tmp", &tmp), 0);
+	sbx_profile_init_default(p);
+	memset(&s, 0, sizeof(s));
+	s.uid = 65534;		/* the kernel's default overflow uid */
+	snprintf(s.home, sizeof(s.home), "/tmp/home");
+	snprintf(s.workspace, sizeof(s.workspace), "/srv/ws");
+	assert_int_equal(sbx_unix_policy_build(p, &s, false, true, pol, &err), 0);
+	assert_true(pol->owner_ambiguous);
+	assert_int_equal(sbx_unix_policy_own_fs(pol, &err), 0);
+	assert_int_equal(pol->n_own_fs, 2);
+	/* Its own tmpfs: its socket. The workspace, or /tmp's device
+	 * unknown: anybody's. */
+	assert_true(sbx_unix_path_allowed(pol, "/tmp/x.sock", 65534, tmp.st_dev));
+	assert_false(sbx_unix_path_allowed(pol, "/srv/ws/x.sock", 65534, tmp.st_dev + 1));
+	assert_false(sbx_unix_path_allowed(pol, "/tmp/x.sock", 65534, tmp.st_dev + 1));
+	/* Control: another uid, same namespace: the owner decides. */
+	s.uid = 1234;
+	assert_int_equal(sbx_unix_policy_build(p, &s, false, true, pol, &err), 0);
+	assert_false(pol->owner_ambiguous);
+	assert_true(sbx_unix_path_allowed(pol, "/srv/ws/x.sock", 1234, tmp.st_dev + 1));
+	assert_false(sbx_unix_path_allowed(pol, "/srv/ws/x.sock", 65534, tmp.st_dev + 1));
+	/* Control: nobody without a user namespace: owners are real. */
+	s.uid = 65534;
+	assert_int_equal(sbx_unix_policy_build(p, &s, false, false, pol, &err), 0);
+	assert_false(pol->owner_ambiguous);
+	assert_true(sbx_unix_path_allowed(pol, "/srv/ws/x.sock", 65534, tmp.st_dev + 1));
+	free(p);
+	free(pol);
+}
+
 static void test_supervisor(void **state)
 {
 	char path[200];
@@ -301,7 +346,7 @@ static int child_bind_mediated(void *arg)
 	s.uid = getuid();
 	snprintf(s.home, sizeof(s.home), "%s/home", tmp_dir);
 	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
-	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, false, &pol, &err) == 0);
 	snprintf(link, sizeof(link), "%s/ws/out-link", tmp_dir);
 	CHILD_CHECK(symlink(outside_dir, link) == 0);
 	snprintf(outside, sizeof(outside), "%s/s.sock", outside_dir);
@@ -418,7 +463,7 @@ static int child_bind_landlock(void *arg)
 	s.uid = getuid();
 	snprintf(s.home, sizeof(s.home), "%s/ws", tmp_dir);
 	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
-	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, false, &pol, &err) == 0);
 	if (sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, false), &plan, &err) != 0) {
 		fprintf(stderr, "landlock plan: %s\n", err.msg);
 		return 1;
@@ -518,6 +563,7 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_overflow_uid_owner),
 		cmocka_unit_test(test_supervisor),
 		cmocka_unit_test(test_bind_mediated),
 		cmocka_unit_test(test_bind_landlock),

@@ -450,6 +450,29 @@ static void check_env(void)
 	put("env_home", "%s", home ? home : "(unset)");
 }
 
+/* -c PATH: connect to the unix stream socket at PATH; -C PATH: make one
+ * there first (listening), then connect. The exit status is 0 or the
+ * errno of the step that failed (bind's + 100), for a test to assert. */
+static int unix_try(const char *path, bool make)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int lfd = -1, fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return 99;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if (make) {
+		lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (lfd < 0 || bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) != 0 ||
+		    listen(lfd, 1) != 0)
+			return 100 + errno;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	return connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 ? 0 : errno;
+}
+
 int main(int argc, char **argv, char **envp)
 {
 	const char *out_path = NULL, *ws = NULL, *host_dir = NULL, *secret = NULL;
@@ -464,8 +487,10 @@ int main(int argc, char **argv, char **envp)
 	list_fds(fds, sizeof(fds));
 	self_path = argv[0];
 	self_env = envp;
-	while ((opt = getopt(argc, argv, "o:w:x:s:p:t:u:k:a:e:gn")) != -1) {
+	while ((opt = getopt(argc, argv, "o:w:x:s:p:t:u:k:a:e:gnc:C:")) != -1) {
 		switch (opt) {
+		case 'c': return unix_try(optarg, false);
+		case 'C': return unix_try(optarg, true);
 		case 'o': out_path = optarg; break;
 		case 'w': ws = optarg; break;
 		case 'x': host_dir = optarg; break;
