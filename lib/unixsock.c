@@ -168,10 +168,12 @@ int sbx_unix_policy_own_fs(struct sbx_unix_policy *pol, struct sbx_error *err)
 	static const char *const own[] = { "/tmp", "/dev/shm" };
 	struct stat st;
 
+	_Static_assert(ARRAY_SIZE(own) == ARRAY_SIZE(((struct sbx_unix_policy *)NULL)->own_fs),
+		       "own_fs holds one device per own mount");
 	pol->n_own_fs = 0;
 	if (!pol->owner_ambiguous)
 		return 0;
-	for (size_t i = 0; i < ARRAY_SIZE(own) && i < ARRAY_SIZE(pol->own_fs); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
 		if (stat(own[i], &st) != 0)
 			return sbx_error_set(err, errno, "unix policy: stat(%s): %s", own[i],
 					     strerror(errno));
