@@ -939,22 +939,7 @@ static int put_agent_entry(void)
  * read) answers ENOSYS, as container runtimes do. */
 static int refuse_userns(void)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	int r = ctx ? 0 : -1;
-
-	if (!r)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
-				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
-	if (!r)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
-	if (!r)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-	if (!r)
-		r = seccomp_load(ctx);
-	if (ctx)
-		seccomp_release(ctx);
-	return r ? -1 : 0;
+	return sbx_test_refuse_clone_flag(CLONE_NEWUSER);
 }
 
 static int prepare_cached(void)

@@ -519,3 +519,23 @@ int sbx_test_in_own_mntns(int (*fn)(void *), void *arg)
 		;
 	return sbx_test_status_code(status);
 }
+
+int sbx_test_refuse_clone_flag(unsigned long flag)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r = ctx ? 0 : -1;
+
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	if (!r)
+		r = seccomp_load(ctx);
+	if (ctx)
+		seccomp_release(ctx);
+	return r ? -1 : 0;
+}

@@ -167,6 +167,11 @@ int sbx_test_in_own_mntns(int (*fn)(void *), void *arg);
  * the child does next either makes no process and no user namespace, or
  * dies: the parent sees 128 + SIGSYS. 0, or -1 when it cannot be loaded. */
 int sbx_test_forbid_processes(void);
+/* From here on unshare(2) and clone(2) with flag (a CLONE_NEW* bit) fail
+ * with EPERM, and clone3 (whose flags a filter cannot read) with ENOSYS,
+ * as container runtimes answer: a host whose policy refuses that
+ * namespace. An unprivileged caller sets no_new_privs first. 0 or -1. */
+int sbx_test_refuse_clone_flag(unsigned long flag);
 
 /* tests/seccomp_ref.c: the filter as libseccomp compiled the same rules
  * (a raw cutoff head in front of its export) into o->prog; test_seccomp
