@@ -266,6 +266,28 @@ static int worker_fds(struct plans *pl, int report_fd, struct sbx_report *r)
 	return report_fd;
 }
 
+/* The unix supervisor's rules, as the report states them. */
+static void report_unix_sockets(const struct plans *pl, struct sbx_report *r)
+{
+	const struct sbx_unix_policy *pol = &pl->unix_policy;
+	char own[64] = "";
+
+	if (pol->owner_ambiguous)
+		sbx_unix_policy_own_list(pol, own, sizeof(own));
+	sbx_report_set(r, SBX_F_UNIX_SOCKETS, true, false,
+		       "connect()%s decided outside the sandbox: only sockets of this uid in places "
+		       "it may write%s%s%s%s; abstract names %s; unix datagram sockets refused",
+		       pl->seccomp.unix_bind_notify ? " and bind()" : "",
+		       !pol->owner_ambiguous ? "" :
+		       " (the overflow uid: its own only on fresh tmpfs ",
+		       !pol->owner_ambiguous ? "" : own[0] ? own : "none",
+		       pol->owner_ambiguous ? ")" : "",
+		       pol->n_allow ? ", and unix_allow" : "",
+		       pol->abstract_ok ? "in its own network namespace only" :
+		       "refused, to connect and to bind (the host's: no private network "
+		       "namespace)");
+}
+
 /* The filter, and the unix supervisor's listener handed over. */
 static void worker_seccomp(struct plans *pl, struct sbx_report *r)
 {
@@ -285,18 +307,7 @@ static void worker_seccomp(struct plans *pl, struct sbx_report *r)
 			errno = -e;
 			die_errno("send the seccomp listener to the unix supervisor");
 		}
-		sbx_report_set(r, SBX_F_UNIX_SOCKETS, true, false,
-			       "connect()%s decided outside the sandbox: only sockets of this uid "
-			       "in places it may write%s%s; abstract names %s; unix datagram "
-			       "sockets refused",
-			       pl->seccomp.unix_bind_notify ? " and bind()" : "",
-			       pl->unix_policy.owner_ambiguous ?
-			       " (the overflow uid, as other owners read: only on its own "
-			       "/tmp, /dev/shm)" : "",
-			       pl->unix_policy.n_allow ? ", and unix_allow" : "",
-			       pl->unix_policy.abstract_ok ? "in its own network namespace only" :
-			       "refused, to connect and to bind (the host's: no private network "
-			       "namespace)");
+		report_unix_sockets(pl, r);
 	}
 	sbx_report_set(r, SBX_F_SECCOMP, true, false, "native arch only; %s%s",
 		       pl->seccomp.network_denied ? "network syscalls narrowed; " : "",
@@ -474,12 +485,13 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 	struct sbx_relay relay = { .master = -1, .slave = -1, .in_fd = STDIN_FILENO,
 				   .out_fd = STDOUT_FILENO };
 	char detail[256] = "";
+	struct sbx_mount_fresh fresh;
 	pid_t child, supervisor = -1;
 	int supervisor_end = -1;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		die_errno("prctl(PR_SET_PDEATHSIG)");
-	if (sbx_mount_view_apply(&pl->mounts, detail, sizeof(detail), &err) != 0)
+	if (sbx_mount_view_apply(&pl->mounts, &fresh, detail, sizeof(detail), &err) != 0)
 		die("mount view", &err);
 	sbx_report_set(r, SBX_F_MOUNT_VIEW, true, false, "%s", detail);
 	if (run->profile->home != SBX_HOME_REAL)
@@ -497,8 +509,16 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 	 * once its capabilities are gone; a process of its own where it also
 	 * decides bind(), which forks a child per socket it makes (the init
 	 * reaps every child of its own, and would take that one's status). */
-	if (pl->seccomp.unix_notify && sbx_unix_policy_own_fs(&pl->unix_policy, &err) != 0)
-		die("unix supervisor", &err);
+	sbx_unix_policy_own_fs(&pl->unix_policy, &fresh);
+	if (pl->unix_policy.owner_ambiguous) {
+		/* The canary's own socket goes where it is the agent's. */
+		pl->canary.unix_own_refused = fresh.n == 0;
+		for (size_t i = 0; i < fresh.n && !pl->canary.unix_own_dir; i++)
+			if (!fresh.m[i].home)
+				pl->canary.unix_own_dir = fresh.m[i].target;
+		if (!pl->canary.unix_own_dir && fresh.n)
+			pl->canary.unix_own_dir = fresh.m[0].target;
+	}
 	if (pl->seccomp.unix_notify && !pl->seccomp.unix_bind_notify) {
 		if (sbx_unix_channel(&pl->unix_chan, &supervisor_end, &err) != 0)
 			die("unix supervisor", &err);

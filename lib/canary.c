@@ -482,7 +482,8 @@ static int unix_connect_errno(int fd, const char *path)
 static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_report *r)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int srv = -1, cli = -1, e;
+	const char *own_dir;
+	int srv = -1, cli = -1, e, want;
 
 	if (!achieved(r, SBX_F_UNIX_SOCKETS))
 		return;
@@ -532,8 +533,10 @@ static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_rep
 			return;
 		}
 	}
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "/tmp/.agent-sandbox-canary-%016llx.sock",
-		 canary_tag());
+	own_dir = ctx && ctx->unix_own_dir ? ctx->unix_own_dir : "/tmp";
+	want = ctx && ctx->unix_own_refused ? EACCES : 0;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/.agent-sandbox-canary-%016llx.sock",
+		 own_dir, canary_tag());
 	srv = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cli = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	e = srv < 0 || cli < 0 ? errno :
@@ -544,8 +547,9 @@ static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_rep
 		close(srv);
 	if (cli >= 0)
 		close(cli);
-	if (e) {
-		canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in /tmp: %s", strerror(e));
+	if (e != want) {
+		canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in %s: %s%s", own_dir,
+			    e ? strerror(e) : "connected", want ? ", not EACCES" : "");
 		return;
 	}
 	canary_pass(r, SBX_F_UNIX_SOCKETS);

@@ -328,8 +328,20 @@ struct sbx_mount_plan {
 int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			 struct sbx_mount_plan *plan, struct sbx_error *err);
 void sbx_mount_plan_free(struct sbx_mount_plan *plan);
-/* Apply in a private mount namespace (needs CAP_SYS_ADMIN there). */
-int sbx_mount_view_apply(const struct sbx_mount_plan *plan,
+/* The tmpfs mounts the view made fresh at $HOME, /tmp and /dev/shm: no
+ * file of another uid can be on them. target points into the plan. */
+struct sbx_mount_fresh {
+	size_t n;
+	struct {
+		dev_t dev;
+		const char *target;
+		bool home;	/* the $HOME tmpfs */
+	} m[3];
+};
+
+/* Apply in a private mount namespace (needs CAP_SYS_ADMIN there). fresh
+ * (may be NULL) is filled with the fresh tmpfs mounts made. */
+int sbx_mount_view_apply(const struct sbx_mount_plan *plan, struct sbx_mount_fresh *fresh,
 			 char *detail, size_t detail_size, struct sbx_error *err);
 
 /* ---- home.c: root-side directory walks and the agent's home ------------
@@ -638,11 +650,10 @@ struct sbx_unix_policy {
 	/* In the session's user namespace only its own uid is mapped: every
 	 * other owner reads as the kernel's overflow uid. When the agent's
 	 * uid is that overflow uid (nobody), "owned by the agent" proves
-	 * nothing except on the session's own tmpfs mounts, where no other
-	 * uid's file can be: own_fs, their st_dev (sbx_unix_policy_own_fs). */
+	 * nothing except on the tmpfs mounts the session's view made fresh,
+	 * where no other uid's file can be (sbx_unix_policy_own_fs). */
 	bool owner_ambiguous;
-	size_t n_own_fs;
-	dev_t own_fs[2];
+	struct sbx_mount_fresh own_fs;
 };
 
 /* in_userns: the session runs in a user namespace of its own (only its
@@ -650,9 +661,12 @@ struct sbx_unix_policy {
 int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session *s,
 			  bool private_netns, bool in_userns, struct sbx_unix_policy *out,
 			  struct sbx_error *err);
-/* In the session's mount view, before the supervisor starts: note its own
- * tmpfs mounts (/tmp, /dev/shm) when the owner is ambiguous. 0 or -errno. */
-int sbx_unix_policy_own_fs(struct sbx_unix_policy *pol, struct sbx_error *err);
+/* In the session's mount view, before the supervisor starts: take the
+ * fresh tmpfs mounts the view made (NULL: none) as the agent's own when
+ * the owner is ambiguous. A /tmp bound from a directory is not one. */
+void sbx_unix_policy_own_fs(struct sbx_unix_policy *pol, const struct sbx_mount_fresh *fresh);
+/* For the report: the own mounts ("home" or the target), ", "-separated. */
+void sbx_unix_policy_own_list(const struct sbx_unix_policy *pol, char *buf, size_t size);
 /* Is a socket at path (canonical, as the sandbox sees it), owned by owner
  * on the filesystem dev, one the session may connect to? */
 bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner,
@@ -889,6 +903,11 @@ struct sbx_canary_ctx {
 	char *const *envp;	/* the environment execve will pass, or NULL */
 	char exec_control[SBX_PATH_MAX];	/* gated: a file left executable, or "" */
 	bool unix_bind_mediated;	/* bind() of abstract names must be refused */
+	/* Where a socket of its own must connect ("": /tmp). An agent that
+	 * is the overflow uid owns only fresh tmpfs mounts; with none of
+	 * them (own_refused), its socket in /tmp must be refused instead. */
+	const char *unix_own_dir;
+	bool unix_own_refused;
 	/* deny_read files with more than one name (a hard link elsewhere is
 	 * not under the mask), "; "-separated, or "" */
 	char secret_aliases[256];

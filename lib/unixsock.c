@@ -163,23 +163,27 @@ static bool bind_place_allowed(const struct sbx_unix_policy *pol, const char *pa
 	       under_any(pol->places, pol->n_places, path);
 }
 
-int sbx_unix_policy_own_fs(struct sbx_unix_policy *pol, struct sbx_error *err)
+void sbx_unix_policy_own_fs(struct sbx_unix_policy *pol, const struct sbx_mount_fresh *fresh)
 {
-	static const char *const own[] = { "/tmp", "/dev/shm" };
-	struct stat st;
+	memset(&pol->own_fs, 0, sizeof(pol->own_fs));
+	if (pol->owner_ambiguous && fresh)
+		pol->own_fs = *fresh;
+}
 
-	_Static_assert(ARRAY_SIZE(own) == ARRAY_SIZE(((struct sbx_unix_policy *)NULL)->own_fs),
-		       "own_fs holds one device per own mount");
-	pol->n_own_fs = 0;
-	if (!pol->owner_ambiguous)
-		return 0;
-	for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
-		if (stat(own[i], &st) != 0)
-			return sbx_error_set(err, errno, "unix policy: stat(%s): %s", own[i],
-					     strerror(errno));
-		pol->own_fs[pol->n_own_fs++] = st.st_dev;
+void sbx_unix_policy_own_list(const struct sbx_unix_policy *pol, char *buf, size_t size)
+{
+	size_t used = 0;
+
+	if (size)
+		buf[0] = '\0';
+	for (size_t i = 0; i < pol->own_fs.n && used < size; i++) {
+		int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+				 pol->own_fs.m[i].home ? "home" : pol->own_fs.m[i].target);
+
+		if (n < 0)
+			break;
+		used += (size_t)n;
 	}
-	return 0;
 }
 
 /* Whether owner is the agent, as far as the namespace lets it be told. */
@@ -189,8 +193,8 @@ static bool owned_by_agent(const struct sbx_unix_policy *pol, uid_t owner, dev_t
 		return false;
 	if (!pol->owner_ambiguous)
 		return true;
-	for (size_t i = 0; i < pol->n_own_fs; i++)
-		if (pol->own_fs[i] == dev)
+	for (size_t i = 0; i < pol->own_fs.n; i++)
+		if (pol->own_fs.m[i].dev == dev)
 			return true;
 	return false;	/* another uid's, for all the agent can tell */
 }

@@ -57,6 +57,7 @@ struct scenario {
 	bool refuse_netns;	/* the caller under a filter: no new network namespace */
 	bool as_overflow_uid;	/* the agent is uid/gid 65534 (nobody), not the test uid */
 	const char *workspace;	/* instead of the fixture's */
+	const char *tmp_source;	/* bound at /tmp, as an executor's scratch is */
 	char running_marker[256];	/* on_report notes the processes once it exists */
 	int out_fd;
 };
@@ -558,6 +559,8 @@ static int run_as_agent(void *arg)
 	 * engine makes it the agent's own: a name teardown removes). */
 	sbx_strlcpy(s.home, sizeof(s.home), HOME_DIR);
 	sbx_strlcpy(s.workspace, sizeof(s.workspace), sc->workspace ? sc->workspace : fx->ws);
+	if (sc->tmp_source)
+		sbx_strlcpy(s.tmp_source, sizeof(s.tmp_source), sc->tmp_source);
 	if (sbx_session_id_new(s.session_id, &err) != 0)
 		CHILD_FAIL(&o);
 	sbx_strlcpy(o.session_id, sizeof(o.session_id), s.session_id);
@@ -1100,8 +1103,8 @@ static int foreign_listener(const char *path)
 	return fd;
 }
 
-static int helper_unix(const struct fixture *fx, const char *ws, bool overflow, const char *mode,
-		       const char *path, struct outcome *o)
+static int helper_unix(const struct fixture *fx, const char *ws, const char *tmp_source,
+		       bool overflow, const char *mode, const char *path, struct outcome *o)
 {
 	struct scenario sc;
 	char script[1024];
@@ -1109,6 +1112,7 @@ static int helper_unix(const struct fixture *fx, const char *ws, bool overflow, 
 	scenario_init(&sc, fx);
 	sc.as_overflow_uid = overflow;
 	sc.workspace = ws;
+	sc.tmp_source = tmp_source;
 	sbx_strlcpy(sc.profile.workspace_root, sizeof(sc.profile.workspace_root), ws);
 	snprintf(script, sizeof(script), "exec %s %s %s", fx->helper, mode, path);
 	sc.script = script;
@@ -1125,15 +1129,18 @@ static int helper_unix(const struct fixture *fx, const char *ws, bool overflow, 
  * would see them as its own and the unix supervisor let it connect. As
  * nobody: a root-owned 0666 socket in the workspace is refused (EACCES),
  * and so is nobody's own socket there (nothing tells it from another
- * uid's), while one it makes in the session's own /tmp connects (the
- * positive control). Control: the test uid connects to its own socket in
- * the workspace, and not to root's.
+ * uid's), while one it makes on the session's fresh tmpfs mounts (/tmp,
+ * /dev/shm, its home) connects (the positive controls). With /tmp bound
+ * from a directory on the workspace's filesystem (an executor's scratch),
+ * root's socket is still refused and /tmp is no longer its own. Control:
+ * the test uid connects to its own socket in the workspace, and not to
+ * root's.
  */
 static void test_overflow_uid_unix(void **state)
 {
 	const struct fixture *fx = *state;
 	struct outcome *o = calloc(1, sizeof(*o));
-	char ws[64], foreign[128], mine[128], dev_ws[128];
+	char ws[64], scratch[64], foreign[128], mine[128], dev_ws[128];
 	int lfd, lfd2;
 
 	if (!ready(fx, false))
@@ -1149,23 +1156,43 @@ static void test_overflow_uid_unix(void **state)
 	lfd = foreign_listener(foreign);
 	assert_true(lfd >= 0);
 
-	assert_int_equal(helper_unix(fx, ws, true, "-c", foreign, o), EACCES);
+	assert_int_equal(helper_unix(fx, ws, NULL, true, "-c", foreign, o), EACCES);
 	assert_true(o->report.entry[SBX_F_UNIX_SOCKETS].achieved);
 	if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "overflow uid"))
 		fail_msg("unix_sockets detail says nothing of the overflow uid: %s",
 			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
-	assert_int_equal(helper_unix(fx, ws, true, "-C", mine, o), EACCES);
+	assert_int_equal(helper_unix(fx, ws, NULL, true, "-C", mine, o), EACCES);
 	unlink(mine);
-	assert_int_equal(helper_unix(fx, ws, true, "-C", "/tmp/own.sock", o), 0);
-	assert_int_equal(helper_unix(fx, ws, true, "-C", "/dev/shm/own.sock", o), 0);
+	assert_int_equal(helper_unix(fx, ws, NULL, true, "-C", "/tmp/own.sock", o), 0);
+	if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "fresh tmpfs /dev/shm, /tmp, home)"))
+		fail_msg("unix_sockets detail does not name the own mounts: %s",
+			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
+	assert_int_equal(helper_unix(fx, ws, NULL, true, "-C", "/dev/shm/own.sock", o), 0);
+	assert_int_equal(helper_unix(fx, ws, NULL, true, "-C", HOME_DIR "/own.sock", o), 0);
+
+	/* /tmp bound from a directory on the workspace's filesystem, as an
+	 * executor's scratch is: that device is not the agent's alone. */
+	snprintf(scratch, sizeof(scratch), "/var/tmp/sbx-test-apply-ovt-XXXXXX");
+	assert_non_null(mkdtemp(scratch));
+	assert_int_equal(chown(scratch, 65534, 65534), 0);
+	snprintf(mine, sizeof(mine), "%s%s", scratch, &HOME_DIR[strlen("/tmp")]);
+	assert_int_equal(mkdir(mine, 0700), 0);	/* the home's mountpoint */
+	assert_int_equal(chown(mine, 65534, 65534), 0);
+	assert_int_equal(helper_unix(fx, ws, scratch, true, "-c", foreign, o), EACCES);
+	if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "fresh tmpfs /dev/shm, home)"))
+		fail_msg("unix_sockets detail claims the bound /tmp: %s",
+			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
+	assert_int_equal(helper_unix(fx, ws, scratch, true, "-C", "/tmp/own.sock", o), EACCES);
+	assert_int_equal(helper_unix(fx, ws, scratch, true, "-C", "/dev/shm/own.sock", o), 0);
+	sbx_test_rmtree(scratch);
 
 	/* The test uid, in its own workspace: its socket yes, root's no. */
 	snprintf(dev_ws, sizeof(dev_ws), "%s/foreign.sock", fx->ws);
 	lfd2 = foreign_listener(dev_ws);
 	assert_true(lfd2 >= 0);
 	snprintf(mine, sizeof(mine), "%s/mine.sock", fx->ws);
-	assert_int_equal(helper_unix(fx, fx->ws, false, "-c", dev_ws, o), EACCES);
-	assert_int_equal(helper_unix(fx, fx->ws, false, "-C", mine, o), 0);
+	assert_int_equal(helper_unix(fx, fx->ws, NULL, false, "-c", dev_ws, o), EACCES);
+	assert_int_equal(helper_unix(fx, fx->ws, NULL, false, "-C", mine, o), 0);
 	if (strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "overflow uid"))
 		fail_msg("the test uid is not the overflow uid: %s",
 			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);

@@ -244,6 +244,7 @@ static void test_overflow_uid_owner(void **state)
 	struct sbx_profile *p = calloc(1, sizeof(*p));
 	struct sbx_session s;
 	struct sbx_error err = { 0 };
+	struct sbx_mount_fresh fresh = { 0 };
 	struct stat tmp;
 
 	(void)state;
@@ -257,13 +258,19 @@ static void test_overflow_uid_owner(void **state)
 	snprintf(s.workspace, sizeof(s.workspace), "/srv/ws");
 	assert_int_equal(sbx_unix_policy_build(p, &s, false, true, pol, &err), 0);
 	assert_true(pol->owner_ambiguous);
-	assert_int_equal(sbx_unix_policy_own_fs(pol, &err), 0);
-	assert_int_equal(pol->n_own_fs, 2);
-	/* Its own tmpfs: its socket. The workspace, or /tmp's device
-	 * unknown: anybody's. */
+	fresh.n = 1;
+	fresh.m[0].dev = tmp.st_dev;
+	fresh.m[0].target = "/tmp";
+	sbx_unix_policy_own_fs(pol, &fresh);
+	assert_int_equal(pol->own_fs.n, 1);
+	/* Its own tmpfs: its socket. The workspace, or a device not made
+	 * fresh by the view: anybody's. */
 	assert_true(sbx_unix_path_allowed(pol, "/tmp/x.sock", 65534, tmp.st_dev));
 	assert_false(sbx_unix_path_allowed(pol, "/srv/ws/x.sock", 65534, tmp.st_dev + 1));
 	assert_false(sbx_unix_path_allowed(pol, "/tmp/x.sock", 65534, tmp.st_dev + 1));
+	/* No fresh mount (no view): nothing is its own. */
+	sbx_unix_policy_own_fs(pol, NULL);
+	assert_false(sbx_unix_path_allowed(pol, "/tmp/x.sock", 65534, tmp.st_dev));
 	/* Control: another uid, same namespace: the owner decides. */
 	s.uid = 1234;
 	assert_int_equal(sbx_unix_policy_build(p, &s, false, true, pol, &err), 0);
