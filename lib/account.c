@@ -239,7 +239,7 @@ int sbx_account_profile(const struct sbx_config *cfg, const struct sbx_account *
 	if (r == 0)
 		r = sbx_profile_expand(tmp, a->user, a->home, err);
 	if (r == 0)
-		*out = *tmp;
+		sbx_profile_copy(out, tmp);
 	free(tmp);
 	return r;
 }

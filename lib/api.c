@@ -231,7 +231,7 @@ static int run_in(const struct sbx_profile *prof, const struct run_place *pl,
 	}
 	if (ret)
 		goto out;
-	*p = *prof;
+	sbx_profile_copy(p, prof);
 	ret = sbx_profile_expand(p, acc.user, acc.home, err);
 	if (ret)
 		goto out;
@@ -408,7 +408,7 @@ int sbx_executor_set_new(const struct sbx_profile *p, const char *scratch_root, 
 	}
 	set->root_fd = fd;
 	set->max = max;
-	set->profile = *p;
+	sbx_profile_copy(&set->profile, p);
 	/* Every executor's view: the scratch root masked, only its own home
 	 * and tmp bound back (at $HOME and /tmp). */
 	sbx_strlcpy(set->profile.deny_read[set->profile.n_deny_read++], SBX_PATH_MAX, set->root);

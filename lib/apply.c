@@ -1005,7 +1005,7 @@ static int run_on(const struct sbx_run *run, const struct sbx_probe *probe,
 		ret = sbx_error_set(err, ENOMEM, "run: out of memory");
 		goto out;
 	}
-	*resolved = *p;
+	sbx_profile_copy(resolved, p);
 	ret = resolve_deny_read(resolved, err);
 	if (ret)
 		goto out;

@@ -615,9 +615,9 @@ static int resolve(struct parser *ps, size_t idx, unsigned depth)
 					     "%s:%u: key 'inherit': more than %u inherit links",
 					     ps->file, inh->line, SBX_CONFIG_MAX_INHERIT);
 		sec->links = parent->links + 1;
-		memcpy(p, &ps->cfg->profiles[parent - ps->secs], sizeof(*p));
+		sbx_profile_copy(p, &ps->cfg->profiles[parent - ps->secs]);
 	} else {
-		sbx_profile_init_default(p);
+		sbx_profile_reset_default(p);	/* profiles[] is calloc'd */
 	}
 	sbx_strlcpy(p->name, sizeof(p->name), sec->name);
 	r = apply_section(ps, sec, false, p);
@@ -988,7 +988,7 @@ int sbx_config_parse_sources(const struct sbx_config_source *src, size_t n,
 		goto out;
 	}
 
-	sbx_profile_init_open(&cfg->ceiling);
+	sbx_profile_reset_open(&cfg->ceiling);	/* cfg is calloc'd */
 	if (ps.have_ceiling) {
 		sbx_strlcpy(cfg->ceiling.name, sizeof(cfg->ceiling.name), "ceiling");
 		r = apply_section(&ps, &ps.ceiling, true, &cfg->ceiling);

@@ -8,6 +8,7 @@
 #define SBX_INTERNAL_H
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <linux/filter.h>
 #include "sbx.h"
 
@@ -34,6 +35,28 @@ void sbx_error_clear(struct sbx_error *err);
 
 /* Copy with truncation check: 0 or -ENAMETOOLONG (dst left as "" then). */
 int sbx_strlcpy(char *dst, size_t size, const char *src);
+/*
+ * Structs of fixed list arrays (a profile, the plans) are mostly unused
+ * room: only each list's first count entries mean anything. Copying or
+ * clearing the whole struct costs a page fault per 4 KiB touched, on every
+ * run and login. These move everything but the unused room, which in dst
+ * keeps whatever it held. lists: in offset order, each count outside
+ * every list (a size_t).
+ */
+struct sbx_list_field {
+	size_t off;		/* of the array */
+	size_t size;		/* of the whole array */
+	size_t elem;		/* of one entry */
+	size_t count_off;	/* of its size_t count */
+};
+#define SBX_LIST_FIELD(type, arr, count)					\
+	{ offsetof(type, arr), sizeof(((type *)NULL)->arr),			\
+	  sizeof(((type *)NULL)->arr[0]), offsetof(type, count) }
+void sbx_copy_used(void *dst, const void *src, size_t size,
+		   const struct sbx_list_field *lists, size_t n_lists);
+/* Zero everything but the lists' room (their counts included). */
+void sbx_clear_used(void *p, size_t size, const struct sbx_list_field *lists, size_t n_lists);
+
 /* snprintf that fails on truncation: 0 or -ENAMETOOLONG. */
 int sbx_snprintf(char *dst, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -160,6 +160,11 @@ static int resolve_plan_paths(struct sbx_landlock_plan *plan, struct sbx_error *
 
 /* Long on purpose: the rule list in the order it is documented, one short
  * block per kind of rule. */
+static const struct sbx_list_field landlock_plan_lists[] = {
+	SBX_LIST_FIELD(struct sbx_landlock_plan, rules, n_rules),
+	SBX_LIST_FIELD(struct sbx_landlock_plan, deny, n_deny),
+};
+
 int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			    const struct sbx_decision *d, struct sbx_landlock_plan *plan,
 			    struct sbx_error *err)
@@ -174,9 +179,10 @@ int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_sessio
 	    p->n_gate > SBX_MAX_GATE)
 		return sbx_error_set(err, EINVAL, "landlock plan: profile lists out of range");
 	/* Built aside and copied: outputs only on success. */
-	out = calloc(1, sizeof(*out));
+	out = malloc(sizeof(*out));
 	if (!out)
 		return sbx_error_set(err, ENOMEM, "landlock plan: out of memory");
+	sbx_clear_used(out, sizeof(*out), landlock_plan_lists, ARRAY_SIZE(landlock_plan_lists));
 
 	gated = p->command != SBX_ACCESS_ALLOW;
 	exec_right = gated ? 0 : SBX_FS_EXEC;
@@ -272,7 +278,8 @@ int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_sessio
 	r = resolve_plan_paths(out, err);
 	if (r)
 		goto out;
-	memcpy(plan, out, sizeof(*plan));
+	sbx_copy_used(plan, out, sizeof(*plan), landlock_plan_lists,
+		      ARRAY_SIZE(landlock_plan_lists));
 	r = 0;
 out:
 	free(out);

@@ -144,6 +144,10 @@ static int plan_exec_set(const struct sbx_profile *p, struct sbx_mount_plan *pla
 
 /* Long on purpose: the mount list in the order it is documented, one short
  * block per kind of mount. */
+static const struct sbx_list_field mount_plan_lists[] = {
+	SBX_LIST_FIELD(struct sbx_mount_plan, m, n),
+};
+
 int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			 struct sbx_mount_plan *plan, struct sbx_error *err)
 {
@@ -255,7 +259,7 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 			tmp->m[j - 1] = swap;
 		}
 	}
-	*plan = *tmp;
+	sbx_copy_used(plan, tmp, sizeof(*plan), mount_plan_lists, ARRAY_SIZE(mount_plan_lists));
 	tmp->exec = NULL;
 	r = 0;
 out:

@@ -33,11 +33,29 @@ static void limit_set(struct sbx_limits *l, enum sbx_limit which, uint64_t v)
 	l->set_mask |= 1u << which;
 }
 
+static const struct sbx_list_field profile_lists[] = {
+	SBX_LIST_FIELD(struct sbx_profile, roots, n_roots),
+	SBX_LIST_FIELD(struct sbx_profile, deny_read, n_deny_read),
+	SBX_LIST_FIELD(struct sbx_profile, gate_allow, n_gate),
+	SBX_LIST_FIELD(struct sbx_profile, unix_allow, n_unix_allow),
+	SBX_LIST_FIELD(struct sbx_profile, egress, n_egress),
+	SBX_LIST_FIELD(struct sbx_profile, services, n_services),
+};
+
+void sbx_profile_copy(struct sbx_profile *dst, const struct sbx_profile *src)
+{
+	sbx_copy_used(dst, src, sizeof(*dst), profile_lists, ARRAY_SIZE(profile_lists));
+}
+
 /* What the default and the open profile share: the workspace and every
  * command allowed, the host readable, bash. */
-static void init_base(struct sbx_profile *p, const char *name)
+void sbx_profile_clear(struct sbx_profile *p)
 {
-	memset(p, 0, sizeof(*p));
+	sbx_clear_used(p, sizeof(*p), profile_lists, ARRAY_SIZE(profile_lists));
+}
+
+static void set_base(struct sbx_profile *p, const char *name)
+{
 	sbx_strlcpy(p->name, sizeof(p->name), name);
 	p->workspace_read = SBX_ACCESS_ALLOW;
 	p->workspace_write = SBX_ACCESS_ALLOW;
@@ -46,11 +64,11 @@ static void init_base(struct sbx_profile *p, const char *name)
 	sbx_strlcpy(p->shell, sizeof(p->shell), "/bin/bash");
 }
 
-void sbx_profile_init_default(struct sbx_profile *p)
+static void set_default(struct sbx_profile *p)
 {
 	size_t i;
 
-	init_base(p, "default");
+	set_base(p, "default");
 	p->host_write = SBX_ACCESS_DENY;
 	p->network = SBX_ACCESS_DENY;
 	p->home = SBX_HOME_EPHEMERAL;
@@ -81,9 +99,9 @@ uint32_t sbx_require_for_network(uint32_t require, enum sbx_access network)
  * Restrict(p, open) == p field by field. Isolation is unconfined with the
  * acknowledgement, because "sandboxed beats unconfined" means only an
  * unconfined ceiling leaves a requested isolation as it is. */
-void sbx_profile_init_open(struct sbx_profile *p)
+static void set_open(struct sbx_profile *p)
 {
-	init_base(p, "open");
+	set_base(p, "open");
 	p->host_write = SBX_ACCESS_ALLOW;
 	p->network = SBX_ACCESS_ALLOW;
 	p->home = SBX_HOME_REAL;
@@ -93,6 +111,30 @@ void sbx_profile_init_open(struct sbx_profile *p)
 	p->egress_any = true;
 	p->min_level = SBX_LEVEL_NONE;
 	p->require = 0;
+}
+
+void sbx_profile_init_default(struct sbx_profile *p)
+{
+	memset(p, 0, sizeof(*p));
+	set_default(p);
+}
+
+void sbx_profile_reset_default(struct sbx_profile *p)
+{
+	sbx_profile_clear(p);
+	set_default(p);
+}
+
+void sbx_profile_init_open(struct sbx_profile *p)
+{
+	memset(p, 0, sizeof(*p));
+	set_open(p);
+}
+
+void sbx_profile_reset_open(struct sbx_profile *p)
+{
+	sbx_profile_clear(p);
+	set_open(p);
 }
 
 /* ---- names and parsers --------------------------------------------------- */
@@ -309,7 +351,7 @@ int sbx_profile_expand(struct sbx_profile *p, const char *user,
 	tmp = malloc(sizeof(*tmp));
 	if (!tmp)
 		return sbx_error_set(err, ENOMEM, "expand(%s): out of memory", p->name);
-	memcpy(tmp, p, sizeof(*tmp));
+	sbx_profile_copy(tmp, p);
 	r = expand_one(tmp->workspace_root, sizeof(tmp->workspace_root), true,
 		       "workspace_root", user, home, err);
 	if (r < 0)
@@ -341,7 +383,7 @@ int sbx_profile_expand(struct sbx_profile *p, const char *user,
 		if (r < 0)
 			goto out;
 	}
-	memcpy(p, tmp, sizeof(*p));
+	sbx_profile_copy(p, tmp);
 	r = 0;
 out:
 	free(tmp);

@@ -263,9 +263,10 @@ int sbx_profile_restrict(const struct sbx_profile *a, const struct sbx_profile *
 		r = check_input(b, err);
 	if (r < 0)
 		return r;
-	o = calloc(1, sizeof(*o));
+	o = malloc(sizeof(*o));
 	if (!o)
 		return sbx_error_set(err, ENOMEM, "restrict: out of memory");
+	sbx_profile_clear(o);
 
 	memcpy(o->name, a->name, sizeof(o->name));
 	memcpy(o->shell, a->shell, sizeof(o->shell));
@@ -347,7 +348,7 @@ int sbx_profile_restrict(const struct sbx_profile *a, const struct sbx_profile *
 	if (r < 0)
 		goto out;
 
-	memcpy(out, o, sizeof(*out));
+	sbx_profile_copy(out, o);
 	r = 0;
 out:
 	free(o);

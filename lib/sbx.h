@@ -311,6 +311,18 @@ struct sbx_profile {
 	uint32_t require;		/* SBX_G_* that must hold, or refuse */
 };
 
+/* *dst = *src, moving only the lists' entries in use (a profile is
+ * mostly unused list room). dst's room past each count is left as it was:
+ * nothing reads past a count. */
+void sbx_profile_copy(struct sbx_profile *dst, const struct sbx_profile *src);
+/* Zero every field and count, leaving the lists' room as it is. */
+void sbx_profile_clear(struct sbx_profile *p);
+/* sbx_profile_init_default and _open without zeroing the lists' room (it
+ * stays as it was: zero when p came from calloc). For hot paths; code
+ * that appends to a list writes the whole entry. */
+void sbx_profile_reset_default(struct sbx_profile *p);
+void sbx_profile_reset_open(struct sbx_profile *p);
+
 /* The built-in default profile (used by the demo and when no config exists
  * for --run): workspace rw, host read-only, network deny, command allow,
  * ephemeral home, sandboxed, a few deny_read secrets, floor "degraded". */

@@ -101,16 +101,23 @@ static uid_t overflow_uid(void)
 	return end != buf && v <= 0xffffffffUL ? (uid_t)v : 65534;
 }
 
+static const struct sbx_list_field unix_policy_lists[] = {
+	SBX_LIST_FIELD(struct sbx_unix_policy, places, n_places),
+	SBX_LIST_FIELD(struct sbx_unix_policy, allow, n_allow),
+	SBX_LIST_FIELD(struct sbx_unix_policy, deny, n_deny),
+};
+
 int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session *s,
 			  bool private_netns, bool in_userns, struct sbx_unix_policy *out,
 			  struct sbx_error *err)
 {
-	struct sbx_unix_policy *pol = calloc(1, sizeof(*pol));
+	struct sbx_unix_policy *pol = malloc(sizeof(*pol));
 	size_t i;
 	int r = 0;
 
 	if (!pol)
 		return sbx_error_set(err, ENOMEM, "unix policy: out of memory");
+	sbx_clear_used(pol, sizeof(*pol), unix_policy_lists, ARRAY_SIZE(unix_policy_lists));
 	pol->uid = s->uid;
 	pol->abstract_ok = private_netns;
 	pol->owner_ambiguous = in_userns && s->uid == overflow_uid();
@@ -142,7 +149,8 @@ int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session 
 			pol->n_allow++;
 	}
 	if (r == 0)
-		*out = *pol;
+		sbx_copy_used(out, pol, sizeof(*out), unix_policy_lists,
+			      ARRAY_SIZE(unix_policy_lists));
 	free(pol);
 	return r;
 }

@@ -55,6 +55,44 @@ int sbx_strlcpy(char *dst, size_t size, const char *src)
 	return 0;
 }
 
+/* Bytes of a list's room in use: its count's entries, at most the room. */
+static size_t list_used(const void *base, const struct sbx_list_field *l)
+{
+	size_t n;
+
+	memcpy(&n, (const char *)base + l->count_off, sizeof(n));
+	return n < l->size / l->elem ? n * l->elem : l->size;
+}
+
+void sbx_copy_used(void *dst, const void *src, size_t size,
+		   const struct sbx_list_field *lists, size_t n_lists)
+{
+	char *d = dst;
+	const char *s = src;
+	size_t pos = 0;
+
+	if (dst == src)
+		return;
+	for (size_t i = 0; i < n_lists; i++) {
+		memcpy(d + pos, s + pos, lists[i].off - pos);
+		memcpy(d + lists[i].off, s + lists[i].off, list_used(src, &lists[i]));
+		pos = lists[i].off + lists[i].size;
+	}
+	memcpy(d + pos, s + pos, size - pos);
+}
+
+void sbx_clear_used(void *p, size_t size, const struct sbx_list_field *lists, size_t n_lists)
+{
+	char *d = p;
+	size_t pos = 0;
+
+	for (size_t i = 0; i < n_lists; i++) {
+		memset(d + pos, 0, lists[i].off - pos);
+		pos = lists[i].off + lists[i].size;
+	}
+	memset(d + pos, 0, size - pos);
+}
+
 int sbx_snprintf(char *dst, size_t size, const char *fmt, ...)
 {
 	va_list ap;

@@ -188,9 +188,9 @@ int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account
 		else if (ret != -ENOENT)
 			goto out;
 		else
-			*ceil = cfg->ceiling;
+			sbx_profile_copy(ceil, &cfg->ceiling);
 	} else {
-		sbx_profile_init_open(ceil);
+		sbx_profile_reset_open(ceil);	/* calloc'd */
 	}
 	if (login_mode && !*is_agent) {
 		if (cfg)
@@ -217,18 +217,18 @@ int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account
 					    want_profile, shell_config_path());
 			goto out;
 		}
-		*req = *named;
+		sbx_profile_copy(req, named);
 	} else if (*is_agent && !want_workspace) {
 		/* The account's own profile, exactly as the PAM stage has it
 		 * (the record's hash is checked against it). */
 		ret = sbx_profile_validate(ceil, err);
 		if (ret == 0)
-			*out = *ceil;
+			sbx_profile_copy(out, ceil);
 		goto out;
 	} else if (*is_agent) {
-		*req = *ceil;
+		sbx_profile_copy(req, ceil);
 	} else {
-		sbx_profile_init_default(req);
+		sbx_profile_reset_default(req);	/* calloc'd */
 	}
 	if (want_workspace) {
 		char real[PATH_MAX];
@@ -282,7 +282,7 @@ int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account
 	ret = sbx_profile_validate(tmp, err);
 	if (ret)
 		goto out;
-	*out = *tmp;
+	sbx_profile_copy(out, tmp);
 out:
 	free(req);
 	free(ceil);

@@ -128,6 +128,7 @@ static void test_expand(void **state)
 	(void)state;
 	SET(p->roots[0].path, "%h/cache");
 	p->roots[0].read = SBX_ACCESS_ALLOW;
+	p->roots[0].write = SBX_ACCESS_DENY;
 	SET(p->roots[1].path, "/data/100%%/%u");
 	p->n_roots = 2;
 	assert_int_equal(sbx_profile_expand(p, "alice", "/home/alice", &err), 0);
@@ -211,6 +212,7 @@ static void test_validate(void **state)
 
 	SET(p->roots[0].path, "/opt");
 	p->roots[0].read = SBX_ACCESS_ALLOW;
+	p->roots[0].write = SBX_ACCESS_DENY;
 	p->roots[0].write = SBX_ACCESS_DENY;
 	p->roots[1] = p->roots[0];
 	p->n_roots = 2;
@@ -327,6 +329,58 @@ static void test_text(void **state)
 	free(p);
 }
 
+/* sbx_profile_copy moves what the profile means: onto a struct full of
+ * other bytes, the copy hashes and validates as the original; with every
+ * list full it is the original byte for byte. */
+static void test_profile_copy(void **state)
+{
+	struct sbx_profile *p = new_default("/w"), *q = malloc(sizeof(*q));
+	char h1[65], h2[65];
+	size_t i;
+
+	(void)state;
+	assert_non_null(q);
+	p->n_roots = 1;
+	SET(p->roots[0].path, "/srv/data");
+	p->roots[0].read = SBX_ACCESS_ALLOW;
+	p->roots[0].write = SBX_ACCESS_DENY;
+	p->n_unix_allow = 1;
+	SET(p->unix_allow[0], "/run/app.sock");
+	p->n_services = 1;
+	SET(p->services[0], "sshd");
+	memset(q, 0x5a, sizeof(*q));
+	sbx_profile_copy(q, p);
+	sbx_profile_hash(p, h1);
+	sbx_profile_hash(q, h2);
+	assert_string_equal(h1, h2);
+	assert_int_equal(sbx_profile_validate(q, NULL), 0);
+	assert_int_equal(q->n_deny_read, p->n_deny_read);
+	assert_string_equal(q->deny_read[0], p->deny_read[0]);
+	assert_int_equal((unsigned char)q->gate_allow[0][0], 0x5a);	/* room left */
+
+	/* Every list full: nothing is room, the copy is the whole struct. */
+	memset(p, 0x33, sizeof(*p));
+	p->n_roots = SBX_MAX_ROOTS;
+	p->n_deny_read = SBX_MAX_DENY;
+	p->n_gate = SBX_MAX_GATE;
+	p->n_unix_allow = SBX_MAX_UNIX_ALLOW;
+	p->n_egress = SBX_MAX_EGRESS;
+	p->n_services = SBX_MAX_SERVICES;
+	memset(q, 0, sizeof(*q));
+	sbx_profile_copy(q, p);
+	assert_memory_equal(q, p, sizeof(*q));
+	/* Cleared: every count and field zero. */
+	sbx_profile_clear(q);
+	assert_int_equal(q->n_roots + q->n_deny_read + q->n_gate + q->n_unix_allow +
+			 q->n_egress + q->n_services, 0);
+	assert_int_equal(q->name[0], 0);
+	assert_int_equal(q->require, 0);
+	for (i = 0; i < sizeof(q->shell); i++)
+		assert_int_equal(q->shell[i], 0);
+	free(p);
+	free(q);
+}
+
 static void test_hash_stability(void **state)
 {
 	struct sbx_profile *p = new_default("/w"), *q = new_default("/w");
@@ -412,6 +466,7 @@ int main(void)
 		cmocka_unit_test(test_path_access),
 		cmocka_unit_test(test_json_escaping),
 		cmocka_unit_test(test_text),
+		cmocka_unit_test(test_profile_copy),
 		cmocka_unit_test(test_hash_stability),
 		cmocka_unit_test(test_sha256_vectors),
 	};

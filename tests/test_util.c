@@ -58,6 +58,61 @@ static void test_under(void **state)
 	assert_false(sbx_path_is_under("/a", "/a/b"));
 }
 
+/* Copy and clear move every byte but the lists' unused room: the
+ * fields, the counts and the entries in use; the room past a count keeps
+ * what dst held; a count past its list's room copies the room, no more. */
+struct two_lists {
+	int head;
+	size_t n_a;
+	char a[4][8];
+	long mid;
+	size_t n_b;
+	short b[3];
+	char tail[5];
+};
+
+static const struct sbx_list_field two_lists_fields[] = {
+	SBX_LIST_FIELD(struct two_lists, a, n_a),
+	SBX_LIST_FIELD(struct two_lists, b, n_b),
+};
+
+static void test_copy_used(void **state)
+{
+	struct two_lists src, dst;
+
+	(void)state;
+	memset(&src, 0x11, sizeof(src));
+	src.head = 7;
+	src.n_a = 2;
+	src.mid = -3;
+	src.n_b = 99;	/* out of range: the whole room, and no further */
+	memcpy(src.tail, "tail", 5);
+	memset(&dst, 0xee, sizeof(dst));
+	sbx_copy_used(&dst, &src, sizeof(dst), two_lists_fields, ARRAY_SIZE(two_lists_fields));
+	assert_int_equal(dst.head, 7);
+	assert_int_equal(dst.n_a, 2);
+	assert_memory_equal(dst.a, src.a, 2 * sizeof(dst.a[0]));
+	assert_int_equal((unsigned char)dst.a[2][0], 0xee);
+	assert_int_equal((unsigned char)dst.a[3][7], 0xee);
+	assert_int_equal(dst.mid, -3);
+	assert_int_equal(dst.n_b, 99);
+	assert_memory_equal(dst.b, src.b, sizeof(dst.b));
+	assert_string_equal(dst.tail, "tail");
+	/* Copying onto itself changes nothing. */
+	sbx_copy_used(&dst, &dst, sizeof(dst), two_lists_fields, ARRAY_SIZE(two_lists_fields));
+	assert_int_equal(dst.head, 7);
+
+	sbx_clear_used(&dst, sizeof(dst), two_lists_fields, ARRAY_SIZE(two_lists_fields));
+	assert_int_equal(dst.head, 0);
+	assert_int_equal(dst.n_a, 0);
+	assert_int_equal(dst.mid, 0);
+	assert_int_equal(dst.n_b, 0);
+	assert_int_equal(dst.tail[0], 0);
+	assert_int_equal(dst.tail[4], 0);
+	assert_int_equal((unsigned char)dst.a[0][0], 0x11);	/* room, left */
+	assert_int_equal((unsigned char)dst.a[3][7], 0xee);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -65,6 +120,7 @@ int main(void)
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_canonical),
 		cmocka_unit_test(test_under),
+		cmocka_unit_test(test_copy_used),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
