@@ -158,13 +158,13 @@ static int resolve_plan_paths(struct sbx_landlock_plan *plan, struct sbx_error *
 	return 0;
 }
 
-/* Long on purpose: the rule list in the order it is documented, one short
- * block per kind of rule. */
 static const struct sbx_list_field landlock_plan_lists[] = {
 	SBX_LIST_FIELD(struct sbx_landlock_plan, rules, n_rules),
 	SBX_LIST_FIELD(struct sbx_landlock_plan, deny, n_deny),
 };
 
+/* Long on purpose: the rule list in the order it is documented, one short
+ * block per kind of rule. */
 int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			    const struct sbx_decision *d, struct sbx_landlock_plan *plan,
 			    struct sbx_error *err)

@@ -142,12 +142,12 @@ static int plan_exec_set(const struct sbx_profile *p, struct sbx_mount_plan *pla
 	return 0;
 }
 
-/* Long on purpose: the mount list in the order it is documented, one short
- * block per kind of mount. */
 static const struct sbx_list_field mount_plan_lists[] = {
 	SBX_LIST_FIELD(struct sbx_mount_plan, m, n),
 };
 
+/* Long on purpose: the mount list in the order it is documented, one short
+ * block per kind of mount. */
 int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			 struct sbx_mount_plan *plan, struct sbx_error *err)
 {

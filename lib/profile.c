@@ -47,13 +47,13 @@ void sbx_profile_copy(struct sbx_profile *dst, const struct sbx_profile *src)
 	sbx_copy_used(dst, src, sizeof(*dst), profile_lists, ARRAY_SIZE(profile_lists));
 }
 
-/* What the default and the open profile share: the workspace and every
- * command allowed, the host readable, bash. */
 void sbx_profile_clear(struct sbx_profile *p)
 {
 	sbx_clear_used(p, sizeof(*p), profile_lists, ARRAY_SIZE(profile_lists));
 }
 
+/* What the default and the open profile share: the workspace and every
+ * command allowed, the host readable, bash. */
 static void set_base(struct sbx_profile *p, const char *name)
 {
 	sbx_strlcpy(p->name, sizeof(p->name), name);
