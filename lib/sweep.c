@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -21,7 +22,10 @@
  * user namespaces agent-shell's PID-1 init already ended its tree; this
  * catches what runs without them, e.g. a setsid'ed daemon.) The namespace
  * inode makes it exact: other sessions of the same account have their
- * own. A pidfd pins each process between the check and the kill.
+ * own. Each process costs one stat of its namespace link; only one in the
+ * session's namespace is opened as a pidfd, which pins it between the
+ * check and the kill, and checked again through it (the pid may name
+ * another process since the stat): its uid, then its namespace.
  *
  * One pass over /proc is not enough: a process that keeps forking can make
  * a child after the scan went past the child's pid (seen: 2 of 3 such
@@ -32,8 +36,19 @@
  */
 #define SWEEP_PASSES 100
 
+/* Is pid in the mount namespace mntns now? */
+static bool in_mntns(const char *pid, unsigned long mntns)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%.20s/ns/mnt", pid);
+	return stat(path, &st) == 0 && (unsigned long)st.st_ino == mntns;
+}
+
 static unsigned sweep_pass(uid_t uid, unsigned long mntns)
 {
+	long self = (long)getpid();
 	struct dirent *de;
 	unsigned killed = 0;
 	DIR *d;
@@ -42,22 +57,19 @@ static unsigned sweep_pass(uid_t uid, unsigned long mntns)
 	if (!d)
 		return 0;
 	while ((de = readdir(d)) != NULL) {
-		char path[300];
-		struct stat st;
 		int pidfd;
 		long pid;
 
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
 		pid = strtol(de->d_name, NULL, 10);
-		if (pid <= 1 || pid == (long)getpid())
+		if (pid <= 1 || pid == self || !in_mntns(de->d_name, mntns))
 			continue;
 		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 		if (pidfd < 0)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/ns/mnt", de->d_name);
-		if (sbx_proc_status_number((pid_t)pid, "Uid") == (long)uid && stat(path, &st) == 0 &&
-		    (unsigned long)st.st_ino == mntns &&
+		if (sbx_proc_status_number((pid_t)pid, "Uid") == (long)uid &&
+		    in_mntns(de->d_name, mntns) &&
 		    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
 			killed++;
 		close(pidfd);

@@ -599,7 +599,7 @@ static int child_session(void *arg)
 	bool capture = arg != NULL;
 	char **env;
 	int s = -1, i, wst, cmd[2], reply[2], member_fd;
-	pid_t leftover, outsider, second, member = 0;
+	pid_t leftover, outsider, second, bystander, member = 0;
 	struct pollfd pfd;
 
 	if (capture) {
@@ -700,6 +700,15 @@ static int child_session(void *arg)
 		_exit(71);
 	}
 	CHECK(leftover > 0, 61);
+	/* Control: a process of another uid (root) in the same namespace
+	 * is not the session's and stays. */
+	bystander = fork();
+	if (bystander == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* never outlive a failed test */
+		pause();
+		_exit(71);
+	}
+	CHECK(bystander > 0, 75);
 	usleep(50 * 1000);	/* let it drop its privileges first */
 
 	/* A second live session of the account, with a process of its own. */
@@ -726,6 +735,9 @@ static int child_session(void *arg)
 	 * outside this session (the outsider, the second session's) stay. */
 	usleep(100 * 1000);
 	CHECK(waitpid(outsider, &wst, WNOHANG) == 0, 64);	/* still alive */
+	CHECK(waitpid(bystander, &wst, WNOHANG) == 0, 76);	/* still alive */
+	kill(bystander, SIGKILL);
+	CHECK(reaped_within(bystander, 2000, &wst), 77);
 	pfd.fd = member_fd;
 	pfd.events = POLLIN;
 	CHECK(poll(&pfd, 1, 0) == 0, 57);			/* still alive */
@@ -735,6 +747,8 @@ static int child_session(void *arg)
 		CHECK(sbx_test_log_has(s, "closed after", id, logline, sizeof(logline)), 49);
 		CHECK(strstr(logline, "; 1 other live session(s) of the account: "
 			      "only this session's namespace swept"), 58);
+		/* The sweep ended the leftover, and only it. */
+		CHECK(strstr(logline, ": record removed, 1 leftover process(es) killed in "), 78);
 	}
 	CHECK(pam_end(h, PAM_SUCCESS) == PAM_SUCCESS, 50);
 
