@@ -12,7 +12,9 @@
  * Usage: pam_phases ROUNDS WARMUP OUT.json NAME=PID:SERVICE:USER...
  *   PID: a process in the world's mount namespace (its holder)
  * OUT.json has hyperfine's "results" layout (seconds), with "median_diff"
- * against the first command, as bench/interleave.py writes it.
+ * against the first command, as bench/interleave.py writes it, and
+ * "phases": the median of each PAM call alone (pam_start, pam_acct_mgmt,
+ * pam_open_session, pam_close_session, pam_end), timed in the child.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,12 +32,18 @@
 #define MAX_CMDS 8
 #define MAX_ROUNDS 10000
 
+/* The PAM calls a login makes, timed one by one in the child. */
+enum { PH_START, PH_ACCT, PH_OPEN, PH_CLOSE, PH_END, PH_N };
+static const char *const phase_names[PH_N] = { "pam_start", "pam_acct_mgmt", "pam_open_session",
+					       "pam_close_session", "pam_end" };
+
 struct cmd {
 	char name[160];
 	char service[64];
 	char user[64];
 	int mnt_fd;
 	double *t;
+	double *ph[PH_N];
 };
 
 static int conv_none(int n, const struct pam_message **msg, struct pam_response **resp,
@@ -56,50 +64,81 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The child: 0 when every phase succeeded. */
-static int login(const struct cmd *c)
+/* The child: 0 when every phase succeeded; each call's time in ph[]. */
+static int login(const struct cmd *c, double ph[PH_N])
 {
 	static const struct pam_conv conv = { conv_none, NULL };
 	pam_handle_t *h = NULL;
+	double t;
 	int r;
 
 	if (setns(c->mnt_fd, CLONE_NEWNS) != 0)
 		return 10;
+	t = now_s();
 	if (pam_start(c->service, c->user, &conv, &h) != PAM_SUCCESS)
 		return 11;
+	ph[PH_START] = now_s() - t;
 	r = pam_set_item(h, PAM_RHOST, "127.0.0.1");
+	t = now_s();
 	if (r == PAM_SUCCESS)
 		r = pam_acct_mgmt(h, 0);
+	ph[PH_ACCT] = now_s() - t;
+	t = now_s();
 	if (r == PAM_SUCCESS)
 		r = pam_open_session(h, 0);
+	ph[PH_OPEN] = now_s() - t;
+	t = now_s();
 	if (r == PAM_SUCCESS)
 		r = pam_close_session(h, 0);
+	ph[PH_CLOSE] = now_s() - t;
+	t = now_s();
 	pam_end(h, r);
+	ph[PH_END] = now_s() - t;
 	return r == PAM_SUCCESS ? 0 : 12;
 }
 
-static double measure(const struct cmd *c)
+/* One login, from the fork to the reaping; the child's phase times in ph. */
+static double measure(const struct cmd *c, double ph[PH_N])
 {
-	double t0 = now_s();
-	int status = 0;
+	double t0;
+	int status = 0, p[2];
 	pid_t pid;
 
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		perror("pam_phases: pipe2");
+		exit(1);
+	}
 	fflush(NULL);
+	t0 = now_s();
 	pid = fork();
 	if (pid < 0) {
 		perror("pam_phases: fork");
 		exit(1);
 	}
-	if (pid == 0)
-		_exit(login(c));
+	if (pid == 0) {
+		double mine[PH_N] = { 0 };
+		int r;
+
+		close(p[0]);
+		r = login(c, mine);
+		(void)!write(p[1], mine, sizeof(mine));
+		_exit(r);
+	}
+	close(p[1]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	t0 = now_s() - t0;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		fprintf(stderr, "pam_phases: %s: the login failed (status 0x%x)\n", c->name,
 			(unsigned)status);
 		exit(1);
 	}
-	return now_s() - t0;
+	if (read(p[0], ph, PH_N * sizeof(double)) != (ssize_t)(PH_N * sizeof(double))) {
+		fprintf(stderr, "pam_phases: %s: no phase times from the child\n", c->name);
+		exit(1);
+	}
+	close(p[0]);
+	return t0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -156,6 +195,11 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), "/proc/%lu/ns/mnt", pid);
 		c->mnt_fd = open(path, O_RDONLY | O_CLOEXEC);
 		c->t = calloc((size_t)rounds, sizeof(double));
+		for (int k = 0; k < PH_N; k++) {
+			c->ph[k] = calloc((size_t)rounds, sizeof(double));
+			if (!c->ph[k])
+				c->t = NULL;
+		}
 		if (c->mnt_fd < 0 || !c->t) {
 			fprintf(stderr, "pam_phases: %s: %s\n", path, strerror(errno));
 			return 1;
@@ -167,10 +211,14 @@ int main(int argc, char **argv)
 		 * later) falls on every other command equally often. */
 		for (int k = 0; k < n; k++) {
 			int i = (r + k) % n;
-			double t = measure(&cmds[i]);
+			double ph[PH_N];
+			double t = measure(&cmds[i], ph);
 
-			if (r >= warmup)
-				cmds[i].t[r - warmup] = t;
+			if (r < warmup)
+				continue;
+			cmds[i].t[r - warmup] = t;
+			for (int p = 0; p < PH_N; p++)
+				cmds[i].ph[p][r - warmup] = ph[p];
 		}
 	}
 	diff = calloc((size_t)rounds, sizeof(double));
@@ -195,9 +243,13 @@ int main(int argc, char **argv)
 		for (int r = 0; r < rounds; r++)
 			sq += (cmds[i].t[r] - mean) * (cmds[i].t[r] - mean);
 		fprintf(out, "%s{\"command\":\"%s\",\"mean\":%.9f,\"stddev\":%.9f,\"median\":%.9f,"
-			"\"min\":%.9f,\"max\":%.9f,\"median_diff\":%.9f}", i ? "," : "", cmds[i].name,
-			mean, rounds > 1 ? sqrt(sq / (rounds - 1)) : 0.0,
+			"\"min\":%.9f,\"max\":%.9f,\"median_diff\":%.9f,\"phases\":{", i ? "," : "",
+			cmds[i].name, mean, rounds > 1 ? sqrt(sq / (rounds - 1)) : 0.0,
 			median(cmds[i].t, rounds), mn, mx, median(diff, rounds));
+		for (int p = 0; p < PH_N; p++)
+			fprintf(out, "%s\"%s\":%.9f", p ? "," : "", phase_names[p],
+				median(cmds[i].ph[p], rounds));
+		fprintf(out, "}}");
 	}
 	fprintf(out, "]}\n");
 	return fclose(out) == 0 ? 0 : 1;

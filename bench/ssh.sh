@@ -336,6 +336,16 @@ table() {	# $1: the interleave.py output
 		echo "| command | mean ± σ (ms) | median (ms) | min (ms) | max (ms) | median of the per-round difference to the first row (ms) |"
 		echo "|---|---|---|---|---|---|"
 		table "$T/pam.json"
+		echo
+		echo "Each PAM call alone, median (ms), timed in the same child:"
+		echo
+		echo "| command | pam_start | pam_acct_mgmt | pam_open_session | pam_close_session | pam_end |"
+		echo "|---|---|---|---|---|---|"
+		jq -r '
+		  def ms: . * 1000 * 100 | round / 100;
+		  .results[] | select(.phases)
+		  | "| \(.command) | \(.phases.pam_start | ms) | \(.phases.pam_acct_mgmt | ms) | \(.phases.pam_open_session | ms) | \(.phases.pam_close_session | ms) | \(.phases.pam_end | ms) |"
+		' "$T/pam.json"
 	fi
 } >"$out/ssh.md"
 cat "$out/ssh.md"
