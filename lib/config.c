@@ -1070,7 +1070,8 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-struct loaded {
+/* A config's files as read: the main file, then its drop-ins. */
+struct sbx_config_text {
 	size_t n, total;	/* files, bytes */
 	char *names[1 + SBX_CONFIG_MAX_DROPINS];
 	char *bufs[1 + SBX_CONFIG_MAX_DROPINS];
@@ -1079,7 +1080,7 @@ struct loaded {
 
 /* The drop-ins of the config at path, trusted like it, appended to l in
  * bytewise name order. A missing conf.d is no error. */
-static int load_dropins(const char *path, bool trusted, struct loaded *l,
+static int load_dropins(const char *path, bool trusted, struct sbx_config_text *l,
 			struct sbx_error *err)
 {
 	char dir[SBX_PATH_MAX], *names[SBX_CONFIG_MAX_DROPINS];
@@ -1168,15 +1169,14 @@ out:
 	return r;
 }
 
-int sbx_config_load(const char *path, unsigned flags, struct sbx_config **out,
+int sbx_config_read(const char *path, unsigned flags, struct sbx_config_text **out,
 		    struct sbx_error *err)
 {
-	struct sbx_config_source src[1 + SBX_CONFIG_MAX_DROPINS];
 	bool trusted = !(flags & SBX_CONFIG_SKIP_TRUST);
-	struct loaded *l = calloc(1, sizeof(*l));
-	size_t i;
+	struct sbx_config_text *l = calloc(1, sizeof(*l));
 	int fd = -1, r;
 
+	*out = NULL;
 	if (!l)
 		return sbx_error_set(err, ENOMEM, "%s: out of memory", path ? path : "config");
 	r = sbx_trust_open_file(path, trusted, SBX_CONFIG_MAX_BYTES, &fd, err);
@@ -1196,23 +1196,68 @@ int sbx_config_load(const char *path, unsigned flags, struct sbx_config **out,
 	r = load_dropins(path, trusted, l, err);
 	if (r == -ENOENT)
 		r = -EIO;
-	if (r < 0)
-		goto out;
-	for (i = 0; i < l->n; i++)
-		src[i] = (struct sbx_config_source){ .name = l->names[i], .buf = l->bufs[i],
-						     .len = l->lens[i] };
-	r = sbx_config_parse_sources(src, l->n, out, err);
-	/* An unknown profile is -ENOENT too: not "no config" to the callers. */
-	if (r == -ENOENT)
-		r = -EINVAL;
 out:
-	for (i = 0; i < l->n; i++) {
-		free(l->names[i]);
-		free(l->bufs[i]);
-	}
-	free(l);
 	if (fd >= 0)
 		close(fd);
+	if (r < 0) {
+		sbx_config_text_free(l);
+		return r;
+	}
+	*out = l;
+	return 0;
+}
+
+int sbx_config_parse_text(const struct sbx_config_text *t, struct sbx_config **out,
+			  struct sbx_error *err)
+{
+	struct sbx_config_source src[1 + SBX_CONFIG_MAX_DROPINS];
+	size_t i;
+	int r;
+
+	for (i = 0; i < t->n; i++)
+		src[i] = (struct sbx_config_source){ .name = t->names[i], .buf = t->bufs[i],
+						     .len = t->lens[i] };
+	r = sbx_config_parse_sources(src, t->n, out, err);
+	/* An unknown profile is -ENOENT too: not "no config" to the callers. */
+	return r == -ENOENT ? -EINVAL : r;
+}
+
+bool sbx_config_text_equal(const struct sbx_config_text *a, const struct sbx_config_text *b)
+{
+	size_t i;
+
+	if (!a || !b || a->n != b->n)
+		return false;
+	for (i = 0; i < a->n; i++)
+		if (strcmp(a->names[i], b->names[i]) != 0 || a->lens[i] != b->lens[i] ||
+		    memcmp(a->bufs[i], b->bufs[i], a->lens[i]) != 0)
+			return false;
+	return true;
+}
+
+void sbx_config_text_free(struct sbx_config_text *t)
+{
+	size_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->n; i++) {
+		free(t->names[i]);
+		free(t->bufs[i]);
+	}
+	free(t);
+}
+
+int sbx_config_load(const char *path, unsigned flags, struct sbx_config **out,
+		    struct sbx_error *err)
+{
+	struct sbx_config_text *t = NULL;
+	int r;
+
+	r = sbx_config_read(path, flags, &t, err);
+	if (r == 0)
+		r = sbx_config_parse_text(t, out, err);
+	sbx_config_text_free(t);
 	return r;
 }
 

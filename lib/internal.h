@@ -179,6 +179,23 @@ void sbx_account_free(struct sbx_account *a);
 int sbx_profile_set_key(struct sbx_profile *p, const char *key, const char *value,
 			struct sbx_error *err);
 
+/*
+ * sbx_config_load in two steps, for a caller that loads the same config
+ * twice and wants to know whether anything changed: sbx_config_read
+ * opens, checks and reads the main file and its drop-ins exactly as the
+ * load does (-ENOENT only when the main file is missing);
+ * sbx_config_parse_text parses what was read; sbx_config_text_equal says
+ * whether two reads got the same files (names, in order) with the same
+ * bytes.
+ */
+struct sbx_config_text;
+int sbx_config_read(const char *path, unsigned flags, struct sbx_config_text **out,
+		    struct sbx_error *err);
+int sbx_config_parse_text(const struct sbx_config_text *t, struct sbx_config **out,
+			  struct sbx_error *err);
+bool sbx_config_text_equal(const struct sbx_config_text *a, const struct sbx_config_text *b);
+void sbx_config_text_free(struct sbx_config_text *t);
+
 /* The account's profile as both front ends see it: selected by the
  * [match] rules, narrowed by the ceiling, %u and %h expanded. -ENOENT
  * (err filled) when the account is not an agent account. */

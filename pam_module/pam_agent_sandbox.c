@@ -310,18 +310,26 @@ static int config_failure(pam_handle_t *pamh, struct args *a,
  * Load the config and pick this account's profile, restricted by the
  * ceiling and expanded. Returns 0 for an agent (*cfg_out owned by the
  * caller), PAM_IGNORE for a non-agent, or a PAM error code (logged).
+ * *text_out: the config's files as read (owned by the caller), whenever
+ * they could be read and parsed.
  */
 static int agent_select(pam_handle_t *pamh, struct args *a,
 			const struct sbx_account *acc, struct sbx_config **cfg_out,
-			struct sbx_profile *prof)
+			struct sbx_profile *prof, struct sbx_config_text **text_out)
 {
 	struct sbx_error err = { 0 };
+	struct sbx_config_text *text = NULL;
 	struct sbx_config *cfg = NULL;
 	int r;
 
-	r = sbx_config_load(a->conf, 0, &cfg, &err);
-	if (r)
+	r = sbx_config_read(a->conf, 0, &text, &err);
+	if (r == 0)
+		r = sbx_config_parse_text(text, &cfg, &err);
+	if (r) {
+		sbx_config_text_free(text);
 		return config_failure(pamh, a, acc, &err);
+	}
+	*text_out = text;
 	a->state_dir = cfg->state_dir;	/* for the ledger; lives as long as cfg */
 	r = sbx_account_profile(cfg, acc, prof, &err);
 	if (r == -ENOENT) {
@@ -341,6 +349,142 @@ static int agent_select(pam_handle_t *pamh, struct args *a,
 	}
 	*cfg_out = cfg;
 	return 0;
+}
+
+/*
+ * What the account phase decided, kept for the session phase of the same
+ * handle (pam_set_data): sshd's monitor runs both, and the session phase
+ * would otherwise parse the same config and build the same profile again.
+ * The session phase still reads the config and looks the account up; it
+ * takes the kept decision only when both are what they were (the same
+ * config path, the same files with the same bytes, the same passwd entry
+ * and groups), and decides afresh otherwise. Used once: the session phase
+ * drops it either way.
+ */
+#define SELECTED_NAME "agent_sandbox_selected"
+
+struct selected {
+	char conf[SBX_PATH_MAX];
+	struct sbx_config_text *text;
+	struct sbx_account acc;
+	bool agent;
+	struct sbx_config *cfg;		/* an agent's; NULL for a non-agent */
+	struct sbx_profile *prof;	/* an agent's */
+};
+
+static void selected_free(struct selected *k)
+{
+	if (!k)
+		return;
+	sbx_config_text_free(k->text);
+	sbx_account_free(&k->acc);
+	sbx_config_free(k->cfg);
+	free(k->prof);
+	free(k);
+}
+
+static void selected_cleanup(pam_handle_t *pamh, void *data, int error_status)
+{
+	(void)pamh;
+	(void)error_status;
+	selected_free(data);
+}
+
+static bool account_same(const struct sbx_account *x, const struct sbx_account *y)
+{
+	if (strcmp(x->user, y->user) != 0 || x->uid != y->uid || x->gid != y->gid ||
+	    strcmp(x->home, y->home) != 0 || strcmp(x->shell, y->shell) != 0 ||
+	    x->n_groups != y->n_groups)
+		return false;
+	for (size_t i = 0; i < x->n_groups; i++)
+		if (strcmp(x->groups[i], y->groups[i]) != 0)
+			return false;
+	return true;
+}
+
+static int account_copy(struct sbx_account *dst, const struct sbx_account *src)
+{
+	*dst = *src;
+	dst->n_groups = 0;
+	dst->groups = calloc(src->n_groups ? src->n_groups : 1, sizeof(*dst->groups));
+	if (!dst->groups)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->n_groups; i++) {
+		dst->groups[i] = strdup(src->groups[i]);
+		if (!dst->groups[i])
+			return -ENOMEM;
+		dst->n_groups = i + 1;
+	}
+	return 0;
+}
+
+/* The account phase: keep its decision (an agent's cfg moves into it).
+ * Nothing is kept when memory runs out: the session phase decides again. */
+static void selected_keep(pam_handle_t *pamh, const struct args *a,
+			  const struct sbx_account *acc, struct sbx_config **cfg,
+			  const struct sbx_profile *prof, struct sbx_config_text **text)
+{
+	struct selected *k = calloc(1, sizeof(*k));
+
+	if (!k || sbx_strlcpy(k->conf, sizeof(k->conf), a->conf) != 0 ||
+	    account_copy(&k->acc, acc) != 0)
+		goto fail;
+	if (*cfg) {
+		k->prof = malloc(sizeof(*k->prof));
+		if (!k->prof)
+			goto fail;
+		sbx_profile_copy(k->prof, prof);
+		k->agent = true;
+	}
+	k->text = *text;
+	if (pam_set_data(pamh, SELECTED_NAME, k, selected_cleanup) != PAM_SUCCESS) {
+		k->text = NULL;
+		goto fail;
+	}
+	*text = NULL;
+	k->cfg = *cfg;
+	*cfg = NULL;
+	return;
+fail:
+	selected_free(k);
+}
+
+/*
+ * The session phase: the account phase's decision when nothing it rests
+ * on changed. 0 for an agent (*cfg and prof filled, *cfg the caller's),
+ * PAM_IGNORE for a non-agent, 1 when there is nothing to take (decide
+ * afresh). The kept decision is dropped in every case.
+ */
+static int selected_take(pam_handle_t *pamh, struct args *a, const struct sbx_account *acc,
+			 struct sbx_config **cfg, struct sbx_profile *prof)
+{
+	struct sbx_config_text *now = NULL;
+	struct sbx_error err = { 0 };
+	const void *data = NULL;
+	struct selected *k;
+	int r = 1;
+
+	if (pam_get_data(pamh, SELECTED_NAME, &data) != PAM_SUCCESS || !data)
+		return 1;
+	k = (struct selected *)data;
+	if (strcmp(k->conf, a->conf) == 0 && account_same(&k->acc, acc) &&
+	    sbx_config_read(a->conf, 0, &now, &err) == 0 && sbx_config_text_equal(k->text, now)) {
+		if (k->agent) {
+			sbx_profile_copy(prof, k->prof);
+			*cfg = k->cfg;
+			k->cfg = NULL;
+			a->state_dir = (*cfg)->state_dir;
+			r = 0;
+		} else {
+			if (a->debug)
+				mlog(pamh, LOG_DEBUG, "debug", NULL, acc->user,
+				     "user %s: not an agent account", acc->user);
+			r = PAM_IGNORE;
+		}
+	}
+	sbx_config_text_free(now);
+	(void)pam_set_data(pamh, SELECTED_NAME, NULL, NULL);	/* frees k */
+	return r;
 }
 
 static const char *pam_str_item(pam_handle_t *pamh, int item)
@@ -469,25 +613,34 @@ static int account_allowed(pam_handle_t *pamh, const struct args *a,
 static int for_agent(pam_handle_t *pamh, int flags, int argc, const char **argv,
 		     agent_step step)
 {
+	struct sbx_config_text *text = NULL;
 	struct sbx_config *cfg = NULL;
 	struct sbx_profile prof;
 	struct sbx_account acc;
 	struct args a;
+	bool account_phase = step == account_allowed;
 	int r;
 
 	parse_args(pamh, argc, argv, &a);
 	a.silent = flags & PAM_SILENT;
-	a.phase = step == account_allowed ? "account" : "session";
+	a.phase = account_phase ? "account" : "session";
 	r = account_load(pamh, &acc);
 	if (r)
 		return r;
-	r = agent_select(pamh, &a, &acc, &cfg, &prof);
+	r = account_phase ? 1 : selected_take(pamh, &a, &acc, &cfg, &prof);
+	if (r == 1)
+		r = agent_select(pamh, &a, &acc, &cfg, &prof, &text);
 	if (r == 0) {
 		r = agent_policy(pamh, &a, &acc, cfg, &prof);
 		if (r == PAM_SUCCESS)
 			r = step(pamh, &a, &acc, cfg, &prof);
-		sbx_config_free(cfg);
 	}
+	/* What the account phase found, for its session phase: an agent
+	 * allowed in, or an account that is not an agent's. */
+	if (account_phase && text && (r == PAM_SUCCESS || (r == PAM_IGNORE && !cfg)))
+		selected_keep(pamh, &a, &acc, &cfg, &prof, &text);
+	sbx_config_free(cfg);
+	sbx_config_text_free(text);
 	sbx_account_free(&acc);
 	return r;
 }

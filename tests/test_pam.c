@@ -1521,6 +1521,71 @@ static int child_direct_ignore(void *arg)
 	return 0;
 }
 
+/* conf/switch.conf: the agent's profile for user, the same size for
+ * every user name of the same length, written in place. */
+static int write_switch(const char *path, const char *user)
+{
+	char text[2 * PATH_MAX + 512];
+
+	snprintf(text, sizeof(text),
+		 "[global]\nstate_dir = %s\nagent_shell = %s\n\n"
+		 "[profile coder]\nworkspace_root = %%h/work\nhome = isolated\n"
+		 "services = sbxtest-switch\nmax_sessions = 64\n\n[match]\nuser %s = coder\n",
+		 W.state, W.shell, user);
+	return write_text(path, text, 0644);
+}
+
+/*
+ * The session phase takes the account phase's decision only while the
+ * config is what it read: the config rewritten in between (in place, the
+ * same size, within the same second) is read and decided again, in both
+ * directions. arg NULL: not an agent at the account phase, an agent at
+ * the session phase (which must open the agent's session); otherwise the
+ * other way round (which must do nothing).
+ */
+static int child_config_changed(void *arg)
+{
+	char path[192], other[SBX_NAME_MAX];
+	bool to_agent = arg == NULL;
+	pam_handle_t *h = NULL;
+	unsigned long mnt = ns_ino("mnt");
+	struct stat before, after;
+
+	snprintf(path, sizeof(path), "%s/conf/switch.conf", W.base);
+	/* Another account name of the same length: the file keeps its size. */
+	snprintf(other, sizeof(other), "%s", W.agent);
+	other[0] = other[0] == 'x' ? 'y' : 'x';
+	CHECK(write_service("sbxtest-switch", "conf/switch.conf", true) == 0, 80);
+	CHECK(write_switch(path, to_agent ? other : W.agent) == 0 && stat(path, &before) == 0, 81);
+	CHECK(pam_start_confdir("sbxtest-switch", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS,
+	      82);
+	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 83);
+	CHECK(write_switch(path, to_agent ? W.agent : other) == 0 && stat(path, &after) == 0, 84);
+	CHECK(after.st_ino == before.st_ino && after.st_size == before.st_size, 85);
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, 86);
+	if (to_agent) {
+		CHECK(ns_ino("mnt") != mnt, 87);	/* the agent's session namespace */
+		CHECK(pam_getenv(h, "AGENT_SANDBOX_SESSION") != NULL, 88);
+	} else {
+		CHECK(ns_ino("mnt") == mnt, 89);	/* nothing done for a non-agent */
+		CHECK(pam_getenv(h, "AGENT_SANDBOX_SESSION") == NULL, 90);
+	}
+	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 91);
+	pam_end(h, PAM_SUCCESS);
+	return 0;
+}
+
+static void test_config_changed_between_phases(void **state)
+{
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_config_changed, NULL)),
+			 0);
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_config_changed, "")),
+			 0);
+	assert_no_records();
+}
+
 /*
  * The login path inside sshd's monitor makes no process and no user
  * namespace: the account and session phases of an agent's login run under
@@ -1584,6 +1649,7 @@ int main(void)
 		cmocka_unit_test(test_login_makes_no_process),
 		cmocka_unit_test(test_untrusted_config),
 		cmocka_unit_test(test_non_agent_ignored),
+		cmocka_unit_test(test_config_changed_between_phases),
 		cmocka_unit_test(test_session_open_close),
 		cmocka_unit_test(test_concurrent_sessions),
 		cmocka_unit_test(test_ephemeral_netns),
