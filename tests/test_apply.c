@@ -859,7 +859,9 @@ static void test_full_run(void **state)
 	/* Syscall filter: foreign arches die, the native call works. */
 	EXPECT(&res, "native_syscall", "OK");
 	EXPECT(&res, "x32_syscall", "SIGSYS");
-	EXPECT(&res, "int80_syscall", "SIGSYS");
+	/* Where int 0x80 has no entry at all (it faults unconfined too, as
+	 * under some hypervisors), the call cannot run either way. */
+	EXPECT(&res, "int80_syscall", sbx_test_int80_native() == 0 ? "SIGSEGV" : "SIGSYS");
 	EXPECT(&res, "tty", "OK");
 	EXPECT(&res, "tiocgwinsz", "OK");
 	EXPECT(&res, "tiocsti", "EPERM");

@@ -536,10 +536,14 @@ static void test_foreign_arch_killed(void **state)
 	assert_true(WIFSIGNALED(st));
 	assert_int_equal(WTERMSIG(st), SIGSYS);
 
+	/* The probe: unfiltered, int 0x80 answers getpid, or there is no
+	 * 32-bit entry here at all (ia32 emulation off, or a hypervisor
+	 * without one: the call faults with SIGSEGV before any syscall). */
 	st = sbx_test_fork(true, child_i386, NULL);
 	if (sbx_test_status_code(st) != 0) {
-		print_message("[  SKIP    ] int 0x80 unavailable (ia32 emulation off): status %d\n",
+		print_message("[  SKIP    ] int 0x80 has no entry here (unfiltered: status %d)\n",
 			      sbx_test_status_code(st));
+		assert_int_equal(sbx_test_int80_native(), 0);
 		skip();
 	}
 	st = sbx_test_fork(true, child_i386, (void *)1);

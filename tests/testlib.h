@@ -58,6 +58,11 @@ void sbx_test_drop_to_agent(void);
  * true; the child's return value is its exit code (it _exit()s, so no
  * atexit/LSan in children). Returns the raw wait status. */
 int sbx_test_fork(bool drop, int (*fn)(void *), void *arg);
+/* Whether int 0x80 reaches the kernel's i386 entry here, unconfined (in a
+ * child): 1 yes (getpid answers), 0 no (the call faults with SIGSEGV, as
+ * where the CPU or the hypervisor offers no 32-bit syscall entry; always
+ * 0 off x86_64), -1 the probe failed some other way. */
+int sbx_test_int80_native(void);
 
 /*
  * Independent of libsbx, so never the code under test: can the unprivileged

@@ -892,6 +892,9 @@ static void probe_kernel(void)
 	W.userns = pid > 0 && sbx_test_status_code(status) == 0;
 }
 
+/* sbx_test_int80_native(), probed once by the group setup. */
+static int int80_native = -1;
+
 static int group_setup_inner(void)
 {
 	char exe[PATH_MAX], path[256], uid_s[16];
@@ -902,6 +905,7 @@ static int group_setup_inner(void)
 	if (n <= 0)
 		return -1;
 	exe[n] = '\0';
+	int80_native = sbx_test_int80_native();
 	/* <build>/tests/test_escape: BUILD= directories work. */
 	snprintf(W.build, sizeof(W.build), "%s", dirname(dirname(exe)));
 	snprintf(W.shell, sizeof(W.shell), "%s/tests/agent-shell-testable", W.build);
@@ -1379,6 +1383,26 @@ static void guarantees_text(const struct run *r, char *buf, size_t size)
 	}
 }
 
+/*
+ * The outcome a row wants on this machine. int 0x80 where it has no entry
+ * at all (it faults unconfined too, as under some hypervisors: group
+ * setup probes it) cannot reach the kernel either way: SIGSEGV, not the
+ * filter's SIGSYS.
+ */
+static const char *want_here(const struct expect *e)
+{
+	if (!strcmp(e->attempt, "int80_getpid") && int80_native == 0)
+		return "SIGSEGV";
+	return e->want;
+}
+
+static const char *layer_here(const struct expect *e)
+{
+	if (!strcmp(e->attempt, "int80_getpid") && int80_native == 0)
+		return "no i386 syscall entry on this machine (unconfined int 0x80: SIGSEGV)";
+	return e->layer;
+}
+
 /* Every line of the run has a row, every row for this path has a line, and
  * each outcome is the contracted one. Prints the per-path table. */
 static void check_run(const char *cls, enum path p, const struct run *r, bool outside,
@@ -1401,7 +1425,7 @@ static void check_run(const char *cls, enum path p, const struct run *r, bool ou
 			mismatch(t, cls, p, "%s: no outcome (want %s)", e->attempt, e->want);
 			continue;
 		}
-		ok = outcome_in(got, e->want);
+		ok = outcome_in(got, want_here(e));
 		absent_ok = e->absent && r->have_report && !report_has(r, e->absent);
 		if (e->absent && !e->or_absent) {
 			/* Not contained: the outcome, and the report silent. */
@@ -1421,10 +1445,10 @@ static void check_run(const char *cls, enum path p, const struct run *r, bool ou
 				mismatch(t, cls, p, "%s: got %s (want %s [%s]) and the report lists %s",
 					 e->attempt, got, e->want, e->layer, e->absent);
 		} else {
-			print_message("    %-30s %-26s %s\n", e->attempt, got, e->layer);
+			print_message("    %-30s %-26s %s\n", e->attempt, got, layer_here(e));
 			if (!ok)
 				mismatch(t, cls, p, "%s: got %s, want %s [%s]", e->attempt, got,
-					 e->want, e->layer);
+					 want_here(e), layer_here(e));
 		}
 	}
 	for (int i = 0; i < r->n_lines; i++) {
