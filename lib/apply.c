@@ -269,23 +269,11 @@ static int worker_fds(struct plans *pl, int report_fd, struct sbx_report *r)
 /* The unix supervisor's rules, as the report states them. */
 static void report_unix_sockets(const struct plans *pl, struct sbx_report *r)
 {
-	const struct sbx_unix_policy *pol = &pl->unix_policy;
-	char own[64] = "";
+	char line[sizeof(r->entry[0].detail)];
 
-	if (pol->owner_ambiguous)
-		sbx_unix_policy_own_list(pol, own, sizeof(own));
-	sbx_report_set(r, SBX_F_UNIX_SOCKETS, true, false,
-		       "connect()%s decided outside the sandbox: only sockets of this uid in places "
-		       "it may write%s%s%s%s; abstract names %s; unix datagram sockets refused",
-		       pl->seccomp.unix_bind_notify ? " and bind()" : "",
-		       !pol->owner_ambiguous ? "" :
-		       " (the overflow uid: its own only on fresh tmpfs ",
-		       !pol->owner_ambiguous ? "" : own[0] ? own : "none",
-		       pol->owner_ambiguous ? ")" : "",
-		       pol->n_allow ? ", and unix_allow" : "",
-		       pol->abstract_ok ? "in its own network namespace only" :
-		       "refused, to connect and to bind (the host's: no private network "
-		       "namespace)");
+	sbx_unix_policy_describe(&pl->unix_policy, pl->seccomp.unix_bind_notify, line,
+				 sizeof(line));
+	sbx_report_set(r, SBX_F_UNIX_SOCKETS, true, false, "%s", line);
 }
 
 /* The filter, and the unix supervisor's listener handed over. */

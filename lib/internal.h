@@ -707,6 +707,11 @@ int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session 
 void sbx_unix_policy_own_fs(struct sbx_unix_policy *pol, const struct sbx_mount_fresh *fresh);
 /* For the report: the own mounts ("home" or the target), ", "-separated. */
 void sbx_unix_policy_own_list(const struct sbx_unix_policy *pol, char *buf, size_t size);
+/* The report's line for the policy (SBX_F_UNIX_SOCKETS); bind_mediated:
+ * bind() is decided outside too. Every case fits a report entry's detail
+ * (test_unixsock). */
+void sbx_unix_policy_describe(const struct sbx_unix_policy *pol, bool bind_mediated, char *buf,
+			      size_t size);
 /* Is a socket at path (canonical, as the sandbox sees it), owned by owner
  * on the filesystem dev, one the session may connect to? */
 bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner,

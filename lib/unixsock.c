@@ -194,6 +194,25 @@ void sbx_unix_policy_own_list(const struct sbx_unix_policy *pol, char *buf, size
 	}
 }
 
+void sbx_unix_policy_describe(const struct sbx_unix_policy *pol, bool bind_mediated, char *buf,
+			      size_t size)
+{
+	char own[64] = "";
+
+	if (pol->owner_ambiguous)
+		sbx_unix_policy_own_list(pol, own, sizeof(own));
+	snprintf(buf, size,
+		 "connect()%s decided outside the sandbox: only this uid's sockets where it "
+		 "may write%s%s%s%s; abstract names %s; datagram sockets refused",
+		 bind_mediated ? " and bind()" : "",
+		 pol->owner_ambiguous ? " (overflow uid: own only on fresh tmpfs " : "",
+		 !pol->owner_ambiguous ? "" : own[0] ? own : "none",
+		 pol->owner_ambiguous ? ")" : "",
+		 pol->n_allow ? ", and unix_allow" : "",
+		 pol->abstract_ok ? "in its own network namespace only" :
+		 "refused (no private network namespace)");
+}
+
 /* Whether owner is the agent, as far as the namespace lets it be told. */
 static bool owned_by_agent(const struct sbx_unix_policy *pol, uid_t owner, dev_t dev)
 {

@@ -286,6 +286,62 @@ static void test_overflow_uid_owner(void **state)
 	free(pol);
 }
 
+/*
+ * The report's line, in every case a session can be in: bind() mediated
+ * or not, the overflow uid with each set of fresh mounts the view can make
+ * (none, /dev/shm, /dev/shm and home, all three), unix_allow or none,
+ * abstract names private or refused. Each fits a report entry's detail
+ * whole: its last clause is there, and so is each part that case adds.
+ */
+static void test_describe_fits(void **state)
+{
+	static const char *const mounts[][3] = {
+		{ NULL }, { "/dev/shm" }, { "/dev/shm", "home" }, { "/dev/shm", "/tmp", "home" },
+	};
+	struct sbx_unix_policy *pol = calloc(1, sizeof(*pol));
+	struct sbx_report_entry e;
+	size_t longest = 0;
+
+	(void)state;
+	assert_non_null(pol);
+	for (unsigned c = 0; c < 2 * 5 * 2 * 2; c++) {
+		bool bind = c & 1, allow = c & 2, abstract = c & 4;
+		unsigned m = c / 8;	/* 0: not the overflow uid; 1..4: mounts[m - 1] */
+		char line[sizeof(e.detail) + 64];
+
+		memset(pol, 0, sizeof(*pol));
+		pol->n_allow = allow;
+		pol->abstract_ok = abstract;
+		pol->owner_ambiguous = m > 0;
+		for (size_t i = 0; m > 0 && i < 3 && mounts[m - 1][i]; i++) {
+			pol->own_fs.m[i].target = mounts[m - 1][i];
+			pol->own_fs.m[i].home = !strcmp(mounts[m - 1][i], "home");
+			pol->own_fs.n = i + 1;
+		}
+		sbx_unix_policy_describe(pol, bind, line, sizeof(line));
+		if (strlen(line) >= sizeof(e.detail))
+			fail_msg("%zu bytes, more than a detail holds: %s", strlen(line), line);
+		longest = strlen(line) > longest ? strlen(line) : longest;
+		assert_non_null(strstr(line, "; datagram sockets refused"));
+		assert_true(!strcmp(line + strlen(line) - strlen("datagram sockets refused"),
+				    "datagram sockets refused"));
+		assert_true(!!strstr(line, "connect() and bind() decided") == bind);
+		assert_true(!!strstr(line, ", and unix_allow;") == allow);
+		assert_true(!!strstr(line, "abstract names in its own network namespace only") ==
+			    abstract);
+		assert_true(!!strstr(line, "abstract names refused (no private network namespace)") == !abstract);
+		if (m == 1)
+			assert_non_null(strstr(line, "(overflow uid: own only on fresh tmpfs none)"));
+		if (m == 4)
+			assert_non_null(strstr(line, "(overflow uid: own only on fresh tmpfs /dev/shm, /tmp, home)"));
+		if (m == 0)
+			assert_null(strstr(line, "overflow uid"));
+	}
+	/* The longest case is the one with every clause. */
+	assert_true(longest > 200);
+	free(pol);
+}
+
 static void test_supervisor(void **state)
 {
 	char path[200];
@@ -571,6 +627,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_overflow_uid_owner),
+		cmocka_unit_test(test_describe_fits),
 		cmocka_unit_test(test_supervisor),
 		cmocka_unit_test(test_bind_mediated),
 		cmocka_unit_test(test_bind_landlock),
