@@ -473,11 +473,36 @@ static int unix_connect_errno(int fd, const char *path)
 	return connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 ? 0 : errno;
 }
 
+/* A socket of its own in dir, listening, and a connect() to it: 0 when it
+ * connected, the errno of the first step that failed, -1 when the path
+ * does not fit a socket address. The socket file is removed. */
+static int own_socket_errno(const char *dir)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int srv, cli, e;
+
+	if (sbx_snprintf(sun.sun_path, sizeof(sun.sun_path),
+			 "%s/.agent-sandbox-canary-%016llx.sock", dir, canary_tag()) != 0)
+		return -1;
+	srv = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cli = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	e = srv < 0 || cli < 0 ? errno :
+	    bind(srv, (struct sockaddr *)&sun, sizeof(sun)) != 0 ? errno :
+	    listen(srv, 1) != 0 ? errno : unix_connect_errno(cli, sun.sun_path);
+	unlink(sun.sun_path);
+	if (srv >= 0)
+		close(srv);
+	if (cli >= 0)
+		close(cli);
+	return e;
+}
+
 /*
  * connect() to a path outside every place the session may write is refused
  * by the supervisor with EACCES; the kernel alone would say ECONNREFUSED
  * (/etc/passwd is no socket), so EACCES proves the supervisor decided. The
- * control: a socket this session makes for itself in /tmp connects.
+ * control: a socket this session makes for itself in /tmp connects (for
+ * the overflow uid: on a fresh mount, and one in the workspace does not).
  */
 static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_report *r)
 {
@@ -535,22 +560,23 @@ static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_rep
 	}
 	own_dir = ctx && ctx->unix_own_dir ? ctx->unix_own_dir : "/tmp";
 	want = ctx && ctx->unix_own_refused ? EACCES : 0;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/.agent-sandbox-canary-%016llx.sock",
-		 own_dir, canary_tag());
-	srv = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cli = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	e = srv < 0 || cli < 0 ? errno :
-	    bind(srv, (struct sockaddr *)&sun, sizeof(sun)) != 0 ? errno :
-	    listen(srv, 1) != 0 ? errno : unix_connect_errno(cli, sun.sun_path);
-	unlink(sun.sun_path);
-	if (srv >= 0)
-		close(srv);
-	if (cli >= 0)
-		close(cli);
+	e = own_socket_errno(own_dir);
 	if (e != want) {
 		canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in %s: %s%s", own_dir,
-			    e ? strerror(e) : "connected", want ? ", not EACCES" : "");
+			    e < 0 ? "path too long" : e ? strerror(e) : "connected",
+			    want ? ", not EACCES" : "");
 		return;
+	}
+	/* The overflow uid: owning a socket proves nothing outside the fresh
+	 * mounts, so its own socket where it may write but others could too
+	 * (the workspace) must be refused as well. */
+	if (ctx && ctx->unix_not_own_dir) {
+		e = own_socket_errno(ctx->unix_not_own_dir);
+		if (e >= 0 && e != EACCES) {
+			canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in %s: %s, not EACCES",
+				    ctx->unix_not_own_dir, e ? strerror(e) : "connected");
+			return;
+		}
 	}
 	canary_pass(r, SBX_F_UNIX_SOCKETS);
 }

@@ -953,6 +953,9 @@ struct sbx_canary_ctx {
 	 * them (own_refused), its socket in /tmp must be refused instead. */
 	const char *unix_own_dir;
 	bool unix_own_refused;
+	/* The overflow uid's: a place it may write that is not one of its
+	 * own (the workspace), where its socket must be refused, or NULL. */
+	const char *unix_not_own_dir;
 	/* deny_read files with more than one name (a hard link elsewhere is
 	 * not under the mask), "; "-separated, or "" */
 	char secret_aliases[256];

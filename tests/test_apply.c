@@ -1160,6 +1160,10 @@ static void test_overflow_uid_unix(void **state)
 
 	assert_int_equal(helper_unix(fx, ws, NULL, true, "-c", foreign, o), EACCES);
 	assert_true(o->report.entry[SBX_F_UNIX_SOCKETS].achieved);
+	/* Its canary too: its own socket on a fresh mount connects, and one
+	 * in the workspace is refused. */
+	if (!o->report.entry[SBX_F_UNIX_SOCKETS].verified)
+		fail_msg("unix_sockets not verified: %s", o->report.entry[SBX_F_UNIX_SOCKETS].detail);
 	if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "overflow uid"))
 		fail_msg("unix_sockets detail says nothing of the overflow uid: %s",
 			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
@@ -1184,6 +1188,8 @@ static void test_overflow_uid_unix(void **state)
 	if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "fresh tmpfs /dev/shm, home)"))
 		fail_msg("unix_sockets detail claims the bound /tmp: %s",
 			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
+	if (!o->report.entry[SBX_F_UNIX_SOCKETS].verified)
+		fail_msg("unix_sockets not verified: %s", o->report.entry[SBX_F_UNIX_SOCKETS].detail);
 	assert_int_equal(helper_unix(fx, ws, scratch, true, "-C", "/tmp/own.sock", o), EACCES);
 	assert_int_equal(helper_unix(fx, ws, scratch, true, "-C", "/dev/shm/own.sock", o), 0);
 	sbx_test_rmtree(scratch);
