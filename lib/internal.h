@@ -503,6 +503,9 @@ int sbx_record_read_verified(const char *runtime_dir, const char *session_id,
 int sbx_record_parse(const char *buf, size_t len, struct sbx_record *out,
 		     struct sbx_error *err);
 
+/* The inode of the mount namespace process pid (a /proc name) is in, through
+ * its threads when its leader has exited and they run on. 0, or -errno. */
+int sbx_proc_mntns(const char *pid, unsigned long *ino);
 /* Root: SIGKILL every process of uid whose mount namespace is mntns (not
  * the caller), by pidfd, in passes until one finds none (at most 100;
  * *passes says how many). The number killed; 0 for uid 0 or mntns 0. */

@@ -758,14 +758,12 @@ static unsigned long *mntns_in_use(size_t *n_out)
 	if (geteuid() != 0 || !(d = opendir("/proc")))
 		return NULL;
 	while ((errno = 0, de = readdir(d)) != NULL) {
-		char path[64];
-		struct stat st;
+		unsigned long ino;
 
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof(path), "/proc/%.20s/ns/mnt", de->d_name);
-		if (stat(path, &st) != 0)
-			continue;	/* gone since readdir, or a kernel thread */
+		if (sbx_proc_mntns(de->d_name, &ino) != 0)
+			continue;	/* gone since readdir */
 		if (n == cap) {
 			unsigned long *grown;
 
@@ -775,7 +773,7 @@ static unsigned long *mntns_in_use(size_t *n_out)
 				goto fail;
 			set = grown;
 		}
-		set[n++] = (unsigned long)st.st_ino;
+		set[n++] = ino;
 	}
 	if (errno)
 		goto fail;

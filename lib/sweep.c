@@ -36,14 +36,50 @@
  */
 #define SWEEP_PASSES 100
 
+int sbx_proc_mntns(const char *pid, unsigned long *ino)
+{
+	char path[96];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int e;
+
+	snprintf(path, sizeof(path), "/proc/%.20s/ns/mnt", pid);
+	if (stat(path, &st) == 0) {
+		*ino = (unsigned long)st.st_ino;
+		return 0;
+	}
+	e = errno;
+	/* A leader that called exit(2) while its threads run on has no
+	 * namespace links of its own: its threads have. (All threads of a
+	 * process are in one mount namespace: neither unshare nor setns
+	 * moves a thread that shares its filesystem context.) */
+	if (e != ENOENT)
+		return -e;
+	snprintf(path, sizeof(path), "/proc/%.20s/task", pid);
+	d = opendir(path);
+	if (!d)
+		return -ENOENT;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.20s/task/%.20s/ns/mnt", pid, de->d_name);
+		if (stat(path, &st) == 0) {
+			closedir(d);
+			*ino = (unsigned long)st.st_ino;
+			return 0;
+		}
+	}
+	closedir(d);
+	return -ENOENT;
+}
+
 /* Is pid in the mount namespace mntns now? */
 static bool in_mntns(const char *pid, unsigned long mntns)
 {
-	char path[64];
-	struct stat st;
+	unsigned long ino;
 
-	snprintf(path, sizeof(path), "/proc/%.20s/ns/mnt", pid);
-	return stat(path, &st) == 0 && (unsigned long)st.st_ino == mntns;
+	return sbx_proc_mntns(pid, &ino) == 0 && ino == mntns;
 }
 
 static unsigned sweep_pass(uid_t uid, unsigned long mntns)
@@ -125,8 +161,6 @@ int sbx_session_procs(uid_t uid, unsigned long mntns, pid_t *out, size_t max, si
 	if (!d)
 		return -errno;
 	while ((de = readdir(d)) != NULL) {
-		char path[300];
-		struct stat st;
 		long pid, ppid;
 
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
@@ -150,10 +184,9 @@ int sbx_session_procs(uid_t uid, unsigned long mntns, pid_t *out, size_t max, si
 			}
 			seen = bigger;
 		}
-		snprintf(path, sizeof(path), "/proc/%s/ns/mnt", de->d_name);
 		seen[n].pid = (pid_t)pid;
 		seen[n].ppid = (pid_t)ppid;
-		seen[n].in_session = stat(path, &st) == 0 && (unsigned long)st.st_ino == mntns;
+		seen[n].in_session = in_mntns(de->d_name, mntns);
 		n++;
 	}
 	closedir(d);

@@ -9,6 +9,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <sched.h>
 #include <stdio.h>
@@ -587,6 +588,32 @@ static int second_session(int cmd, int reply)
 	return r == PAM_SUCCESS ? 0 : 84;
 }
 
+/* A thread that waits to be killed (the leader of its process has left). */
+static void *pause_thread(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* A leftover whose leader calls exit(2) and leaves a thread running: the
+ * leader keeps its pid, as a zombie, without namespace links of its own. */
+static int zombie_leader(void)
+{
+	pthread_t t;
+
+	setsid();
+	if (setresgid(W.agent_gid, W.agent_gid, W.agent_gid) != 0 ||
+	    setresuid(W.agent_uid, W.agent_uid, W.agent_uid) != 0)
+		return 70;
+	if (pthread_create(&t, NULL, pause_thread, NULL) != 0)
+		return 72;
+	syscall(SYS_exit, 0);	/* this thread only */
+	return 73;
+}
+
 static int child_session(void *arg)
 {
 	int fds_before = count_fds();
@@ -599,7 +626,7 @@ static int child_session(void *arg)
 	bool capture = arg != NULL;
 	char **env;
 	int s = -1, i, wst, cmd[2], reply[2], member_fd;
-	pid_t leftover, outsider, second, bystander, member = 0;
+	pid_t leftover, zleader, outsider, second, bystander, member = 0;
 	struct pollfd pfd;
 
 	if (capture) {
@@ -700,6 +727,11 @@ static int child_session(void *arg)
 		_exit(71);
 	}
 	CHECK(leftover > 0, 61);
+	/* The same, with its leader gone and a thread running on. */
+	zleader = fork();
+	if (zleader == 0)
+		_exit(zombie_leader());
+	CHECK(zleader > 0, 79);
 	/* Control: a process of another uid (root) in the same namespace
 	 * is not the session's and stays. */
 	bystander = fork();
@@ -731,6 +763,8 @@ static int child_session(void *arg)
 	CHECK(pam_close_session(h, 0) == PAM_SUCCESS, 46);
 	CHECK(reaped_within(leftover, 2000, &wst) && WIFSIGNALED(wst) &&
 	      WTERMSIG(wst) == SIGKILL, 62);
+	CHECK(reaped_within(zleader, 2000, &wst) && WIFSIGNALED(wst) &&
+	      WTERMSIG(wst) == SIGKILL, 80);
 	/* Another session of the account is live: the agent's processes
 	 * outside this session (the outsider, the second session's) stay. */
 	usleep(100 * 1000);
@@ -747,8 +781,8 @@ static int child_session(void *arg)
 		CHECK(sbx_test_log_has(s, "closed after", id, logline, sizeof(logline)), 49);
 		CHECK(strstr(logline, "; 1 other live session(s) of the account: "
 			      "only this session's namespace swept"), 58);
-		/* The sweep ended the leftover, and only it. */
-		CHECK(strstr(logline, ": record removed, 1 leftover process(es) killed in "), 78);
+		/* The sweep ended the two leftovers, and only them. */
+		CHECK(strstr(logline, ": record removed, 2 leftover process(es) killed in "), 78);
 	}
 	CHECK(pam_end(h, PAM_SUCCESS) == PAM_SUCCESS, 50);
 
