@@ -85,6 +85,7 @@ void sbx_account_free(struct sbx_account *a)
 	free(a->groups);
 	a->groups = NULL;
 	a->n_groups = 0;
+	a->groups_loaded = false;
 }
 
 /* The group names of an account whose passwd entry is in out. */
@@ -151,7 +152,7 @@ out:
 	return r;
 }
 
-static int account_load(bool by_name, const char *name, uid_t uid,
+static int account_load(bool by_name, const char *name, uid_t uid, bool with_groups,
 			struct sbx_account *out, struct sbx_error *err)
 {
 	struct sbx_account a;
@@ -184,9 +185,13 @@ static int account_load(bool by_name, const char *name, uid_t uid,
 	}
 	a.uid = pw.pw_uid;
 	a.gid = pw.pw_gid;
-	r = load_groups(&a, &buf, &size, err);
-	if (r)
-		goto out;
+	if (with_groups) {
+		r = load_groups(&a, &buf, &size, err);
+		if (r)
+			goto out;
+		a.groups_loaded = true;
+	}
+	r = 0;
 	*out = a;
 	memset(&a, 0, sizeof(a));
 out:
@@ -199,12 +204,36 @@ int sbx_account_by_name(const char *user, struct sbx_account *out, struct sbx_er
 {
 	if (!user || !user[0])
 		return sbx_error_set(err, EINVAL, "account: empty user name");
-	return account_load(true, user, 0, out, err);
+	return account_load(true, user, 0, true, out, err);
 }
 
 int sbx_account_by_uid(uid_t uid, struct sbx_account *out, struct sbx_error *err)
 {
-	return account_load(false, NULL, uid, out, err);
+	return account_load(false, NULL, uid, true, out, err);
+}
+
+int sbx_account_by_uid_passwd(uid_t uid, struct sbx_account *out, struct sbx_error *err)
+{
+	return account_load(false, NULL, uid, false, out, err);
+}
+
+int sbx_account_load_groups(struct sbx_account *a, struct sbx_error *err)
+{
+	char *buf = NULL;
+	size_t size = 0;
+	int r;
+
+	if (a->groups_loaded)
+		return 0;
+	sbx_account_free(a);
+	r = load_groups(a, &buf, &size, err);
+	free(buf);
+	if (r) {
+		sbx_account_free(a);
+		return r;
+	}
+	a->groups_loaded = true;
+	return 0;
 }
 
 bool sbx_account_in_group(const struct sbx_account *a, const char *group)
@@ -232,6 +261,13 @@ int sbx_account_profile(const struct sbx_config *cfg, const struct sbx_account *
 
 	if (!tmp)
 		return sbx_error_set(err, ENOMEM, "account %s: out of memory", a->user);
+	/* Without its groups a member of a matched group would read as no
+	 * agent at all: never decide on half the facts. */
+	if (!a->groups_loaded && sbx_config_has_group_rules(cfg)) {
+		free(tmp);
+		return sbx_error_set(err, EINVAL, "account %s: group names not looked up, and %s "
+				     "has group rules", a->user, cfg->path);
+	}
 	r = sbx_config_select(cfg, a->user, (const char *const *)a->groups, a->n_groups, &sel,
 			      err);
 	if (r == 0)

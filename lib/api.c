@@ -217,7 +217,7 @@ static int run_in(const struct sbx_profile *prof, const struct run_place *pl,
 		ret = sbx_error_set(err, ENOMEM, "run: out of memory");
 		goto out;
 	}
-	ret = sbx_account_by_uid(getuid(), &acc, err);
+	ret = sbx_account_by_uid_passwd(getuid(), &acc, err);
 	if (ret == -ENOENT) {
 		/* A uid without a passwd entry (a container's, say): no home
 		 * of its own, so one under the sandbox's /tmp. */

@@ -1274,6 +1274,14 @@ const struct sbx_profile *sbx_config_find_profile(const struct sbx_config *cfg,
 	return NULL;
 }
 
+bool sbx_config_has_group_rules(const struct sbx_config *cfg)
+{
+	for (size_t i = 0; cfg && i < cfg->n_matches; i++)
+		if (cfg->matches[i].kind == SBX_MATCH_GROUP)
+			return true;
+	return false;
+}
+
 int sbx_config_select(const struct sbx_config *cfg, const char *user,
 		      const char *const *groups, size_t n_groups,
 		      const struct sbx_profile **out, struct sbx_error *err)

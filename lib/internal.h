@@ -164,6 +164,7 @@ struct sbx_account {
 	char shell[SBX_PATH_MAX];
 	size_t n_groups;
 	char **groups;		/* names (heap), for [match] group rules */
+	bool groups_loaded;	/* groups looked up (sbx_account_by_uid_passwd: not yet) */
 };
 
 /* Look an account up with its group names. Buffers grow on ERANGE; any
@@ -172,6 +173,14 @@ struct sbx_account {
  * is no such account. Free with sbx_account_free. */
 int sbx_account_by_name(const char *user, struct sbx_account *out, struct sbx_error *err);
 int sbx_account_by_uid(uid_t uid, struct sbx_account *out, struct sbx_error *err);
+/* The passwd entry alone, for a caller that needs the groups only when
+ * the config has group rules (sbx_config_has_group_rules): looking them up
+ * loads every NSS module of the group database (on Debian, systemd's
+ * userdb), much of a short session's start-up. sbx_account_load_groups
+ * adds them; sbx_account_profile refuses a config with group rules for an
+ * account whose groups were not looked up. */
+int sbx_account_by_uid_passwd(uid_t uid, struct sbx_account *out, struct sbx_error *err);
+int sbx_account_load_groups(struct sbx_account *a, struct sbx_error *err);
 void sbx_account_free(struct sbx_account *a);
 
 /* One profile key with a config line's syntax (config.c): repeatable keys
@@ -194,6 +203,8 @@ int sbx_config_read(const char *path, unsigned flags, struct sbx_config_text **o
 int sbx_config_parse_text(const struct sbx_config_text *t, struct sbx_config **out,
 			  struct sbx_error *err);
 bool sbx_config_text_equal(const struct sbx_config_text *a, const struct sbx_config_text *b);
+/* Whether any [match] rule names a group. */
+bool sbx_config_has_group_rules(const struct sbx_config *cfg);
 void sbx_config_text_free(struct sbx_config_text *t);
 
 /* The account's profile as both front ends see it: selected by the

@@ -471,6 +471,9 @@ static int start_session(const struct run_opts *o)
 	reason = "config";
 	if ((ret = shell_config_load(&cfg, &err)) != 0)
 		goto refuse;
+	reason = "identity";
+	if ((ret = shell_identity_groups(cfg, &id, &err)) != 0)
+		goto refuse;
 	reason = "profile";
 	if ((ret = shell_resolve_profile(cfg, &id, o->profile, o->workspace, o->login_mode,
 					 p, &is_agent, &err)) != 0 ||

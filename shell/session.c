@@ -76,10 +76,18 @@ const char *shell_config_path(void)
 	return SBX_CONFIG_PATH;
 }
 
-/* The caller's identity. */
+/* The caller's identity: its passwd entry, and its groups only when the
+ * config has group rules (shell_identity_groups), the one thing a session
+ * needs them for. */
 int shell_identity(struct sbx_account *id, struct sbx_error *err)
 {
-	return sbx_account_by_uid(getuid(), id, err);
+	return sbx_account_by_uid_passwd(getuid(), id, err);
+}
+
+int shell_identity_groups(const struct sbx_config *cfg, struct sbx_account *id,
+			  struct sbx_error *err)
+{
+	return sbx_config_has_group_rules(cfg) ? sbx_account_load_groups(id, err) : 0;
 }
 
 /* Membership of these gives an account authority outside any sandbox. */

@@ -13,8 +13,12 @@ const char *shell_config_path(void);
  * rules. Sessions never call it. */
 int shell_config_use(const char *file);
 bool shell_config_is_candidate(void);
-/* The caller's account (sbx_account_by_uid(getuid())); free with sbx_account_free. */
+/* The caller's account, its passwd entry (sbx_account_by_uid_passwd); its
+ * groups added by shell_identity_groups when cfg has group rules. Free
+ * with sbx_account_free. */
 int shell_identity(struct sbx_account *id, struct sbx_error *err);
+int shell_identity_groups(const struct sbx_config *cfg, struct sbx_account *id,
+			  struct sbx_error *err);
 bool shell_group_is_privileged(const char *group);
 void shell_new_session_id(char out[40]);
 int shell_resolve_profile(const struct sbx_config *cfg, const struct sbx_account *id,

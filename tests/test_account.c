@@ -192,6 +192,58 @@ static void test_missing_account(void **state)
 	sbx_account_free(&a);
 }
 
+/*
+ * The passwd entry alone: no groups until asked. A config with a group
+ * rule refuses to decide for such an account (a member of the group
+ * would read as no agent); once the groups are looked up the rule
+ * matches. A config with user rules only decides without them.
+ */
+static void test_groups_when_needed(void **state)
+{
+	static const char groups_text[] =
+		"[profile p]\nworkspace_root = /srv/ws\n\n[match]\ngroup root = p\n";
+	static const char users_text[] =
+		"[profile p]\nworkspace_root = /srv/ws\n\n[match]\nuser root = p\n";
+	struct sbx_config_source src = { .name = "groups.conf", .buf = groups_text,
+					 .len = sizeof(groups_text) - 1 };
+	struct sbx_profile *prof = calloc(1, sizeof(*prof));
+	struct sbx_config *cfg = NULL, *ucfg = NULL;
+	struct sbx_error err = { 0 };
+	struct sbx_account a = { 0 };
+
+	(void)state;
+	assert_non_null(prof);
+	assert_int_equal(sbx_config_parse_sources(&src, 1, &cfg, &err), 0);
+	src = (struct sbx_config_source){ .name = "users.conf", .buf = users_text,
+					  .len = sizeof(users_text) - 1 };
+	assert_int_equal(sbx_config_parse_sources(&src, 1, &ucfg, &err), 0);
+	assert_true(sbx_config_has_group_rules(cfg));
+	assert_false(sbx_config_has_group_rules(ucfg));
+	assert_false(sbx_config_has_group_rules(NULL));
+
+	assert_int_equal(sbx_account_by_uid_passwd(0, &a, &err), 0);
+	assert_string_equal(a.user, "root");
+	assert_false(a.groups_loaded);
+	assert_int_equal(a.n_groups, 0);
+	assert_int_equal(sbx_account_profile(cfg, &a, prof, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "group names not looked up"));
+	/* Control: user rules need no groups. */
+	assert_int_equal(sbx_account_profile(ucfg, &a, prof, &err), 0);
+	assert_string_equal(prof->name, "p");
+
+	assert_int_equal(sbx_account_load_groups(&a, &err), 0);
+	assert_true(a.groups_loaded);
+	assert_true(sbx_account_in_group(&a, "root"));
+	assert_int_equal(sbx_account_load_groups(&a, &err), 0);	/* once is enough */
+	assert_int_equal(sbx_account_profile(cfg, &a, prof, &err), 0);
+	assert_string_equal(prof->name, "p");
+	sbx_account_free(&a);
+	assert_false(a.groups_loaded);
+	sbx_config_free(cfg);
+	sbx_config_free(ucfg);
+	free(prof);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_many_groups_kept),
 		cmocka_unit_test(test_long_group_name_skipped),
 		cmocka_unit_test(test_missing_account),
+		cmocka_unit_test(test_groups_when_needed),
 	};
 	return cmocka_run_group_tests_name("account", tests, NULL, NULL);
 }
