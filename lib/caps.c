@@ -54,13 +54,18 @@ int sbx_caps_drop_all(struct sbx_error *err)
 		  0, 0, 0) != 0)
 		return sbx_error_set(err, errno, "prctl(PR_SET_SECUREBITS, 0x%x): %s",
 				     (unsigned)bits | SBX_SECUREBITS, strerror(errno));
-	/* Bounding set: also needs CAP_SETPCAP. */
+	/* Bounding set: also needs CAP_SETPCAP. One call per capability
+	 * where the drop succeeds (dropping one already gone is no error);
+	 * a refused drop is an error only for a capability still there. */
 	for (cap = 0; cap <= last; cap++) {
+		int e;
+
+		if (prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0, 0, 0) == 0)
+			continue;
+		e = errno;
 		if (prctl(PR_CAPBSET_READ, (unsigned long)cap, 0, 0, 0) == 0)
 			continue;
-		if (prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0, 0, 0) != 0)
-			return sbx_error_set(err, errno, "prctl(PR_CAPBSET_DROP, %d): %s",
-					     cap, strerror(errno));
+		return sbx_error_set(err, e, "prctl(PR_CAPBSET_DROP, %d): %s", cap, strerror(e));
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0)
 		return sbx_error_set(err, errno, "prctl(PR_CAP_AMBIENT_CLEAR_ALL): %s",
