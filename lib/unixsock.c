@@ -619,12 +619,77 @@ static void *answer_thread(void *arg)
 	return NULL;
 }
 
-/* Hand a job to a thread of its own (a blocking connect must not hold up
- * the others), or answer it here when too many are in flight. */
+/*
+ * One thread made before the first request and waiting for it: the first
+ * connect() of a session (its canary's, on the way to the program's exec)
+ * is answered without a thread made on its path. It takes each job that
+ * arrives while it is idle; one that arrives while it is busy gets a
+ * thread of its own, as every job did before.
+ */
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t spare_cond = PTHREAD_COND_INITIALIZER;
+static struct job *spare_job;
+static bool spare_idle;
+
+static void *spare_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&spare_lock);
+	for (;;) {
+		struct job *j;
+
+		spare_idle = true;
+		while (!spare_job)
+			pthread_cond_wait(&spare_cond, &spare_lock);
+		j = spare_job;
+		spare_job = NULL;
+		pthread_mutex_unlock(&spare_lock);
+		answer(j);
+		free(j);
+		pthread_mutex_lock(&spare_lock);
+	}
+	return NULL;
+}
+
+/* Without it every job gets a thread of its own: nothing else changes. */
+static void spare_start(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	if (pthread_attr_init(&attr) != 0)
+		return;
+	if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0)
+		(void)pthread_create(&t, &attr, spare_thread, NULL);
+	pthread_attr_destroy(&attr);
+}
+
+/* The spare thread, when idle, takes j. */
+static bool spare_take(struct job *j)
+{
+	bool taken = false;
+
+	pthread_mutex_lock(&spare_lock);
+	if (spare_idle && !spare_job) {
+		spare_job = j;
+		spare_idle = false;
+		taken = true;
+		pthread_cond_signal(&spare_cond);
+	}
+	pthread_mutex_unlock(&spare_lock);
+	return taken;
+}
+
+/* Hand a job to the spare thread or a thread of its own (a blocking
+ * connect must not hold up the others), or answer it here when too many
+ * are in flight. */
 static void dispatch(struct job *j)
 {
 	pthread_attr_t attr;
 	pthread_t t;
+
+	if (spare_take(j))
+		return;
 
 	if (__atomic_add_fetch(&n_threads, 1, __ATOMIC_SEQ_CST) <= MAX_THREADS &&
 	    pthread_attr_init(&attr) == 0) {
@@ -684,7 +749,10 @@ static int supervise(int chan, const struct sbx_unix_policy *pol)
 	struct seccomp_notif *req;
 	struct seccomp_notif_sizes sizes;
 	size_t notif_size;
-	int listener = recv_fd(chan);
+	int listener;
+
+	spare_start();		/* while the worker is still on its way */
+	listener = recv_fd(chan);
 
 	close(chan);
 	/* No listener: the worker failed before its filter; it ends the

@@ -205,6 +205,39 @@ static int child(void *arg)
 	}
 	/* A secret stays one, socket or not, in a place it may write. */
 	CHILD_CHECK(try_connect(secret_sock) == EACCES);
+	/* A connect() that blocks (its listener's queue is full) holds up
+	 * no other: the next one is answered while it waits, and it
+	 * completes once the listener accepts. */
+	{
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+		char full[200];
+		int lst, first;
+
+		snprintf(full, sizeof(full), "%s/ws/full.sock", tmp_dir);
+		CHILD_CHECK(strlen(full) < sizeof(sun.sun_path));
+		memcpy(sun.sun_path, full, strlen(full) + 1);
+		lst = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		CHILD_CHECK(lst >= 0 && bind(lst, (struct sockaddr *)&sun, sizeof(sun)) == 0 &&
+			    listen(lst, 0) == 0);
+		first = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		CHILD_CHECK(first >= 0 && connect(first, (struct sockaddr *)&sun, sizeof(sun)) == 0);
+		t.path = full;
+		t.result = -1;
+		CHILD_CHECK(pthread_create(&th, NULL, thread_connect, &t) == 0);
+		usleep(200 * 1000);
+		CHILD_CHECK(__atomic_load_n(&t.result, __ATOMIC_SEQ_CST) == -1);	/* waiting */
+		alarm(10);	/* a hang is a failure, not a stuck test */
+		CHILD_CHECK(try_connect(mine) == 0);
+		alarm(0);
+		fd = accept4(lst, NULL, NULL, SOCK_CLOEXEC);
+		CHILD_CHECK(fd >= 0);
+		close(fd);
+		CHILD_CHECK(pthread_join(th, NULL) == 0);
+		CHILD_CHECK(t.result == 0);
+		close(first);
+		close(lst);
+		unlink(full);
+	}
 	{
 		int sv[2];
 
