@@ -758,7 +758,7 @@ static unsigned long *mntns_in_use(size_t *n_out)
 	if (geteuid() != 0 || !(d = opendir("/proc")))
 		return NULL;
 	while ((errno = 0, de = readdir(d)) != NULL) {
-		unsigned long ino;
+		unsigned long ino = 0;
 
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;

@@ -49,7 +49,7 @@ int sbx_proc_mntns(const char *pid, unsigned long *ino)
 		*ino = (unsigned long)st.st_ino;
 		return 0;
 	}
-	e = errno;
+	e = errno ? errno : EIO;
 	/* A leader that called exit(2) while its threads run on has no
 	 * namespace links of its own: its threads have. (All threads of a
 	 * process are in one mount namespace: neither unshare nor setns
@@ -77,7 +77,7 @@ int sbx_proc_mntns(const char *pid, unsigned long *ino)
 /* Is pid in the mount namespace mntns now? */
 static bool in_mntns(const char *pid, unsigned long mntns)
 {
-	unsigned long ino;
+	unsigned long ino = 0;
 
 	return sbx_proc_mntns(pid, &ino) == 0 && ino == mntns;
 }
