@@ -506,10 +506,20 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 				pl->canary.unix_own_dir = fresh.m[i].target;
 		if (!pl->canary.unix_own_dir && fresh.n)
 			pl->canary.unix_own_dir = fresh.m[0].target;
-		/* ... and where it may write but does not own, it must not. */
+		/* ... and where it may write but does not own, it must not
+		 * (unless unix_allow lets that place through anyway). */
 		if (run->session->workspace[0] &&
-		    run->profile->workspace_write == SBX_ACCESS_ALLOW)
-			pl->canary.unix_not_own_dir = run->session->workspace;
+		    run->profile->workspace_write == SBX_ACCESS_ALLOW) {
+			char probe[SBX_PATH_MAX];
+			struct stat ws;
+
+			if (sbx_snprintf(probe, sizeof(probe), "%s/.sbx-canary",
+					 run->session->workspace) == 0 &&
+			    stat(run->session->workspace, &ws) == 0 &&
+			    !sbx_unix_path_allowed(&pl->unix_policy, probe, run->session->uid,
+						   ws.st_dev))
+				pl->canary.unix_not_own_dir = run->session->workspace;
+		}
 	}
 	if (pl->seccomp.unix_notify && !pl->seccomp.unix_bind_notify) {
 		if (sbx_unix_channel(&pl->unix_chan, &supervisor_end, &err) != 0)

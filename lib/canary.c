@@ -474,21 +474,33 @@ static int unix_connect_errno(int fd, const char *path)
 }
 
 /* A socket of its own in dir, listening, and a connect() to it: 0 when it
- * connected, the errno of the first step that failed, -1 when the path
- * does not fit a socket address. The socket file is removed. */
-static int own_socket_errno(const char *dir)
+ * connected, else the errno of the first step that failed, named in
+ * *step ("path": the path does not fit a socket address). The socket
+ * file is removed. */
+static int own_socket_errno(const char *dir, const char **step)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int srv, cli, e;
+	int srv, cli, e = 0;
 
-	if (sbx_snprintf(sun.sun_path, sizeof(sun.sun_path),
-			 "%s/.agent-sandbox-canary-%016llx.sock", dir, canary_tag()) != 0)
-		return -1;
+	*step = "path";
+	if (sbx_snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/.sbx-canary-%016llx", dir,
+			 canary_tag()) != 0)
+		return ENAMETOOLONG;
 	srv = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cli = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	e = srv < 0 || cli < 0 ? errno :
-	    bind(srv, (struct sockaddr *)&sun, sizeof(sun)) != 0 ? errno :
-	    listen(srv, 1) != 0 ? errno : unix_connect_errno(cli, sun.sun_path);
+	if (srv < 0 || cli < 0) {
+		*step = "socket";
+		e = errno;
+	} else if (bind(srv, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		*step = "bind";
+		e = errno;
+	} else if (listen(srv, 1) != 0) {
+		*step = "listen";
+		e = errno;
+	} else {
+		*step = "connect";
+		e = unix_connect_errno(cli, sun.sun_path);
+	}
 	unlink(sun.sun_path);
 	if (srv >= 0)
 		close(srv);
@@ -507,7 +519,7 @@ static int own_socket_errno(const char *dir)
 static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_report *r)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	const char *own_dir;
+	const char *own_dir, *step;
 	int srv = -1, cli = -1, e, want;
 
 	if (!achieved(r, SBX_F_UNIX_SOCKETS))
@@ -560,21 +572,23 @@ static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_rep
 	}
 	own_dir = ctx && ctx->unix_own_dir ? ctx->unix_own_dir : "/tmp";
 	want = ctx && ctx->unix_own_refused ? EACCES : 0;
-	e = own_socket_errno(own_dir);
-	if (e != want) {
-		canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in %s: %s%s", own_dir,
-			    e < 0 ? "path too long" : e ? strerror(e) : "connected",
-			    want ? ", not EACCES" : "");
+	e = own_socket_errno(own_dir, &step);
+	if (e != want || (want && strcmp(step, "connect") != 0)) {
+		canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in %s: %s%s%s%s", own_dir,
+			    e ? step : "", e ? ": " : "", e ? strerror(e) : "connected",
+			    want ? ", not EACCES from connect" : "");
 		return;
 	}
 	/* The overflow uid: owning a socket proves nothing outside the fresh
 	 * mounts, so its own socket where it may write but others could too
-	 * (the workspace) must be refused as well. */
+	 * (the workspace) must be refused as well, by the supervisor: made
+	 * and listening, and only its connect() refused. */
 	if (ctx && ctx->unix_not_own_dir) {
-		e = own_socket_errno(ctx->unix_not_own_dir);
-		if (e >= 0 && e != EACCES) {
-			canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in %s: %s, not EACCES",
-				    ctx->unix_not_own_dir, e ? strerror(e) : "connected");
+		e = own_socket_errno(ctx->unix_not_own_dir, &step);
+		if (e != EACCES || strcmp(step, "connect") != 0) {
+			canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in %s: %s%s%s, not EACCES "
+				    "from connect", ctx->unix_not_own_dir, e ? step : "",
+				    e ? ": " : "", e ? strerror(e) : "connected");
 			return;
 		}
 	}

@@ -203,7 +203,7 @@ void sbx_unix_policy_describe(const struct sbx_unix_policy *pol, bool bind_media
 		sbx_unix_policy_own_list(pol, own, sizeof(own));
 	snprintf(buf, size,
 		 "connect()%s decided outside the sandbox: only this uid's sockets where it "
-		 "may write%s%s%s%s; abstract names %s; datagram sockets refused",
+		 "may write%s%s%s%s; abstract names %s; unix datagram refused",
 		 bind_mediated ? " and bind()" : "",
 		 pol->owner_ambiguous ? " (overflow uid: own only on fresh tmpfs " : "",
 		 !pol->owner_ambiguous ? "" : own[0] ? own : "none",
