@@ -72,6 +72,7 @@ struct doctor {
 	const char *unit_dirs;		/* systemd's unit search path, ':'-separated */
 	int um_guard;			/* user@.service asks --user-manager: -1 not read */
 	char um_where[SBX_PATH_MAX];	/* the drop-in that says so */
+	const char *subuid, *subgid;	/* /etc/subuid, /etc/subgid */
 };
 
 static const char *status_name(enum doc_status s)
@@ -667,6 +668,78 @@ static void collect_agents(struct doctor *d)
 	}
 }
 
+/*
+ * The subordinate ranges /etc/subuid or /etc/subgid (path) gives the
+ * account, by name or by uid, as "FIRST-LAST" items in buf and as the
+ * matching usermod options (opt: --del-subuids or --del-subgids) in fix.
+ * Returns how many; a file that cannot be read gives none (no ranges is
+ * what a host without the file has).
+ */
+static unsigned subid_ranges(const char *path, const char *opt, const struct doc_agent *a,
+			     char *buf, size_t size, char *fix, size_t fix_size)
+{
+	char line[512], uid[16];
+	unsigned n = 0;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return 0;
+	snprintf(uid, sizeof(uid), "%u", (unsigned)a->uid);
+	while (fgets(line, sizeof(line), f)) {
+		char *owner = line, *first, *count, *end;
+		unsigned long lo, cnt;
+
+		first = strchr(owner, ':');
+		if (!first)
+			continue;
+		*first++ = '\0';
+		count = strchr(first, ':');
+		if (!count)
+			continue;
+		*count++ = '\0';
+		if (strcmp(owner, a->user) != 0 && strcmp(owner, uid) != 0)
+			continue;
+		errno = 0;
+		lo = strtoul(first, &end, 10);
+		if (errno || end == first || *end)
+			continue;
+		cnt = strtoul(count, &end, 10);
+		if (errno || end == count || (*end && *end != '\n') || cnt == 0)
+			continue;
+		list_add(buf, size, "%lu-%lu", lo, lo + cnt - 1);
+		list_add(fix, fix_size, "%s %lu-%lu", opt, lo, lo + cnt - 1);
+		n++;
+	}
+	(void)fclose(f);
+	return n;
+}
+
+/*
+ * Subordinate uids or gids of an agent account. Inside the sandbox they
+ * are worth nothing (no_new_privs leaves newuidmap without its privilege),
+ * but a process of the account outside it (a path this doctor fails) can
+ * map one into a user namespace of its own, and the session's sweep, which
+ * looks for the agent's uid, no longer finds it.
+ */
+static void check_subids(struct doctor *d, const struct doc_agent *a)
+{
+	char uids[256] = "", gids[256] = "", opts[384] = "", fix[512];
+	unsigned n;
+
+	n = subid_ranges(d->subuid, "--del-subuids", a, uids, sizeof(uids), opts, sizeof(opts));
+	n += subid_ranges(d->subgid, "--del-subgids", a, gids, sizeof(gids), opts, sizeof(opts));
+	if (!n)
+		return;
+	for (char *p = opts; (p = strstr(p, ", ")) != NULL;)
+		memmove(p, p + 1, strlen(p));	/* "a, b" -> "a b": one command line */
+	snprintf(fix, sizeof(fix), "usermod %s %s", opts, a->user);
+	row(d, DOC_WARN, "accounts", a->user, fix,
+	    "subordinate ids (%s: %s; %s: %s): with newuidmap, a process of the account outside "
+	    "the sandbox can become one in a user namespace of its own, where the session's "
+	    "sweep, which looks for the agent's uid, does not find it",
+	    d->subuid, uids[0] ? uids : "none", d->subgid, gids[0] ? gids : "none");
+}
+
 static void check_account(struct doctor *d, const struct doc_agent *a)
 {
 	struct sbx_account id = { 0 };
@@ -708,6 +781,7 @@ static void check_account(struct doctor *d, const struct doc_agent *a)
 		row(d, DOC_FAIL, "accounts", a->user, fix,
 		    "member of %s: privilege outside the sandbox (sudo, logs, sockets or disks)", bad);
 	}
+	check_subids(d, a);
 }
 
 /*
@@ -1801,6 +1875,8 @@ int shell_cmd_doctor(int argc, char **argv)
 		.pam_dir = "/etc/pam.d",
 		.pam_vendor_dir = "/usr/lib/pam.d",
 		.unit_dirs = UNIT_DIRS_DEFAULT,
+		.subuid = "/etc/subuid",
+		.subgid = "/etc/subgid",
 		.um_guard = -1,
 		.sshd = SSHD_DEFAULT,
 		.group_fallback = SBX_DEFAULT_GROUP,

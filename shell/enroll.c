@@ -46,13 +46,12 @@ static const char *tool_path(const char *name, char *buf, size_t size)
 	return NULL;
 }
 
-static int run_tool(const char *name, const char *a1, const char *a2, const char *a3,
-		    const char *a4, const char *a5, struct sbx_error *err)
+/* argv: the tool's name, its arguments, NULL. */
+static int run_tool_argv(const char *const *argv, struct sbx_error *err)
 {
 	static char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	const char *name = argv[0];
 	char path[64];
-	char *argv[] = { (char *)name, (char *)a1, (char *)a2, (char *)a3, (char *)a4, (char *)a5,
-			 NULL };
 	int status;
 	pid_t pid;
 
@@ -66,7 +65,7 @@ static int run_tool(const char *name, const char *a1, const char *a2, const char
 	if (pid == 0) {
 		/* The tools write into /etc with root's umask, not ours. */
 		umask(022);
-		execve(path, argv, envp);
+		execve(path, (char *const *)argv, envp);
 		_exit(127);
 	}
 	while (waitpid(pid, &status, 0) < 0) {
@@ -74,12 +73,15 @@ static int run_tool(const char *name, const char *a1, const char *a2, const char
 			return sbx_error_set(err, errno, "waitpid(%s): %s", name, strerror(errno));
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return sbx_error_set(err, EIO, "%s %s%s%s: failed (%s %d)", name, a1 ? a1 : "",
-				     a2 ? " " : "", a2 ? a2 : "",
+		return sbx_error_set(err, EIO, "%s %s%s%s: failed (%s %d)", name,
+				     argv[1] ? argv[1] : "", argv[1] && argv[2] ? " " : "",
+				     argv[1] && argv[2] ? argv[2] : "",
 				     WIFEXITED(status) ? "exit" : "signal",
 				     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 	return 0;
 }
+
+#define run_tool(err, ...) run_tool_argv((const char *const[]){ __VA_ARGS__, NULL }, err)
 
 static bool in_group(const char *user, const char *group)
 {
@@ -193,7 +195,10 @@ static const struct sbx_match *rule_for(const struct sbx_config *cfg, enum sbx_m
 
 /* The group, the account with the agent shell, and its membership:
  * whatever is missing is made, each change printed and counted. pw: the
- * account before (NULL: none yet). */
+ * account before (NULL: none yet). A new account gets no subordinate uids
+ * or gids (useradd adds a range by default where /etc/subuid exists): with
+ * newuidmap, a process holding them maps a uid the session's sweep does not
+ * know as the agent's (the doctor warns about existing ones). */
 static int enroll_account(const struct enroll_opts *o, const struct sbx_config *cfg,
 			  const char *group, struct passwd *pw, unsigned *changes,
 			  struct sbx_error *err)
@@ -201,14 +206,15 @@ static int enroll_account(const struct enroll_opts *o, const struct sbx_config *
 	int ret;
 
 	if (!getgrnam(group)) {
-		if ((ret = run_tool("groupadd", "--system", group, NULL, NULL, NULL, err)) != 0)
+		if ((ret = run_tool(err, "groupadd", "--system", group)) != 0)
 			return ret;
 		printf("created group %s\n", group);
 		(*changes)++;
 	}
 	if (!pw) {
-		if ((ret = run_tool("useradd", "--create-home", "--shell", cfg->agent_shell, o->user,
-				    NULL, err)) != 0)
+		if ((ret = run_tool(err, "useradd", "--create-home", "--shell",
+				    cfg->agent_shell, "--key", "SUB_UID_COUNT=0", "--key",
+				    "SUB_GID_COUNT=0", o->user)) != 0)
 			return ret;
 		pw = getpwnam(o->user);
 		if (!pw)
@@ -221,15 +227,13 @@ static int enroll_account(const struct enroll_opts *o, const struct sbx_config *
 		char old[SBX_PATH_MAX];
 
 		sbx_strlcpy(old, sizeof(old), pw->pw_shell);
-		if ((ret = run_tool("usermod", "--shell", cfg->agent_shell, o->user, NULL, NULL,
-				    err)) != 0)
+		if ((ret = run_tool(err, "usermod", "--shell", cfg->agent_shell, o->user)) != 0)
 			return ret;
 		printf("changed login shell of %s: %s -> %s\n", o->user, old, cfg->agent_shell);
 		(*changes)++;
 	}
 	if (!in_group(o->user, group)) {
-		if ((ret = run_tool("usermod", "--append", "--groups", group, o->user, NULL,
-				    err)) != 0)
+		if ((ret = run_tool(err, "usermod", "--append", "--groups", group, o->user)) != 0)
 			return ret;
 		printf("added %s to group %s\n", o->user, group);
 		(*changes)++;
@@ -432,7 +436,7 @@ static int unenroll(const struct enroll_opts *o, struct sbx_config *cfg)
 	 * on purpose. */
 	if (!strcmp(shell_now, cfg ? cfg->agent_shell : "") ||
 	    (strrchr(shell_now, '/') && !strcmp(strrchr(shell_now, '/'), "/agent-shell"))) {
-		if ((ret = run_tool("usermod", "--shell", new_shell, o->user, NULL, NULL, &err)) != 0)
+		if ((ret = run_tool(&err, "usermod", "--shell", new_shell, o->user)) != 0)
 			goto fail;
 		printf("changed login shell of %s: %s -> %s\n", o->user, shell_now, new_shell);
 		changes++;
@@ -462,7 +466,7 @@ static int unenroll(const struct enroll_opts *o, struct sbx_config *cfg)
 			       groups[i], o->user);
 		if (!supplementary_member(o->user, groups[i]))
 			continue;
-		if ((ret = run_tool("gpasswd", "--delete", o->user, groups[i], NULL, NULL, &err)) != 0)
+		if ((ret = run_tool(&err, "gpasswd", "--delete", o->user, groups[i])) != 0)
 			goto fail;
 		printf("removed %s from group %s\n", o->user, groups[i]);
 		changes++;

@@ -173,6 +173,22 @@ static char *file_text(const char *path)
 	return copy;
 }
 
+/* Lines of /etc/subuid or /etc/subgid that give user subordinate ids. */
+static unsigned subid_lines(const char *path, const char *user)
+{
+	char line[512];
+	size_t n = strlen(user);
+	unsigned count = 0;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		count += !strncmp(line, user, n) && line[n] == ':';
+	fclose(f);
+	return count;
+}
+
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
 	(void)st;
@@ -375,6 +391,10 @@ static void test_enroll_unenroll(void **state)
 	assert_int_equal(lstat(home, &st), 0);
 	assert_int_equal(st.st_uid, getpwnam(fx.user1)->pw_uid);
 	assert_int_equal(st.st_mode & 07777, 0700);
+	/* No subordinate ids (useradd's default adds 65536 where /etc/subuid
+	 * exists, as on Debian 12). */
+	assert_int_equal(subid_lines("/etc/subuid", fx.user1), 0);
+	assert_int_equal(subid_lines("/etc/subgid", fx.user1), 0);
 
 	/* Idempotent. */
 	assert_int_equal(RUN(false, &out, "--enroll", fx.user1), 0);
@@ -636,6 +656,54 @@ static void test_doctor_session_limits(void **state)
 	free(out);
 	free(edited);
 	free(text);
+}
+
+/* Subordinate ids of an agent: a WARN naming each range and the usermod
+ * that removes them; gone once that runs. Enrolment gives a new account
+ * none (test_enroll_unenroll). */
+static void test_doctor_subids(void **state)
+{
+	char *out = NULL, pam[PATH_MAX], want[512], uids[32], gids[32];
+	unsigned base = 3000000 + ((unsigned)getpid() % 1000) * 70000;
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	enroll_user3();
+	snprintf(pam, sizeof(pam), "%s/pam-subids", fx.tmp);
+	write_pam_dir(pam, true);
+	assert_int_equal(subid_lines("/etc/subuid", fx.user3), 0);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	assert_int_equal(code, 0);
+	assert_null(strstr(out, "subordinate ids"));
+	free(out);
+
+	snprintf(uids, sizeof(uids), "%u-%u", base, base + 65535);
+	snprintf(gids, sizeof(gids), "%u-%u", base, base + 999);
+	assert_int_equal(run_quiet((char *const[]){ (char *)"/usr/sbin/usermod", (char *)"--add-subuids",
+						    uids, (char *)"--add-subgids", gids, fx.user3,
+						    NULL }), 0);
+	assert_int_equal(subid_lines("/etc/subuid", fx.user3), 1);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	assert_int_equal(code, 0);	/* a warning: the sandbox itself is not open */
+	assert_row(out, "accounts", fx.user3, "WARN");
+	snprintf(want, sizeof(want), "subordinate ids (/etc/subuid: %s; /etc/subgid: %s)", uids, gids);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "\"fix\":\"usermod --del-subuids %s --del-subgids %s %s\"", uids,
+		 gids, fx.user3);
+	assert_contains(out, want);
+	free(out);
+
+	/* The fix as printed. */
+	assert_int_equal(run_quiet((char *const[]){ (char *)"/usr/sbin/usermod", (char *)"--del-subuids",
+						    uids, (char *)"--del-subgids", gids, fx.user3,
+						    NULL }), 0);
+	assert_int_equal(subid_lines("/etc/subuid", fx.user3) + subid_lines("/etc/subgid", fx.user3),
+			 0);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	assert_int_equal(code, 0);
+	assert_null(strstr(out, "subordinate ids"));
+	free(out);
 }
 
 /* What breaks every session, caught before: a config only root can read
@@ -1377,6 +1445,7 @@ int main(void)
 		cmocka_unit_test(test_doctor_pam_and_sshd_failures),
 		cmocka_unit_test(test_doctor_vendor_stacks),
 		cmocka_unit_test(test_doctor_session_limits),
+		cmocka_unit_test(test_doctor_subids),
 		cmocka_unit_test(test_doctor_config_breakers),
 		cmocka_unit_test(test_candidate_config),
 		cmocka_unit_test(test_doctor_probe_child_is_fresh),
