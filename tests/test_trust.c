@@ -270,6 +270,24 @@ static void test_resolve_trusted(void **state)
 	resolve_refused("r/loop", -ELOOP, "too many symlinks");
 	resolve_refused("r/missing", -ENOENT, "No such file");
 	resolve_refused("r/rel/missing", -ENOENT, "No such file");
+	/* The one-call case (a canonical path with no link) and the walk
+	 * agree: an untrusted link under it, or in front of it, is still
+	 * refused, and spellings the one call does not take are walked. */
+	make_dir("r/real/sub", 0755, 0);
+	resolve_is("r/real/sub", "r/real/sub");
+	resolve_is("r/rel/sub", "r/real/sub");
+	resolve_is("r/./real//sub", "r/real/sub");
+	resolve_is("r/real/sub/..", "r/real");
+	resolve_refused("r/agent/sub", -ELOOP, "owned by uid");
+	assert_int_equal(symlink("../../agent", pathf("r/real/sub/up")), 0);
+	resolve_refused("r/real/sub/up", -ELOOP, "owned by uid");
+	{
+		struct sbx_error err = { 0 };
+		char small[8];
+
+		assert_int_equal(sbx_path_resolve_trusted(pathf("r/real/sub"), small,
+							  sizeof(small), &err), -ENAMETOOLONG);
+	}
 }
 
 static void test_directory_and_fifo(void **state)
