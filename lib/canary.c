@@ -38,7 +38,9 @@
  *   checks use access(2), which Landlock does not consult, to tell a
  *   Landlock or read-only-mount refusal apart from plain DAC);
  * - it leaves no file, fd or namespace behind and prints nothing;
- * - on failure it appends "canary: <why>" to the entry's detail.
+ * - on failure it puts "canary: <why>" in front of the entry's detail
+ *   (what the layer claimed follows, as far as it fits): the reason a
+ *   session is refused is never the part that is cut.
  */
 
 static void canary_fail(struct sbx_report *r, enum sbx_feature f,
@@ -47,17 +49,23 @@ static void canary_fail(struct sbx_report *r, enum sbx_feature f,
 			const char *fmt, ...)
 {
 	struct sbx_report_entry *e = &r->entry[f];
-	size_t len = strlen(e->detail);
+	char why[sizeof(e->detail)], was[sizeof(e->detail)];
+	struct sbx_sbuf b;
 	va_list ap;
 
 	e->verified = false;
-	if (len + 12 >= sizeof(e->detail))
-		return;
-	memcpy(e->detail + len, len ? "; canary: " : "canary: ", len ? 11 : 9);
-	len = strlen(e->detail);
 	va_start(ap, fmt);
-	vsnprintf(e->detail + len, sizeof(e->detail) - len, fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	memcpy(was, e->detail, sizeof(was));
+	was[sizeof(was) - 1] = '\0';
+	sbx_sbuf_init(&b, e->detail, sizeof(e->detail));
+	sbx_sbuf_str(&b, "canary: ");
+	sbx_sbuf_str(&b, why);
+	if (was[0]) {
+		sbx_sbuf_str(&b, "; ");
+		sbx_sbuf_str(&b, was);
+	}
 }
 
 static void canary_pass(struct sbx_report *r, enum sbx_feature f)
