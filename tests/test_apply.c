@@ -1212,6 +1212,115 @@ static void test_overflow_uid_unix(void **state)
 	free(o);
 }
 
+/* One session as nobody in ws (and its unix_allow, if any) running the
+ * helper with mode and path; the outcome in o. */
+static void overflow_session(const struct fixture *fx, const char *ws, const char *allow,
+			     const char *mode, const char *path, struct outcome *o)
+{
+	struct scenario sc;
+	char script[1024];
+
+	scenario_init(&sc, fx);
+	sc.as_overflow_uid = true;
+	sc.workspace = ws;
+	sbx_strlcpy(sc.profile.workspace_root, sizeof(sc.profile.workspace_root), ws);
+	if (allow) {
+		sbx_strlcpy(sc.profile.unix_allow[0], sizeof(sc.profile.unix_allow[0]), allow);
+		sc.profile.n_unix_allow = 1;
+	}
+	snprintf(script, sizeof(script), "exec %s %s %s", fx->helper, mode, path);
+	sc.script = script;
+	run_scenario(&sc, o);
+	if (o->ret != 0)
+		fail_msg("sbx_run_confined (%s %s): %d %s", mode, path, o->ret, o->err);
+}
+
+/* The unix_sockets entry was verified, or its detail starts with want. */
+static void assert_unix_canary(const struct outcome *o, const char *want)
+{
+	const struct sbx_report_entry *e = &o->report.entry[SBX_F_UNIX_SOCKETS];
+
+	if (!want) {
+		if (!e->verified)
+			fail_msg("unix_sockets not verified: %s", e->detail);
+		return;
+	}
+	if (e->verified || strncmp(e->detail, want, strlen(want)) != 0)
+		fail_msg("unix_sockets %s, detail \"%s\", want it to start \"%s\"",
+			 e->verified ? "verified" : "not verified", e->detail, want);
+	/* The refusal names the layer and leads with the canary's reason
+	 * (its own 512 bytes may end before the reason does when other
+	 * layers failed too: a read-only workspace fails mount_view's). */
+	if (!o->report.floor_met &&
+	    !strstr(o->report.refusal, "unix_sockets (not verified: canary: own socket in "))
+		fail_msg("refusal \"%s\" does not name the unix canary", o->report.refusal);
+}
+
+/*
+ * The overflow uid's workspace check proves the supervisor or fails
+ * (each case fails its canary for the right reason, next to the control
+ * in test_overflow_uid_unix where it passes):
+ * - a workspace the agent made read-only: bind()'s EACCES is the
+ *   directory's, not the supervisor's, so it does not count;
+ * - a workspace path too long for a socket address: the check cannot be
+ *   made, and a check not made is not passed;
+ * - unix_allow covering the workspace: the supervisor lets the socket
+ *   through, rightly, so the check is not made and the session holds.
+ */
+static void test_overflow_uid_unix_canary(void **state)
+{
+	const struct fixture *fx = *state;
+	struct outcome *o = calloc(1, sizeof(*o));
+	char ws[64], longws[160], want[320], mine[200];
+
+	if (!ready(fx, false))
+		skip();
+	SBX_TEST_REQUIRE_USERNS();
+	assert_non_null(o);
+	snprintf(ws, sizeof(ws), "/var/tmp/sbx-test-apply-ovc-XXXXXX");
+	assert_non_null(mkdtemp(ws));
+	assert_int_equal(chown(ws, 65534, 65534), 0);
+
+	assert_int_equal(chmod(ws, 0555), 0);
+	overflow_session(fx, ws, NULL, "-C", "/tmp/own.sock", o);
+	snprintf(want, sizeof(want), "canary: own socket in %s: bind: %s, not EACCES from connect",
+		 ws, strerror(EACCES));
+	assert_unix_canary(o, want);
+	assert_int_equal(chmod(ws, 0755), 0);
+
+	/* 29 bytes of name after the directory; a socket path holds 107. */
+	snprintf(longws, sizeof(longws), "%s/%.*s", ws, 107 - 29 - (int)strlen(ws),
+		 "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
+	assert_int_equal(mkdir(longws, 0755), 0);
+	assert_int_equal(chown(longws, 65534, 65534), 0);
+	overflow_session(fx, longws, NULL, "-C", "/tmp/own.sock", o);
+	snprintf(want, sizeof(want), "canary: own socket in %s: path: %s", longws,
+		 strerror(ENAMETOOLONG));
+	assert_unix_canary(o, want);
+	/* Control: one byte shorter fits, and the check passes. */
+	longws[strlen(longws) - 1] = '\0';
+	assert_int_equal(mkdir(longws, 0755), 0);
+	assert_int_equal(chown(longws, 65534, 65534), 0);
+	overflow_session(fx, longws, NULL, "-C", "/tmp/own.sock", o);
+	assert_int_equal(o->exit_code, 0);
+	assert_unix_canary(o, NULL);
+
+	/* unix_allow lets the workspace through: no check, the session
+	 * holds, and its own socket there connects. */
+	snprintf(mine, sizeof(mine), "%s/mine.sock", ws);
+	overflow_session(fx, ws, ws, "-C", mine, o);
+	assert_int_equal(o->exit_code, 0);
+	assert_unix_canary(o, NULL);
+	/* Control: without it, the same socket is refused. */
+	unlink(mine);
+	overflow_session(fx, ws, NULL, "-C", mine, o);
+	assert_int_equal(o->exit_code, EACCES);
+	assert_unix_canary(o, NULL);
+	unlink(mine);
+	sbx_test_rmtree(ws);
+	free(o);
+}
+
 /* Session limits the kernel does not enforce are not reported: 1 MiB of
  * memory and 1 pid for the whole session are in force on no test host's
  * cgroup (nobody set them; the PAM stage is what would), so the entry is
@@ -1987,6 +2096,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_probe_before_the_clone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overflow_uid_unix, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overflow_uid_unix_canary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_processes_of_a_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gated_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_limits_not_claimed, setup, teardown),
