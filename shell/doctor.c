@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <pwd.h>
 #include <sched.h>
@@ -668,27 +669,62 @@ static void collect_agents(struct doctor *d)
 	}
 }
 
+/* An owner field of /etc/subuid or /etc/subgid that names the account: its
+ * name, its uid in digits, or another name with the same uid (newuidmap
+ * takes all three). */
+static bool subid_owner_is(const char *owner, const struct doc_agent *a)
+{
+	struct passwd *pw;
+	char *end;
+	unsigned long v;
+
+	if (!strcmp(owner, a->user))
+		return true;
+	if (owner[0] >= '0' && owner[0] <= '9') {
+		errno = 0;
+		v = strtoul(owner, &end, 10);
+		if (!errno && !*end)
+			return v == (unsigned long)a->uid;
+	}
+	pw = getpwnam(owner);
+	return pw && pw->pw_uid == a->uid;
+}
+
+/* A number as shadow reads one (strtoul, base 0: 0x and leading-0 octal
+ * too), and nothing after it. */
+static bool subid_number(const char *s, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(s, &end, 0);
+	return !errno && end != s && !*end;
+}
+
 /*
  * The subordinate ranges /etc/subuid or /etc/subgid (path) gives the
- * account, by name or by uid, as "FIRST-LAST" items in buf and as the
- * matching usermod options (opt: --del-subuids or --del-subgids) in fix.
- * Returns how many; a file that cannot be read gives none (no ranges is
- * what a host without the file has).
+ * account, as "FIRST-LAST" items appended to *list and the matching usermod
+ * options (opt: --del-subuids or --del-subgids) to *opts (both growing
+ * strings, NULL until the first range). Returns how many; a file that
+ * cannot be read gives none (what a host without the file has).
  */
 static unsigned subid_ranges(const char *path, const char *opt, const struct doc_agent *a,
-			     char *buf, size_t size, char *fix, size_t fix_size)
+			     FILE *list, FILE *opts)
 {
-	char line[512], uid[16];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
 	unsigned n = 0;
 	FILE *f = fopen(path, "re");
 
 	if (!f)
 		return 0;
-	snprintf(uid, sizeof(uid), "%u", (unsigned)a->uid);
-	while (fgets(line, sizeof(line), f)) {
-		char *owner = line, *first, *count, *end;
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		char *owner = line, *first, *count;
 		unsigned long lo, cnt;
 
+		if (len && line[len - 1] == '\n')
+			line[len - 1] = '\0';
 		first = strchr(owner, ':');
 		if (!first)
 			continue;
@@ -697,19 +733,14 @@ static unsigned subid_ranges(const char *path, const char *opt, const struct doc
 		if (!count)
 			continue;
 		*count++ = '\0';
-		if (strcmp(owner, a->user) != 0 && strcmp(owner, uid) != 0)
+		if (!subid_number(first, &lo) || !subid_number(count, &cnt) || cnt == 0 ||
+		    lo > ULONG_MAX - (cnt - 1) || !subid_owner_is(owner, a))
 			continue;
-		errno = 0;
-		lo = strtoul(first, &end, 10);
-		if (errno || end == first || *end)
-			continue;
-		cnt = strtoul(count, &end, 10);
-		if (errno || end == count || (*end && *end != '\n') || cnt == 0)
-			continue;
-		list_add(buf, size, "%lu-%lu", lo, lo + cnt - 1);
-		list_add(fix, fix_size, "%s %lu-%lu", opt, lo, lo + cnt - 1);
+		fprintf(list, "%s%lu-%lu", n ? ", " : "", lo, lo + cnt - 1);
+		fprintf(opts, " %s %lu-%lu", opt, lo, lo + cnt - 1);
 		n++;
 	}
+	free(line);
 	(void)fclose(f);
 	return n;
 }
@@ -719,25 +750,48 @@ static unsigned subid_ranges(const char *path, const char *opt, const struct doc
  * are worth nothing (no_new_privs leaves newuidmap without its privilege),
  * but a process of the account outside it (a path this doctor fails) can
  * map one into a user namespace of its own, and the session's sweep, which
- * looks for the agent's uid, no longer finds it.
+ * looks for the agent's uid, no longer finds it. (Ranges from an NSS subid
+ * source, not the files, are not seen here.)
  */
 static void check_subids(struct doctor *d, const struct doc_agent *a)
 {
-	char uids[256] = "", gids[256] = "", opts[384] = "", fix[512];
-	unsigned n;
+	char *uids = NULL, *gids = NULL, *opts = NULL, fix[sizeof(d->rows->fix)];
+	size_t uids_len = 0, gids_len = 0, opts_len = 0;
+	FILE *fu = open_memstream(&uids, &uids_len);
+	FILE *fg = open_memstream(&gids, &gids_len);
+	FILE *fo = open_memstream(&opts, &opts_len);
+	unsigned n = 0;
 
-	n = subid_ranges(d->subuid, "--del-subuids", a, uids, sizeof(uids), opts, sizeof(opts));
-	n += subid_ranges(d->subgid, "--del-subgids", a, gids, sizeof(gids), opts, sizeof(opts));
-	if (!n)
-		return;
-	for (char *p = opts; (p = strstr(p, ", ")) != NULL;)
-		memmove(p, p + 1, strlen(p));	/* "a, b" -> "a b": one command line */
-	snprintf(fix, sizeof(fix), "usermod %s %s", opts, a->user);
-	row(d, DOC_WARN, "accounts", a->user, fix,
-	    "subordinate ids (%s: %s; %s: %s): with newuidmap, a process of the account outside "
-	    "the sandbox can become one in a user namespace of its own, where the session's "
-	    "sweep, which looks for the agent's uid, does not find it",
-	    d->subuid, uids[0] ? uids : "none", d->subgid, gids[0] ? gids : "none");
+	if (fu && fg && fo) {
+		n = subid_ranges(d->subuid, "--del-subuids", a, fu, fo);
+		n += subid_ranges(d->subgid, "--del-subgids", a, fg, fo);
+	}
+	/* fclose of a memstream makes its buffer final (NULL stays NULL if
+	 * it could not be made). */
+	if (fu)
+		(void)fclose(fu);
+	if (fg)
+		(void)fclose(fg);
+	if (fo)
+		(void)fclose(fo);
+	if (!fu || !fg || !fo || !uids || !gids || !opts) {
+		row(d, DOC_WARN, "accounts", a->user, NULL,
+		    "subordinate ids: out of memory reading %s and %s", d->subuid, d->subgid);
+	} else if (n) {
+		/* The whole command, or none: a cut one would remove part. */
+		if (sbx_snprintf(fix, sizeof(fix), "usermod%s %s", opts, a->user) != 0)
+			snprintf(fix, sizeof(fix), "usermod --del-subuids FIRST-LAST --del-subgids "
+				 "FIRST-LAST %s, for each range in %s and %s", a->user, d->subuid,
+				 d->subgid);
+		row(d, DOC_WARN, "accounts", a->user, fix,
+		    "subordinate ids (%s: %s; %s: %s): with newuidmap, a process of the account "
+		    "outside the sandbox can become one in a user namespace of its own, where the "
+		    "session's sweep, which looks for the agent's uid, does not find it",
+		    d->subuid, uids[0] ? uids : "none", d->subgid, gids[0] ? gids : "none");
+	}
+	free(uids);
+	free(gids);
+	free(opts);
 }
 
 static void check_account(struct doctor *d, const struct doc_agent *a)
@@ -1881,6 +1935,13 @@ int shell_cmd_doctor(int argc, char **argv)
 		.sshd = SSHD_DEFAULT,
 		.group_fallback = SBX_DEFAULT_GROUP,
 	};
+#ifdef SBX_TESTING
+	/* Test build only: other subordinate id files than the host's. */
+	if (getenv("SBX_TEST_SUBUID"))
+		d.subuid = getenv("SBX_TEST_SUBUID");
+	if (getenv("SBX_TEST_SUBGID"))
+		d.subgid = getenv("SBX_TEST_SUBGID");
+#endif
 	size_t n_ok = 0, n_warn = 0, n_fail = 0;
 	bool json = false;
 	int c;

@@ -663,7 +663,7 @@ static void test_doctor_session_limits(void **state)
  * none (test_enroll_unenroll). */
 static void test_doctor_subids(void **state)
 {
-	char *out = NULL, pam[PATH_MAX], want[512], uids[32], gids[32];
+	char *out = NULL, pam[PATH_MAX], want[2 * PATH_MAX + 512], uids[32], gids[32];
 	unsigned base = 3000000 + ((unsigned)getpid() % 1000) * 70000;
 	int code;
 
@@ -704,6 +704,60 @@ static void test_doctor_subids(void **state)
 	assert_int_equal(code, 0);
 	assert_null(strstr(out, "subordinate ids"));
 	free(out);
+
+	/* Every spelling newuidmap takes (test build: other files than the
+	 * host's): the owner as a uid, a hex start, a line longer than any
+	 * fixed buffer, an octal start; other owners' lines are not the
+	 * agent's. */
+	{
+		char su[PATH_MAX], sg[PATH_MAX], *text;
+		size_t len = 0, cap = 8192;
+		struct passwd *pw = getpwnam(fx.user3);
+
+		assert_non_null(pw);
+		text = malloc(cap);
+		assert_non_null(text);
+		len += (size_t)snprintf(text + len, cap - len, "%u:0x2dc6c0:65536\n%s:",
+					(unsigned)pw->pw_uid, fx.user3);
+		memset(text + len, ' ', 600);
+		len += 600;
+		snprintf(text + len, cap - len, "4000000:10\n%s:017000000:1\nroot:5000000:65536\n"
+			 "%s:6000000:0\n%sx:7000000:1\n", fx.user3, fx.user3, fx.user3);
+		snprintf(su, sizeof(su), "%s/subuid", fx.tmp);
+		snprintf(sg, sizeof(sg), "%s/subgid", fx.tmp);
+		write_text(su, text);
+		write_text(sg, "root:100000:65536\n");
+		setenv("SBX_TEST_SUBUID", su, 1);
+		setenv("SBX_TEST_SUBGID", sg, 1);
+		code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd",
+			   "/nonexistent/sshd");
+		assert_int_equal(code, 0);
+		snprintf(want, sizeof(want), "subordinate ids (%s: 3000000-3065535, 4000000-4000009, "
+			 "3932160-3932160; %s: none)", su, sg);
+		assert_contains(out, want);
+		snprintf(want, sizeof(want), "\"fix\":\"usermod --del-subuids 3000000-3065535 "
+			 "--del-subuids 4000000-4000009 --del-subuids 3932160-3932160 %s\"", fx.user3);
+		assert_contains(out, want);
+		free(out);
+
+		/* More ranges than a fix line holds: no cut command (it would
+		 * remove part), the general one instead. */
+		len = 0;
+		for (unsigned i = 0; i < 40; i++)
+			len += (size_t)snprintf(text + len, cap - len, "%s:%u:65536\n", fx.user3,
+						10000000 + i * 65536);
+		write_text(su, text);
+		code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd",
+			   "/nonexistent/sshd");
+		assert_int_equal(code, 0);
+		snprintf(want, sizeof(want), "\"fix\":\"usermod --del-subuids FIRST-LAST "
+			 "--del-subgids FIRST-LAST %s, for each range in %s and %s\"", fx.user3, su, sg);
+		assert_contains(out, want);
+		free(out);
+		unsetenv("SBX_TEST_SUBUID");
+		unsetenv("SBX_TEST_SUBGID");
+		free(text);
+	}
 }
 
 /* What breaks every session, caught before: a config only root can read
