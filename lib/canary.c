@@ -57,6 +57,7 @@ static void canary_fail(struct sbx_report *r, enum sbx_feature f,
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	sbx_text_scrub(why);	/* a path may hold any byte; the report is text */
 	memcpy(was, e->detail, sizeof(was));
 	was[sizeof(was) - 1] = '\0';
 	sbx_sbuf_init(&b, e->detail, sizeof(e->detail));

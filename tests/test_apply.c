@@ -36,6 +36,7 @@ struct fixture {
 	char helper[256];	/* bin/sbx_probe_inside */
 	char secret[128];	/* host/secret.txt, a deny_read entry */
 	char public[128];	/* host/public.txt, its control */
+	char extra[64];		/* a /var/tmp dir of one test, removed in teardown */
 	bool have_helper;
 };
 
@@ -331,6 +332,8 @@ static int teardown(void **state)
 	 * and a probe the sandbox failed to stop, all at once. */
 	if (fx->host[0] && strncmp(fx->host, "/var/tmp/sbx-test-apply-", 24) == 0)
 		sbx_test_rmtree(fx->host);
+	if (fx->extra[0] && strncmp(fx->extra, "/var/tmp/sbx-test-apply-", 24) == 0)
+		sbx_test_rmtree(fx->extra);
 	free(fx->ws);
 	free(fx->bin);
 	free(fx);
@@ -1269,16 +1272,19 @@ static void assert_unix_canary(const struct outcome *o, const char *want)
  */
 static void test_overflow_uid_unix_canary(void **state)
 {
-	const struct fixture *fx = *state;
-	struct outcome *o = calloc(1, sizeof(*o));
+	struct fixture *fx = *state;
+	static struct outcome *o;
 	char ws[64], longws[160], want[320], mine[200];
 
 	if (!ready(fx, false))
 		skip();
 	SBX_TEST_REQUIRE_USERNS();
+	free(o);	/* a failed run's, left by the longjmp */
+	o = calloc(1, sizeof(*o));
 	assert_non_null(o);
 	snprintf(ws, sizeof(ws), "/var/tmp/sbx-test-apply-ovc-XXXXXX");
 	assert_non_null(mkdtemp(ws));
+	sbx_strlcpy(fx->extra, sizeof(fx->extra), ws);	/* teardown removes it */
 	assert_int_equal(chown(ws, 65534, 65534), 0);
 
 	assert_int_equal(chmod(ws, 0555), 0);
@@ -1286,6 +1292,8 @@ static void test_overflow_uid_unix_canary(void **state)
 	snprintf(want, sizeof(want), "canary: own socket in %s: bind: %s, not EACCES from connect",
 		 ws, strerror(EACCES));
 	assert_unix_canary(o, want);
+	assert_false(o->report.floor_met);
+	assert_int_equal(o->exit_code, 126);
 	assert_int_equal(chmod(ws, 0755), 0);
 
 	/* 29 bytes of name after the directory; a socket path holds 107. */
@@ -1297,6 +1305,8 @@ static void test_overflow_uid_unix_canary(void **state)
 	snprintf(want, sizeof(want), "canary: own socket in %s: path: %s", longws,
 		 strerror(ENAMETOOLONG));
 	assert_unix_canary(o, want);
+	assert_false(o->report.floor_met);
+	assert_int_equal(o->exit_code, 126);
 	/* Control: one byte shorter fits, and the check passes. */
 	longws[strlen(longws) - 1] = '\0';
 	assert_int_equal(mkdir(longws, 0755), 0);
@@ -1318,7 +1328,9 @@ static void test_overflow_uid_unix_canary(void **state)
 	assert_unix_canary(o, NULL);
 	unlink(mine);
 	sbx_test_rmtree(ws);
+	fx->extra[0] = '\0';
 	free(o);
+	o = NULL;
 }
 
 /* Session limits the kernel does not enforce are not reported: 1 MiB of
