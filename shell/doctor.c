@@ -683,8 +683,8 @@ static bool subid_owner_is(const char *owner, const struct doc_agent *a)
 	if (owner[0] >= '0' && owner[0] <= '9') {
 		errno = 0;
 		v = strtoul(owner, &end, 10);
-		if (!errno && !*end)
-			return v == (unsigned long)a->uid;
+		if (!errno && !*end && v == (unsigned long)a->uid)
+			return true;
 	}
 	pw = getpwnam(owner);
 	return pw && pw->pw_uid == a->uid;
@@ -703,25 +703,30 @@ static bool subid_number(const char *s, unsigned long *out)
 
 /*
  * The subordinate ranges /etc/subuid or /etc/subgid (path) gives the
- * account, as "FIRST-LAST" items appended to *list and the matching usermod
- * options (opt: --del-subuids or --del-subgids) to *opts (both growing
- * strings, NULL until the first range). Returns how many; a file that
- * cannot be read gives none (what a host without the file has).
+ * account, as shadow 4.13 reads them (subordinate_parse, find_range):
+ * fields after the third are ignored, and the last id is first + count - 1
+ * in unsigned long arithmetic, so a count of 0 from 0 wraps to every id
+ * while one that ends below its start holds none. Each as "FIRST-LAST"
+ * appended to list, and the usermod option (opt: --del-subuids or
+ * --del-subgids) to opts; *usermod_ok is cleared for a line usermod cannot
+ * remove (it matches the owner by name only and reads numbers up to
+ * LLONG_MAX). Returns how many, or -1 when the file could not be read to
+ * its end; a missing file gives none (what a host without one has).
  */
-static unsigned subid_ranges(const char *path, const char *opt, const struct doc_agent *a,
-			     FILE *list, FILE *opts)
+static int subid_ranges(const char *path, const char *opt, const struct doc_agent *a,
+			FILE *list, FILE *opts, bool *usermod_ok)
 {
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
-	unsigned n = 0;
+	int n = 0;
 	FILE *f = fopen(path, "re");
 
 	if (!f)
-		return 0;
+		return errno == ENOENT ? 0 : -1;
 	while ((len = getline(&line, &cap, f)) >= 0) {
-		char *owner = line, *first, *count;
-		unsigned long lo, cnt;
+		char *owner = line, *first, *count, *rest;
+		unsigned long lo, cnt, last;
 
 		if (len && line[len - 1] == '\n')
 			line[len - 1] = '\0';
@@ -733,13 +738,22 @@ static unsigned subid_ranges(const char *path, const char *opt, const struct doc
 		if (!count)
 			continue;
 		*count++ = '\0';
-		if (!subid_number(first, &lo) || !subid_number(count, &cnt) || cnt == 0 ||
-		    lo > ULONG_MAX - (cnt - 1) || !subid_owner_is(owner, a))
+		rest = strchr(count, ':');
+		if (rest)
+			*rest = '\0';
+		if (!subid_number(first, &lo) || !subid_number(count, &cnt))
 			continue;
-		fprintf(list, "%s%lu-%lu", n ? ", " : "", lo, lo + cnt - 1);
-		fprintf(opts, " %s %lu-%lu", opt, lo, lo + cnt - 1);
+		last = lo + cnt - 1;	/* wraps as shadow's does */
+		if (last < lo || !subid_owner_is(owner, a))
+			continue;
+		fprintf(list, "%s%lu-%lu", n ? ", " : "", lo, last);
+		fprintf(opts, " %s %lu-%lu", opt, lo, last);
+		if (strcmp(owner, a->user) != 0 || last > (unsigned long)LLONG_MAX)
+			*usermod_ok = false;
 		n++;
 	}
+	if (ferror(f))
+		n = -1;
 	free(line);
 	(void)fclose(f);
 	return n;
@@ -760,26 +774,33 @@ static void check_subids(struct doctor *d, const struct doc_agent *a)
 	FILE *fu = open_memstream(&uids, &uids_len);
 	FILE *fg = open_memstream(&gids, &gids_len);
 	FILE *fo = open_memstream(&opts, &opts_len);
-	unsigned n = 0;
+	bool usermod_ok = true, failed;
+	int nu = -1, ng = -1;
 
 	if (fu && fg && fo) {
-		n = subid_ranges(d->subuid, "--del-subuids", a, fu, fo);
-		n += subid_ranges(d->subgid, "--del-subgids", a, fg, fo);
+		nu = subid_ranges(d->subuid, "--del-subuids", a, fu, fo, &usermod_ok);
+		ng = subid_ranges(d->subgid, "--del-subgids", a, fg, fo, &usermod_ok);
 	}
+	failed = nu < 0 || ng < 0 || (fu && ferror(fu)) || (fg && ferror(fg)) || (fo && ferror(fo));
 	/* fclose of a memstream makes its buffer final (NULL stays NULL if
 	 * it could not be made). */
 	if (fu)
-		(void)fclose(fu);
+		failed |= fclose(fu) != 0;
 	if (fg)
-		(void)fclose(fg);
+		failed |= fclose(fg) != 0;
 	if (fo)
-		(void)fclose(fo);
-	if (!fu || !fg || !fo || !uids || !gids || !opts) {
+		failed |= fclose(fo) != 0;
+	if (failed || !uids || !gids || !opts) {
 		row(d, DOC_WARN, "accounts", a->user, NULL,
-		    "subordinate ids: out of memory reading %s and %s", d->subuid, d->subgid);
-	} else if (n) {
+		    "subordinate ids: %s or %s could not be read to the end", d->subuid,
+		    d->subgid);
+	} else if (nu + ng > 0) {
 		/* The whole command, or none: a cut one would remove part. */
-		if (sbx_snprintf(fix, sizeof(fix), "usermod%s %s", opts, a->user) != 0)
+		if (!usermod_ok)
+			snprintf(fix, sizeof(fix), "edit %s and %s: remove each line that gives "
+				 "%s ids (by name, by uid or by another name with its uid); usermod "
+				 "removes only lines that name it", d->subuid, d->subgid, a->user);
+		else if (sbx_snprintf(fix, sizeof(fix), "usermod%s %s", opts, a->user) != 0)
 			snprintf(fix, sizeof(fix), "usermod --del-subuids FIRST-LAST --del-subgids "
 				 "FIRST-LAST %s, for each range in %s and %s", a->user, d->subuid,
 				 d->subgid);

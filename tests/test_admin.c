@@ -722,7 +722,8 @@ static void test_doctor_subids(void **state)
 		memset(text + len, ' ', 600);
 		len += 600;
 		snprintf(text + len, cap - len, "4000000:10\n%s:017000000:1\nroot:5000000:65536\n"
-			 "%s:6000000:0\n%sx:7000000:1\n", fx.user3, fx.user3, fx.user3);
+			 "%s:6000000:0\n%sx:7000000:1\n%s:8000000:5:more\n%s:0:0\n", fx.user3,
+			 fx.user3, fx.user3, fx.user3, fx.user3);
 		snprintf(su, sizeof(su), "%s/subuid", fx.tmp);
 		snprintf(sg, sizeof(sg), "%s/subgid", fx.tmp);
 		write_text(su, text);
@@ -732,11 +733,26 @@ static void test_doctor_subids(void **state)
 		code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd",
 			   "/nonexistent/sshd");
 		assert_int_equal(code, 0);
+		/* A fourth field is ignored, a count of 0 from 0 wraps to every
+		 * id, one that ends below its start holds none (shadow's rules). */
 		snprintf(want, sizeof(want), "subordinate ids (%s: 3000000-3065535, 4000000-4000009, "
-			 "3932160-3932160; %s: none)", su, sg);
+			 "3932160-3932160, 8000000-8000004, 0-%lu; %s: none)", su, ULONG_MAX, sg);
 		assert_contains(out, want);
+		/* usermod removes only lines that name the owner, and reads no
+		 * number past LLONG_MAX: not a usermod, then. */
+		snprintf(want, sizeof(want), "\"fix\":\"edit %s and %s: remove each line that "
+			 "gives %s ids", su, sg, fx.user3);
+		assert_contains(out, want);
+		free(out);
+
+		/* All by name and in range: the exact usermod. */
+		snprintf(text, cap, "%s:0x2dc6c0:65536\n%s:4000000:10:x\n", fx.user3, fx.user3);
+		write_text(su, text);
+		code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd",
+			   "/nonexistent/sshd");
+		assert_int_equal(code, 0);
 		snprintf(want, sizeof(want), "\"fix\":\"usermod --del-subuids 3000000-3065535 "
-			 "--del-subuids 4000000-4000009 --del-subuids 3932160-3932160 %s\"", fx.user3);
+			 "--del-subuids 4000000-4000009 %s\"", fx.user3);
 		assert_contains(out, want);
 		free(out);
 
