@@ -58,6 +58,22 @@ struct doc_agent {
 	bool has_crontab;
 };
 
+/* One honoured line of /etc/subuid or /etc/subgid, its owner looked up. */
+struct subid_entry {
+	char *owner;
+	bool owner_known;		/* a passwd entry has that name ... */
+	uid_t owner_uid;		/* ... and this uid */
+	bool owner_numeric;		/* the owner is digits ... */
+	unsigned long owner_num;	/* ... of this value */
+	unsigned long lo, last;
+};
+
+struct subid_file {
+	int err;			/* 0, or the file could not be read to its end */
+	struct subid_entry *e;
+	size_t n;
+};
+
 struct doctor {
 	const char *pam_dir;		/* the admin's stacks (/etc/pam.d) */
 	const char *pam_vendor_dir;	/* the vendor's, read when pam_dir has none */
@@ -74,6 +90,7 @@ struct doctor {
 	int um_guard;			/* user@.service asks --user-manager: -1 not read */
 	char um_where[SBX_PATH_MAX];	/* the drop-in that says so */
 	const char *subuid, *subgid;	/* /etc/subuid, /etc/subgid */
+	struct subid_file *subid_files;	/* both, read once for every agent */
 };
 
 static const char *status_name(enum doc_status s)
@@ -669,27 +686,6 @@ static void collect_agents(struct doctor *d)
 	}
 }
 
-/* An owner field of /etc/subuid or /etc/subgid that names the account: its
- * name, its uid in digits, or another name with the same uid (newuidmap
- * takes all three). */
-static bool subid_owner_is(const char *owner, const struct doc_agent *a)
-{
-	struct passwd *pw;
-	char *end;
-	unsigned long v;
-
-	if (!strcmp(owner, a->user))
-		return true;
-	if (owner[0] >= '0' && owner[0] <= '9') {
-		errno = 0;
-		v = strtoul(owner, &end, 10);
-		if (!errno && !*end && v == (unsigned long)a->uid)
-			return true;
-	}
-	pw = getpwnam(owner);
-	return pw && pw->pw_uid == a->uid;
-}
-
 /* A number as shadow reads one (strtoul, base 0: 0x and leading-0 octal
  * too), and nothing after it. */
 static bool subid_number(const char *s, unsigned long *out)
@@ -702,31 +698,31 @@ static bool subid_number(const char *s, unsigned long *out)
 }
 
 /*
- * The subordinate ranges /etc/subuid or /etc/subgid (path) gives the
- * account, as shadow 4.13 reads them (subordinate_parse, find_range):
- * fields after the third are ignored, and the last id is first + count - 1
- * in unsigned long arithmetic, so a count of 0 from 0 wraps to every id
- * while one that ends below its start holds none. Each as "FIRST-LAST"
- * appended to list, and the usermod option (opt: --del-subuids or
- * --del-subgids) to opts; *usermod_ok is cleared for a line usermod cannot
- * remove (it matches the owner by name only and reads numbers up to
- * LLONG_MAX). Returns how many, or -1 when the file could not be read to
- * its end; a missing file gives none (what a host without one has).
+ * The lines of /etc/subuid or /etc/subgid (path) that give ids, as shadow
+ * 4.13 reads them (subordinate_parse, find_range): fields after the third
+ * are ignored, and the last id is first + count - 1 in unsigned long
+ * arithmetic, so a count of 0 from 0 wraps to every id while one that ends
+ * below its start holds none. Each owner is looked up once here, not once
+ * per agent (a name lookup may go to a directory server). A missing file
+ * gives none (what a host without one has).
  */
-static int subid_ranges(const char *path, const char *opt, const struct doc_agent *a,
-			FILE *list, FILE *opts, bool *usermod_ok)
+static void subid_file_read(const char *path, struct subid_file *sf)
 {
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
-	int n = 0;
 	FILE *f = fopen(path, "re");
 
-	if (!f)
-		return errno == ENOENT ? 0 : -1;
+	memset(sf, 0, sizeof(*sf));
+	if (!f) {
+		sf->err = errno == ENOENT ? 0 : errno;
+		return;
+	}
 	while ((len = getline(&line, &cap, f)) >= 0) {
 		char *owner = line, *first, *count, *rest;
 		unsigned long lo, cnt, last;
+		struct subid_entry *e, *grown;
+		struct passwd *pw;
 
 		if (len && line[len - 1] == '\n')
 			line[len - 1] = '\0';
@@ -744,18 +740,83 @@ static int subid_ranges(const char *path, const char *opt, const struct doc_agen
 		if (!subid_number(first, &lo) || !subid_number(count, &cnt))
 			continue;
 		last = lo + cnt - 1;	/* wraps as shadow's does */
-		if (last < lo || !subid_owner_is(owner, a))
+		if (last < lo)
 			continue;
-		fprintf(list, "%s%lu-%lu", n ? ", " : "", lo, last);
-		fprintf(opts, " %s %lu-%lu", opt, lo, last);
-		if (strcmp(owner, a->user) != 0 || last > (unsigned long)LLONG_MAX)
+		grown = realloc(sf->e, (sf->n + 1) * sizeof(*sf->e));
+		if (!grown) {
+			sf->err = ENOMEM;
+			break;
+		}
+		sf->e = grown;
+		e = &sf->e[sf->n];
+		e->owner = strdup(owner);
+		if (!e->owner) {
+			sf->err = ENOMEM;
+			break;
+		}
+		e->owner_numeric = owner[0] >= '0' && owner[0] <= '9';
+		if (e->owner_numeric) {
+			char *end;
+
+			errno = 0;
+			e->owner_num = strtoul(owner, &end, 10);
+			e->owner_numeric = !errno && !*end;
+		}
+		pw = getpwnam(owner);
+		e->owner_known = pw != NULL;
+		e->owner_uid = pw ? pw->pw_uid : 0;
+		e->lo = lo;
+		e->last = last;
+		sf->n++;
+	}
+	if (!sf->err && ferror(f))
+		sf->err = EIO;
+	free(line);
+	(void)fclose(f);
+}
+
+static void subid_files_free(struct doctor *d)
+{
+	for (size_t i = 0; d->subid_files && i < 2; i++) {
+		for (size_t k = 0; k < d->subid_files[i].n; k++)
+			free(d->subid_files[i].e[k].owner);
+		free(d->subid_files[i].e);
+	}
+	free(d->subid_files);
+	d->subid_files = NULL;
+}
+
+/* An owner that names the account: its name, its uid in digits, or
+ * another name with the same uid (newuidmap takes all three). */
+static bool subid_owner_is(const struct subid_entry *e, const struct doc_agent *a)
+{
+	return !strcmp(e->owner, a->user) ||
+	       (e->owner_numeric && e->owner_num == (unsigned long)a->uid) ||
+	       (e->owner_known && e->owner_uid == a->uid);
+}
+
+/*
+ * The account's ranges in one file, as "FIRST-LAST" items appended to list
+ * and the usermod option (opt: --del-subuids or --del-subgids) to opts;
+ * *usermod_ok is cleared for a line usermod cannot remove (it matches the
+ * owner by name only and reads numbers up to LLONG_MAX). Returns how many.
+ */
+static unsigned subid_ranges(const struct subid_file *sf, const char *opt,
+			     const struct doc_agent *a, FILE *list, FILE *opts, bool *usermod_ok)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < sf->n; i++) {
+		const struct subid_entry *e = &sf->e[i];
+
+		if (!subid_owner_is(e, a))
+			continue;
+		fprintf(list, "%s%lu-%lu", n ? ", " : "", e->lo, e->last);
+		fprintf(opts, " %s %lu-%lu", opt, e->lo, e->last);
+		if (strcmp(e->owner, a->user) != 0 || e->last > (unsigned long)LLONG_MAX)
 			*usermod_ok = false;
 		n++;
 	}
-	if (ferror(f))
-		n = -1;
-	free(line);
-	(void)fclose(f);
 	return n;
 }
 
@@ -771,17 +832,28 @@ static void check_subids(struct doctor *d, const struct doc_agent *a)
 {
 	char *uids = NULL, *gids = NULL, *opts = NULL, fix[sizeof(d->rows->fix)];
 	size_t uids_len = 0, gids_len = 0, opts_len = 0;
-	FILE *fu = open_memstream(&uids, &uids_len);
-	FILE *fg = open_memstream(&gids, &gids_len);
-	FILE *fo = open_memstream(&opts, &opts_len);
+	FILE *fu, *fg, *fo;
 	bool usermod_ok = true, failed;
-	int nu = -1, ng = -1;
+	unsigned n = 0;
 
-	if (fu && fg && fo) {
-		nu = subid_ranges(d->subuid, "--del-subuids", a, fu, fo, &usermod_ok);
-		ng = subid_ranges(d->subgid, "--del-subgids", a, fg, fo, &usermod_ok);
+	if (!d->subid_files) {
+		d->subid_files = calloc(2, sizeof(*d->subid_files));
+		if (!d->subid_files) {
+			d->out_of_memory = true;
+			return;
+		}
+		subid_file_read(d->subuid, &d->subid_files[0]);
+		subid_file_read(d->subgid, &d->subid_files[1]);
 	}
-	failed = nu < 0 || ng < 0 || (fu && ferror(fu)) || (fg && ferror(fg)) || (fo && ferror(fo));
+	fu = open_memstream(&uids, &uids_len);
+	fg = open_memstream(&gids, &gids_len);
+	fo = open_memstream(&opts, &opts_len);
+	failed = d->subid_files[0].err || d->subid_files[1].err || !fu || !fg || !fo;
+	if (!failed) {
+		n = subid_ranges(&d->subid_files[0], "--del-subuids", a, fu, fo, &usermod_ok);
+		n += subid_ranges(&d->subid_files[1], "--del-subgids", a, fg, fo, &usermod_ok);
+		failed = ferror(fu) || ferror(fg) || ferror(fo);
+	}
 	/* fclose of a memstream makes its buffer final (NULL stays NULL if
 	 * it could not be made). */
 	if (fu)
@@ -794,7 +866,7 @@ static void check_subids(struct doctor *d, const struct doc_agent *a)
 		row(d, DOC_WARN, "accounts", a->user, NULL,
 		    "subordinate ids: %s or %s could not be read to the end", d->subuid,
 		    d->subgid);
-	} else if (nu + ng > 0) {
+	} else if (n) {
 		/* The whole command, or none: a cut one would remove part. */
 		if (!usermod_ok)
 			snprintf(fix, sizeof(fix), "edit %s and %s: remove each line that gives "
@@ -2049,6 +2121,7 @@ int shell_cmd_doctor(int argc, char **argv)
 		print_text(&d, n_ok, n_warn, n_fail);
 	fflush(stdout);
 	sbx_config_free(d.cfg);
+	subid_files_free(&d);
 	free(d.rows);
 	free(d.agents);
 	return n_fail ? 1 : 0;
