@@ -1108,8 +1108,9 @@ static int foreign_listener(const char *path)
 	return fd;
 }
 
-static int helper_unix(const struct fixture *fx, const char *ws, const char *tmp_source,
-		       bool overflow, const char *mode, const char *path, struct outcome *o)
+static int helper_unix_allow(const struct fixture *fx, const char *ws, const char *tmp_source,
+			     const char *allow, bool overflow, const char *mode, const char *path,
+			     struct outcome *o)
 {
 	struct scenario sc;
 	char script[1024];
@@ -1119,12 +1120,22 @@ static int helper_unix(const struct fixture *fx, const char *ws, const char *tmp
 	sc.workspace = ws;
 	sc.tmp_source = tmp_source;
 	sbx_strlcpy(sc.profile.workspace_root, sizeof(sc.profile.workspace_root), ws);
+	if (allow) {
+		sbx_strlcpy(sc.profile.unix_allow[0], sizeof(sc.profile.unix_allow[0]), allow);
+		sc.profile.n_unix_allow = 1;
+	}
 	snprintf(script, sizeof(script), "exec %s %s %s", fx->helper, mode, path);
 	sc.script = script;
 	run_scenario(&sc, o);
 	if (o->ret != 0)
 		fail_msg("sbx_run_confined (%s %s): %d %s", mode, path, o->ret, o->err);
 	return o->exit_code;
+}
+
+static int helper_unix(const struct fixture *fx, const char *ws, const char *tmp_source,
+		       bool overflow, const char *mode, const char *path, struct outcome *o)
+{
+	return helper_unix_allow(fx, ws, tmp_source, NULL, overflow, mode, path, o);
 }
 
 /*
@@ -1215,29 +1226,6 @@ static void test_overflow_uid_unix(void **state)
 	free(o);
 }
 
-/* One session as nobody in ws (and its unix_allow, if any) running the
- * helper with mode and path; the outcome in o. */
-static void overflow_session(const struct fixture *fx, const char *ws, const char *allow,
-			     const char *mode, const char *path, struct outcome *o)
-{
-	struct scenario sc;
-	char script[1024];
-
-	scenario_init(&sc, fx);
-	sc.as_overflow_uid = true;
-	sc.workspace = ws;
-	sbx_strlcpy(sc.profile.workspace_root, sizeof(sc.profile.workspace_root), ws);
-	if (allow) {
-		sbx_strlcpy(sc.profile.unix_allow[0], sizeof(sc.profile.unix_allow[0]), allow);
-		sc.profile.n_unix_allow = 1;
-	}
-	snprintf(script, sizeof(script), "exec %s %s %s", fx->helper, mode, path);
-	sc.script = script;
-	run_scenario(&sc, o);
-	if (o->ret != 0)
-		fail_msg("sbx_run_confined (%s %s): %d %s", mode, path, o->ret, o->err);
-}
-
 /* The unix_sockets entry was verified, or its detail starts with want. */
 static void assert_unix_canary(const struct outcome *o, const char *want)
 {
@@ -1288,7 +1276,7 @@ static void test_overflow_uid_unix_canary(void **state)
 	assert_int_equal(chown(ws, 65534, 65534), 0);
 
 	assert_int_equal(chmod(ws, 0555), 0);
-	overflow_session(fx, ws, NULL, "-C", "/tmp/own.sock", o);
+	helper_unix(fx, ws, NULL, true, "-C", "/tmp/own.sock", o);
 	snprintf(want, sizeof(want), "canary: own socket in %s: bind: %s, not EACCES from connect",
 		 ws, strerror(EACCES));
 	assert_unix_canary(o, want);
@@ -1301,7 +1289,7 @@ static void test_overflow_uid_unix_canary(void **state)
 		 "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
 	assert_int_equal(mkdir(longws, 0755), 0);
 	assert_int_equal(chown(longws, 65534, 65534), 0);
-	overflow_session(fx, longws, NULL, "-C", "/tmp/own.sock", o);
+	helper_unix(fx, longws, NULL, true, "-C", "/tmp/own.sock", o);
 	snprintf(want, sizeof(want), "canary: own socket in %s: path: %s", longws,
 		 strerror(ENAMETOOLONG));
 	assert_unix_canary(o, want);
@@ -1311,19 +1299,19 @@ static void test_overflow_uid_unix_canary(void **state)
 	longws[strlen(longws) - 1] = '\0';
 	assert_int_equal(mkdir(longws, 0755), 0);
 	assert_int_equal(chown(longws, 65534, 65534), 0);
-	overflow_session(fx, longws, NULL, "-C", "/tmp/own.sock", o);
+	helper_unix(fx, longws, NULL, true, "-C", "/tmp/own.sock", o);
 	assert_int_equal(o->exit_code, 0);
 	assert_unix_canary(o, NULL);
 
 	/* unix_allow lets the workspace through: no check, the session
 	 * holds, and its own socket there connects. */
 	snprintf(mine, sizeof(mine), "%s/mine.sock", ws);
-	overflow_session(fx, ws, ws, "-C", mine, o);
+	helper_unix_allow(fx, ws, NULL, ws, true, "-C", mine, o);
 	assert_int_equal(o->exit_code, 0);
 	assert_unix_canary(o, NULL);
 	/* Control: without it, the same socket is refused. */
 	unlink(mine);
-	overflow_session(fx, ws, NULL, "-C", mine, o);
+	helper_unix(fx, ws, NULL, true, "-C", mine, o);
 	assert_int_equal(o->exit_code, EACCES);
 	assert_unix_canary(o, NULL);
 	unlink(mine);
