@@ -233,25 +233,45 @@ static uint32_t guarantees_met(const struct sbx_report *r)
 	return g;
 }
 
-/* The features each guarantee can rest on (for naming what is missing). */
-static const enum sbx_feature *guarantee_inputs(uint32_t g, size_t *n)
-{
-	static const enum sbx_feature process[] = {
-		SBX_F_PIDNS, SBX_F_LANDLOCK_SCOPE, SBX_F_SECCOMP };
-	static const enum sbx_feature write[] = { SBX_F_MOUNT_VIEW };
-	static const enum sbx_feature read_deny[] = { SBX_F_LANDLOCK_FS };
-	static const enum sbx_feature net[] = {
-		SBX_F_NETNS, SBX_F_LANDLOCK_NET, SBX_F_SECCOMP, SBX_F_UNIX_SOCKETS };
-	static const enum sbx_feature env[] = { SBX_F_ENV_SCRUB };
-	static const enum sbx_feature home[] = { SBX_F_HOME };
-	static const enum sbx_feature exec[] = { SBX_F_COMMAND_GATE };
-	static const enum sbx_feature nopriv[] = { SBX_F_NO_NEW_PRIVS, SBX_F_CAPS };
-	static const enum sbx_feature sys[] = { SBX_F_SECCOMP };
-	static const enum sbx_feature res[] = { SBX_F_RLIMITS, SBX_F_CGROUP_LIMITS };
-	static const enum sbx_feature egress[] = {
-		SBX_F_NETNS, SBX_F_UNIX_SOCKETS, SBX_F_NETWORK_EGRESS };
+/*
+ * What each guarantee needs, in the shape compute_guarantees() decides it,
+ * for naming what is missing: every need must hold, and a need holds when
+ * one of its ways does (a way: its features all hold). Naming every input
+ * that did not hold would name an alternative the session never took
+ * (landlock_net, not requested behind a private network namespace) as if
+ * it were missing too.
+ */
+struct need {
+	enum sbx_feature way[2][2];
+	unsigned char n[2];	/* features in each way; n[1] 0: one way only */
+	bool if_requested;	/* needed only where the profile asked for it */
+};
 
-#define RET(a) do { *n = ARRAY_SIZE(a); return a; } while (0)
+static const struct need *guarantee_needs(uint32_t g, size_t *count)
+{
+#define ONE(f) { .way = { { f } }, .n = { 1, 0 } }
+	static const struct need process[] = {
+		ONE(SBX_F_PIDNS),
+		{ .way = { { SBX_F_LANDLOCK_SCOPE }, { SBX_F_SECCOMP } }, .n = { 1, 1 } } };
+	static const struct need write[] = { ONE(SBX_F_MOUNT_VIEW) };
+	static const struct need read_deny[] = { ONE(SBX_F_LANDLOCK_FS) };
+	static const struct need net[] = {
+		ONE(SBX_F_UNIX_SOCKETS),
+		{ .way = { { SBX_F_NETNS }, { SBX_F_LANDLOCK_NET, SBX_F_SECCOMP } },
+		  .n = { 1, 2 } } };
+	static const struct need env[] = { ONE(SBX_F_ENV_SCRUB) };
+	static const struct need home[] = { ONE(SBX_F_HOME) };
+	static const struct need exec[] = { ONE(SBX_F_COMMAND_GATE) };
+	static const struct need nopriv[] = { ONE(SBX_F_NO_NEW_PRIVS), ONE(SBX_F_CAPS) };
+	static const struct need sys[] = { ONE(SBX_F_SECCOMP) };
+	static const struct need res[] = {
+		ONE(SBX_F_RLIMITS),
+		{ .way = { { SBX_F_CGROUP_LIMITS } }, .n = { 1, 0 }, .if_requested = true } };
+	static const struct need egress[] = {
+		ONE(SBX_F_NETNS), ONE(SBX_F_UNIX_SOCKETS), ONE(SBX_F_NETWORK_EGRESS) };
+#undef ONE
+
+#define RET(a) do { *count = ARRAY_SIZE(a); return a; } while (0)
 	switch (g) {
 	case SBX_G_PROCESS_BOUNDARY: RET(process);
 	case SBX_G_WRITE_BOUNDARY: RET(write);
@@ -266,7 +286,7 @@ static const enum sbx_feature *guarantee_inputs(uint32_t g, size_t *n)
 	case SBX_G_NETWORK_EGRESS: RET(egress);
 	}
 #undef RET
-	*n = 0;
+	*count = 0;
 	return NULL;
 }
 
@@ -283,6 +303,54 @@ static void describe_missing(struct sbx_sbuf *b, const struct sbx_report *r,
 		sbx_sbuf_fmt(b, "%s (not verified: %s)", sbx_feature_name(f), e->detail);
 	else
 		sbx_sbuf_fmt(b, "%s (%s)", sbx_feature_name(f), e->detail);
+}
+
+static bool way_holds(const struct sbx_report *r, const struct need *nd, unsigned w)
+{
+	for (unsigned k = 0; k < nd->n[w]; k++)
+		if (!sbx_report_holds(r, nd->way[w][k]))
+			return false;
+	return true;
+}
+
+/* A way the session could have taken: the profile asked for all of it. */
+static bool way_requested(const struct sbx_report *r, const struct need *nd, unsigned w)
+{
+	for (unsigned k = 0; k < nd->n[w]; k++)
+		if (!r->entry[nd->way[w][k]].requested)
+			return false;
+	return true;
+}
+
+/* The missing parts of one need that does not hold: "a (why)", or for a
+ * need with two ways "a (why) or else b (why) and c (why)", each way
+ * named only if the session could have taken it (the first one always,
+ * when neither could: something is named). Returns false if it holds. */
+static bool describe_need(struct sbx_sbuf *b, const struct sbx_report *r,
+			  const struct need *nd, bool first)
+{
+	bool named = false, take[2];
+
+	if (nd->if_requested && !r->entry[nd->way[0][0]].requested)
+		return false;
+	if (way_holds(r, nd, 0) || (nd->n[1] && way_holds(r, nd, 1)))
+		return false;
+	take[1] = nd->n[1] && way_requested(r, nd, 1);
+	take[0] = way_requested(r, nd, 0) || !take[1];
+	for (unsigned w = 0; w < 2; w++) {
+		bool in_way = false;
+
+		if (!take[w])
+			continue;
+		for (unsigned k = 0; k < nd->n[w]; k++) {
+			if (sbx_report_holds(r, nd->way[w][k]))
+				continue;
+			sbx_sbuf_str(b, in_way ? " and " : named ? " or else " : first ? ": " : ", ");
+			in_way = named = true;
+			describe_missing(b, r, nd->way[w][k]);
+		}
+	}
+	return named;
 }
 
 static void build_refusal(struct sbx_report *r)
@@ -308,7 +376,7 @@ static void build_refusal(struct sbx_report *r)
 	}
 	for (i = 0; i < SBX_G_COUNT; i++) {
 		uint32_t g = 1u << i;
-		const enum sbx_feature *in;
+		const struct need *needs;
 		size_t n, k;
 		bool any = false;
 
@@ -348,14 +416,10 @@ static void build_refusal(struct sbx_report *r)
 			describe_missing(&b, r, SBX_F_DENY_READ);
 			continue;
 		}
-		in = guarantee_inputs(g, &n);
-		for (k = 0; k < n; k++) {
-			if (sbx_report_holds(r, in[k]))
-				continue;
-			sbx_sbuf_str(&b, any ? ", " : ": ");
-			any = true;
-			describe_missing(&b, r, in[k]);
-		}
+		needs = guarantee_needs(g, &n);
+		for (k = 0; k < n; k++)
+			if (describe_need(&b, r, &needs[k], !any))
+				any = true;
 	}
 }
 

@@ -378,6 +378,69 @@ static void test_refusal_text(void **state)
 	assert_string_equal(r.refusal, "required guarantee write_boundary not held: "
 			    "the profile allows host writes");
 
+	/* Where one of two ways would do, only the ways the session could
+	 * have taken are named. Behind a private network namespace
+	 * landlock_net is not requested: a failed unix_sockets canary is the
+	 * whole reason, and landlock_net is not named as if missing too. */
+	p.host_write = SBX_ACCESS_DENY;
+	sbx_report_init(&r, &p);
+	sbx_report_set_requested(&r, SBX_F_LANDLOCK_NET, false,
+				 "not needed: the private network namespace is the boundary");
+	mark_all(&r, true, true);
+	sbx_report_set(&r, SBX_F_UNIX_SOCKETS, true, false, "canary: bind: Permission denied");
+	r.required = SBX_G_NETWORK_BOUNDARY;
+	sbx_report_finish(&r);
+	assert_false(r.floor_met);
+	assert_string_equal(r.refusal, "required guarantee network_boundary not held: "
+			    "unix_sockets (not verified: canary: bind: Permission denied)");
+	/* The namespace missing: it, or else Landlock's network rules with
+	 * the filter, and only the part of that way that is missing. */
+	sbx_report_init(&r, &p);
+	mark_all(&r, true, true);
+	sbx_report_set(&r, SBX_F_NETNS, false, false, "refused: EPERM");
+	sbx_report_set(&r, SBX_F_LANDLOCK_NET, false, false, "kernel ABI 3 < 4");
+	r.required = SBX_G_NETWORK_BOUNDARY;
+	sbx_report_finish(&r);
+	assert_string_equal(r.refusal, "required guarantee network_boundary not held: "
+			    "netns (refused: EPERM) or else landlock_net (kernel ABI 3 < 4)");
+	/* The same without landlock_net requested: the namespace alone. */
+	sbx_report_set_requested(&r, SBX_F_LANDLOCK_NET, false, "not needed");
+	sbx_report_finish(&r);
+	assert_string_equal(r.refusal, "required guarantee network_boundary not held: "
+			    "netns (refused: EPERM)");
+	/* Both ways of the second need missing, and the first need. */
+	sbx_report_init(&r, &p);
+	mark_all(&r, true, true);
+	sbx_report_set(&r, SBX_F_UNIX_SOCKETS, false, false, "u");
+	sbx_report_set(&r, SBX_F_NETNS, false, false, "n");
+	sbx_report_set(&r, SBX_F_LANDLOCK_NET, false, false, "l");
+	sbx_report_set(&r, SBX_F_SECCOMP, true, false, "s");
+	r.required = SBX_G_NETWORK_BOUNDARY | SBX_G_PROCESS_BOUNDARY;
+	sbx_report_finish(&r);
+	assert_non_null(strstr(r.refusal, "required guarantee network_boundary not held: "
+			       "unix_sockets (u), netns (n) or else landlock_net (l) and "
+			       "seccomp (not verified: s)"));
+	/* The process boundary holds on the pid namespace with either. */
+	assert_null(strstr(r.refusal, "process_boundary"));
+	sbx_report_set(&r, SBX_F_LANDLOCK_SCOPE, false, false, "kernel ABI 5 < 6");
+	sbx_report_finish(&r);
+	assert_non_null(strstr(r.refusal, "required guarantee process_boundary not held: "
+			       "landlock_scope (kernel ABI 5 < 6) or else seccomp (not verified: s)"));
+	/* Limits: cgroup limits are a need only where asked for. */
+	sbx_report_init(&r, &p);
+	mark_all(&r, true, true);
+	sbx_report_set_requested(&r, SBX_F_CGROUP_LIMITS, false, NULL);
+	sbx_report_set(&r, SBX_F_CGROUP_LIMITS, false, false, "no systemd");
+	sbx_report_set(&r, SBX_F_RLIMITS, false, false, "setrlimit: EPERM");
+	r.required = SBX_G_RESOURCE_LIMITS;
+	sbx_report_finish(&r);
+	assert_string_equal(r.refusal, "required guarantee resource_limits not held: "
+			    "rlimits (setrlimit: EPERM)");
+	sbx_report_set_requested(&r, SBX_F_CGROUP_LIMITS, true, NULL);
+	sbx_report_finish(&r);
+	assert_string_equal(r.refusal, "required guarantee resource_limits not held: "
+			    "rlimits (setrlimit: EPERM), cgroup_limits (no systemd)");
+
 	/* A long refusal is cut and marked, never overflowing. */
 	sbx_report_init(&r, &p);
 	for (unsigned f = 0; f < SBX_F_COUNT; f++)
