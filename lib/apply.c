@@ -821,6 +821,7 @@ static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_r
 					 "not needed: the private network namespace is the boundary "
 					 "and keeps the sandbox's own loopback usable");
 
+	pl->canary.mounts = pl->userns ? &pl->mounts : NULL;
 	pl->canary.host_ns_user = sbx_ns_inode("user");
 	pl->canary.host_ns_mnt = sbx_ns_inode("mnt");
 	pl->canary.host_ns_pid = sbx_ns_inode("pid");

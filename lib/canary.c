@@ -356,6 +356,54 @@ static void canary_deny_read(const struct sbx_profile *p, const struct sbx_canar
 	canary_pass(r, SBX_F_DENY_READ);
 }
 
+/* ---- pins: directories above a narrower mount stay where they are -------- */
+
+/*
+ * A pinned directory (mounts.c, plan_pins) must not move: rename(2) of
+ * it must fail, with EBUSY (a mountpoint) or a refusal of a layer before
+ * that (file permissions, Landlock, a read-only mount). A rename that
+ * works is undone at once, and the mount view does not hold, nor does
+ * deny_read for a secret below it: the next session would cover a decoy.
+ */
+static void canary_pins(const struct sbx_profile *p, const struct sbx_canary_ctx *ctx,
+			struct sbx_report *r)
+{
+	const struct sbx_mount_plan *plan = ctx ? ctx->mounts : NULL;
+
+	if (!plan || !achieved(r, SBX_F_MOUNT_VIEW))
+		return;
+	for (size_t i = 0; i < plan->n; i++) {
+		const char *dir = plan->m[i].target;
+		const char *slash = strrchr(dir, '/');
+		char to[SBX_PATH_MAX];
+		int e;
+
+		if (plan->m[i].kind != SBX_MOUNT_PIN || !slash)
+			continue;
+		if (snprintf(to, sizeof(to), "%.*s/.agent-sandbox-canary-%016llx",
+			     (int)(slash - dir), dir, canary_tag()) >= (int)sizeof(to))
+			continue;	/* cannot be named: cannot be renamed to */
+		if (renameat2(AT_FDCWD, dir, AT_FDCWD, to, RENAME_NOREPLACE) == 0) {
+			(void)renameat2(AT_FDCWD, to, AT_FDCWD, dir, RENAME_NOREPLACE);
+			e = 0;
+		} else {
+			e = errno;
+			if (e == EBUSY || e == ENOENT || e == EACCES || e == EPERM || e == EROFS)
+				continue;
+		}
+		canary_fail(r, SBX_F_MOUNT_VIEW, "pinned %s: rename %s", dir,
+			    e ? strerror(e) : "succeeded");
+		for (size_t k = 0; k < p->n_deny_read; k++) {
+			if (achieved(r, SBX_F_DENY_READ) && sbx_path_is_under(p->deny_read[k], dir)) {
+				canary_fail(r, SBX_F_DENY_READ, "%s could be moved from under its mask",
+					    dir);
+				break;
+			}
+		}
+		return;
+	}
+}
+
 /* ---- namespaces ----------------------------------------------------------- */
 
 static unsigned long ns_inode(const char *name)
@@ -1025,6 +1073,7 @@ void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
 	canary_namespaces(ctx, r);
 	canary_write_boundary(p, s, r);
 	canary_deny_read(p, ctx, r);
+	canary_pins(p, ctx, r);
 	canary_landlock_net(r);
 	canary_network_egress(r);
 	canary_unix_sockets(ctx, r);

@@ -332,6 +332,11 @@ enum sbx_mount_kind {
 	SBX_MOUNT_BIND,		/* source -> target */
 	SBX_MOUNT_TMPFS,	/* fresh tmpfs at target, size bytes */
 	SBX_MOUNT_MASK,		/* hide target: empty ro tmpfs (dir) or /dev/null (file) */
+	/* Hold a directory in place: bound onto itself as the view has it
+	 * at that point (recursively), so rename(2) and rmdir(2) of it fail
+	 * with EBUSY. Planned above each narrower mount in a tree the agent
+	 * writes (mounts.c, plan_pins). */
+	SBX_MOUNT_PIN,
 };
 
 #define SBX_MOUNT_RW 1u
@@ -973,6 +978,8 @@ struct sbx_canary_ctx {
 	/* deny_read files with more than one name (a hard link elsewhere is
 	 * not under the mask), "; "-separated, or "" */
 	char secret_aliases[256];
+	/* The mount plan applied (its pins must hold), or NULL. */
+	const struct sbx_mount_plan *mounts;
 };
 
 /* Run inside the fully confined process (after seccomp): try the forbidden

@@ -142,6 +142,80 @@ static int plan_exec_set(const struct sbx_profile *p, struct sbx_mount_plan *pla
 	return 0;
 }
 
+/* A mount that gives less than the tree it sits in: a mask, or a bind
+ * that is not writable. */
+static bool narrows(const struct sbx_mount *m)
+{
+	return m->kind == SBX_MOUNT_MASK ||
+	       (m->kind == SBX_MOUNT_BIND && !(m->flags & SBX_MOUNT_RW));
+}
+
+/* The entry (among the first n) whose mount path lies on in the view:
+ * the deepest target at or above it; NULL for the host's tree. */
+static const struct sbx_mount *plan_covering(const struct sbx_mount_plan *plan, size_t n,
+					     const char *path)
+{
+	const struct sbx_mount *best = NULL;
+	size_t best_len = 0;
+
+	for (size_t j = 0; j < n; j++) {
+		size_t len = strlen(plan->m[j].target);
+
+		if (len > best_len && sbx_path_is_under(path, plan->m[j].target)) {
+			best = &plan->m[j];
+			best_len = len;
+		}
+	}
+	return best;
+}
+
+/*
+ * A mount covers a path, and every session finds its target by path
+ * again. Where a secret's mask, or a narrower root, lies below a
+ * directory the agent may rename (one in a tree it writes: the
+ * workspace, a writable root, a bound home, or the host when host_write
+ * is allow), one session could move the real tree aside (mv config
+ * config.old) and leave an empty one at the path: the next session's
+ * mask would cover the decoy and its Landlock rules, which leave the
+ * secret to the mask, would let the real one be read. A mountpoint
+ * cannot be renamed (EBUSY), so each such directory between the
+ * writable tree's top and the narrower mount is pinned: bound onto
+ * itself. The mount's own target is a mountpoint already, and so is
+ * the top of a bind (in the view; outside it no process of the agent's
+ * runs).
+ */
+static int plan_pins(struct sbx_mount_plan *plan, struct sbx_error *err)
+{
+	const size_t n = plan->n;	/* pins narrow nothing */
+
+	for (size_t i = 0; i < n; i++) {
+		char dir[SBX_PATH_MAX];
+		char *slash;
+
+		if (!narrows(&plan->m[i]))
+			continue;
+		if (sbx_strlcpy(dir, sizeof(dir), plan->m[i].target) != 0)
+			return sbx_error_set(err, ENAMETOOLONG, "mount plan: %s: path too long",
+					     plan->m[i].target);
+		while ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+			const struct sbx_mount *on;
+			int r;
+
+			*slash = '\0';
+			on = plan_covering(plan, n, dir);
+			if (on && strcmp(on->target, dir) == 0)
+				continue;	/* a mountpoint of its own */
+			if (on ? on->kind != SBX_MOUNT_BIND || !(on->flags & SBX_MOUNT_RW) :
+				 plan->host_readonly)
+				continue;	/* read-only or fresh: nothing to move */
+			r = plan_add(plan, SBX_MOUNT_PIN, NULL, dir, 0, 0, true, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
 static const struct sbx_list_field mount_plan_lists[] = {
 	SBX_LIST_FIELD(struct sbx_mount_plan, m, n),
 };
@@ -249,6 +323,9 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 		if (r < 0)
 			goto out;
 	}
+	r = plan_pins(tmp, err);
+	if (r < 0)
+		goto out;
 	/* Parents before children: strcmp order puts "/a" before "/a/b" (a
 	 * prefix sorts first) and keeps the relative order of the rest. */
 	for (i = 1; i < tmp->n; i++) {
@@ -294,7 +371,7 @@ struct apply_state {
 	int dev_mnt_fd;
 	struct dev_node dev[6];
 	char skipped[256];
-	unsigned n_masks, n_binds, n_tmpfs, n_exec;
+	unsigned n_masks, n_binds, n_tmpfs, n_exec, n_pins;
 	struct sbx_mount_fresh *fresh;	/* may be NULL */
 	int *exec_fd;		/* plan->exec->paths, opened before anything is covered */
 };
@@ -529,6 +606,38 @@ static int setup_dev(struct apply_state *st, struct sbx_error *err)
 
 /* Long on purpose: one mount from open to attributes; each kind's syscalls
  * must run in this order on the same fds. */
+/* A pin: the directory as the view has it now (the writable tree's
+ * mount and any host mount below), cloned and put back on itself. A
+ * directory that is not there holds nothing the plan narrows. */
+static int apply_pin(struct apply_state *st, size_t i, struct sbx_error *err)
+{
+	const struct sbx_mount *m = &st->plan->m[i];
+	int tfd, tree, r;
+
+	tfd = open_nofollow(AT_FDCWD, m->target, O_PATH | O_DIRECTORY);
+	if (tfd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		return sbx_error_set(err, errno, "pin %s: %s", m->target,
+				     errno == ELOOP ? "path has a symlink" : strerror(errno));
+	}
+	tree = clone_tree(tfd, m->target, err);
+	if (tree < 0) {
+		close(tfd);
+		return tree;
+	}
+	r = attach(tree, tfd, m->target, err);
+	close(tfd);
+	if (r < 0) {
+		close(tree);
+		return r;
+	}
+	st->applied[i] = true;
+	st->done_fd[i] = tree;
+	st->n_pins++;
+	return 0;
+}
+
 static int apply_one(struct apply_state *st, size_t i, struct sbx_error *err)
 {
 	const struct sbx_mount *m = &st->plan->m[i];
@@ -540,6 +649,8 @@ static int apply_one(struct apply_state *st, size_t i, struct sbx_error *err)
 	uint64_t attrs;
 	int tfd = -1, tree = -1, r;
 
+	if (m->kind == SBX_MOUNT_PIN)
+		return apply_pin(st, i, err);
 	if (m->kind == SBX_MOUNT_BIND) {
 		if (st->src_fd[i] < 0)
 			return 0;	/* optional and missing, noted */
@@ -659,6 +770,9 @@ static int apply_one(struct apply_state *st, size_t i, struct sbx_error *err)
 		}
 		st->n_binds++;
 		break;
+	case SBX_MOUNT_PIN:	/* apply_pin, above */
+		r = sbx_error_set(err, EINVAL, "mount plan: pin %s out of place", m->target);
+		goto out;
 	}
 	r = attach(tree, tfd, m->target, err);
 	if (r < 0)
@@ -904,6 +1018,9 @@ int sbx_mount_view_apply(const struct sbx_mount_plan *plan, struct sbx_mount_fre
 		used = strlen(detail);
 		if (plan->host_noexec)
 			snprintf(detail + used, detail_size - used, ", %u executable", st->n_exec);
+		used = strlen(detail);
+		if (st->n_pins)
+			snprintf(detail + used, detail_size - used, ", %u pinned", st->n_pins);
 		used = strlen(detail);
 		if (st->skipped[0])
 			snprintf(detail + used, detail_size - used, ", skipped: %s", st->skipped);

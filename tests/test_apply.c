@@ -1654,6 +1654,85 @@ static void test_deny_read_through_link(void **state)
 	unlink(link);
 }
 
+/*
+ * A secret and a read-only root two levels down the workspace: the
+ * directories above them are pinned, so a session cannot move the real
+ * tree aside and leave a decoy for the next session's mask to cover.
+ * Renaming them fails with EBUSY; the controls: a sibling directory
+ * renames, the pinned one takes new files and renames inside it, and a
+ * second session still hides the secret and keeps the root read-only.
+ */
+static bool contains(const char *hay, const char *needle);
+
+static void test_pinned_above_narrower_mounts(void **state)
+{
+	const struct fixture *fx = *state;
+	char keys[512], frozen[512], script[2048], path[600];
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	snprintf(keys, sizeof(keys), "%s/config/keys", fx->ws);
+	snprintf(frozen, sizeof(frozen), "%s/lib/frozen", fx->ws);
+	snprintf(path, sizeof(path), "%s/config", fx->ws);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(mkdir(keys, 0755), 0);
+	snprintf(path, sizeof(path), "%s/lib", fx->ws);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(mkdir(frozen, 0755), 0);
+	snprintf(path, sizeof(path), "%s/prod.key", keys);
+	write_text(path, SECRET_TEXT);
+	snprintf(path, sizeof(path), "%s/policy", frozen);
+	write_text(path, PUBLIC_TEXT);
+	snprintf(path, sizeof(path), "%s/free", fx->ws);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(script, sizeof(script), "chown -R %u:%u %s", (unsigned)sbx_test_uid(),
+		 (unsigned)sbx_test_gid(), fx->ws);
+	assert_int_equal(system(script), 0);
+
+	/* Exit codes name the step that went wrong. */
+	snprintf(script, sizeof(script),
+		 "export LC_ALL=C; cd %s || exit 2\n"
+		 "grep -q . config/keys/prod.key 2>/dev/null && exit 3\n"
+		 "grep -q . lib/frozen/policy || exit 4\n"
+		 "mv config config.old 2>e; r=$?; [ $r -eq 0 ] && exit 5\n"
+		 "grep -q 'Device or resource busy' e || exit 6\n"
+		 "mv lib lib.old 2>e && exit 7; grep -q 'Device or resource busy' e || exit 8\n"
+		 "echo x >lib/frozen/policy 2>/dev/null && exit 9\n"
+		 "mv free free2 && mv free2 free || exit 10\n"
+		 "touch config/new && mv config/new config/new2 && rm config/new2 || exit 11\n"
+		 "rm -f e; exit 0\n", fx->ws);
+	for (int round = 0; round < 2; round++) {
+		scenario_init(&sc, fx);
+		sc.profile.host_read = SBX_ACCESS_ALLOW;
+		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read],
+			    sizeof(sc.profile.deny_read[0]), keys);
+		sc.profile.n_deny_read++;
+		sbx_strlcpy(sc.profile.roots[1].path, sizeof(sc.profile.roots[1].path), frozen);
+		sc.profile.roots[1].read = SBX_ACCESS_ALLOW;
+		sc.profile.roots[1].write = SBX_ACCESS_DENY;
+		sc.profile.n_roots = 2;
+		sc.profile.require |= SBX_G_READ_BOUNDARY | SBX_G_WRITE_BOUNDARY;
+		sc.script = script;
+		run_scenario(&sc, &o);
+		if (o.ret != 0)
+			fail_msg("round %d: sbx_run_confined: %d %s", round, o.ret, o.err);
+		if (o.exit_code != 0) {
+			dump_report(&o.report);
+			fail_msg("round %d: exit %d (see the script's steps)", round, o.exit_code);
+		}
+		assert_true(contains(o.report.entry[SBX_F_MOUNT_VIEW].detail, ", 2 pinned"));
+		assert_true(sbx_report_holds(&o.report, SBX_F_MOUNT_VIEW));
+		assert_true(sbx_report_holds(&o.report, SBX_F_DENY_READ));
+	}
+	/* Nothing moved on the host. */
+	snprintf(path, sizeof(path), "%s/prod.key", keys);
+	assert_int_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/config.old", fx->ws);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
 /* The engine's own fds (report pipe, unix supervisor channel) must not
  * land on each other when it starts with fd 3 free: moving the report
  * pipe to 3 closed the channel there, and every session with the network
@@ -2104,6 +2183,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_session_time_not_outlived, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_low_fds_free, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deny_read_through_link, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pinned_above_narrower_mounts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),

@@ -494,6 +494,74 @@ static void run_view(enum sbx_access command)
 	assert_int_equal(code, 0);
 }
 
+/* Directories the agent could rename above a narrower mount are pinned;
+ * nothing else is. */
+static void test_plan_pins(void **state)
+{
+	struct sbx_mount_plan *pl = calloc(1, sizeof(*pl));
+	struct sbx_profile *p = calloc(1, sizeof(*p));
+	struct sbx_session s;
+	struct sbx_error err;
+	size_t i, pins = 0;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	sbx_strlcpy(s.home, sizeof(s.home), "/home/agent");
+	sbx_strlcpy(s.workspace, sizeof(s.workspace), "/srv/ws/agent");
+	profile_for_test(p, SBX_ACCESS_ALLOW);
+	p->n_deny_read = 4;
+	/* Two levels below the workspace: config can be renamed. */
+	sbx_strlcpy(p->deny_read[0], sizeof(p->deny_read[0]), "/srv/ws/agent/config/keys");
+	/* Right below it: the bind's top is a mountpoint already. */
+	sbx_strlcpy(p->deny_read[1], sizeof(p->deny_read[1]), "/srv/ws/agent/.env");
+	/* On the read-only host: nothing to rename. */
+	sbx_strlcpy(p->deny_read[2], sizeof(p->deny_read[2]), "/etc/agent/secret");
+	/* In the home's fresh tmpfs: nothing of it outlives the session. */
+	sbx_strlcpy(p->deny_read[3], sizeof(p->deny_read[3]), "/home/agent/a/b/key");
+	p->n_roots = 3;
+	sbx_strlcpy(p->roots[0].path, sizeof(p->roots[0].path), "/srv/cache");
+	p->roots[0].read = SBX_ACCESS_ALLOW;
+	p->roots[0].write = SBX_ACCESS_ALLOW;
+	/* A read-only root three levels down a writable one. */
+	sbx_strlcpy(p->roots[1].path, sizeof(p->roots[1].path), "/srv/cache/a/b/frozen");
+	p->roots[1].read = SBX_ACCESS_ALLOW;
+	p->roots[1].write = SBX_ACCESS_DENY;
+	/* A hidden root right below the frozen one: its parent is
+	 * read-only, but the writable tree's directories above still count. */
+	sbx_strlcpy(p->roots[2].path, sizeof(p->roots[2].path), "/srv/cache/a/b/frozen/x/none");
+	p->roots[2].read = SBX_ACCESS_DENY;
+	p->roots[2].write = SBX_ACCESS_DENY;
+	assert_int_equal(sbx_mount_plan_build(p, &s, pl, &err), 0);
+	for (i = 1; i < pl->n; i++)	/* parents before children, pins too */
+		assert_true(strcmp(pl->m[i - 1].target, pl->m[i].target) < 0);
+	for (i = 0; i < pl->n; i++)
+		pins += pl->m[i].kind == SBX_MOUNT_PIN;
+	assert_int_equal(pl->m[plan_index(pl, "/srv/ws/agent/config")].kind, SBX_MOUNT_PIN);
+	assert_int_equal(pl->m[plan_index(pl, "/srv/cache/a")].kind, SBX_MOUNT_PIN);
+	assert_int_equal(pl->m[plan_index(pl, "/srv/cache/a/b")].kind, SBX_MOUNT_PIN);
+	assert_true(pl->m[plan_index(pl, "/srv/ws/agent/config")].optional);
+	assert_int_equal(pins, 3);
+	assert_int_equal(plan_index(pl, "/srv/cache/a/b/frozen/x"), -1);
+	assert_int_equal(plan_index(pl, "/etc/agent"), -1);
+	assert_int_equal(plan_index(pl, "/home/agent/a"), -1);
+	assert_int_equal(plan_index(pl, "/srv/ws"), -1);
+
+	/* host_write allow: the host is a tree the agent writes, so a
+	 * secret's directories up to / are pinned. */
+	p->host_write = SBX_ACCESS_ALLOW;
+	p->n_roots = 0;
+	p->n_deny_read = 1;
+	sbx_strlcpy(p->deny_read[0], sizeof(p->deny_read[0]), "/var/lib/app/secret");
+	assert_int_equal(sbx_mount_plan_build(p, &s, pl, &err), 0);
+	assert_int_equal(pl->m[plan_index(pl, "/var/lib/app")].kind, SBX_MOUNT_PIN);
+	assert_int_equal(pl->m[plan_index(pl, "/var/lib")].kind, SBX_MOUNT_PIN);
+	assert_int_equal(pl->m[plan_index(pl, "/var")].kind, SBX_MOUNT_PIN);
+	assert_int_equal(plan_index(pl, "/"), -1);
+	sbx_mount_plan_free(pl);
+	free(pl);
+	free(p);
+}
+
 static void test_view_allow(void **state)
 {
 	(void)state;
@@ -510,6 +578,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plan_build),
+		cmocka_unit_test(test_plan_pins),
 		cmocka_unit_test(test_view_allow),
 		cmocka_unit_test(test_view_gated),
 	};
