@@ -697,7 +697,10 @@ static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, stru
  * or a regular file directly in a secret directory (the first
  * SECRET_SCAN_MAX entries), with more than one name is not covered.
  */
-#define SECRET_SCAN_MAX 256
+/* How much of a secret directory is searched for files with other names,
+ * every secret together: a larger tree is reported as not checked. */
+#define SECRET_SCAN_MAX 4096
+#define SECRET_SCAN_DEPTH 32
 
 static void note_alias(char *buf, size_t size, const char *path, nlink_t n)
 {
@@ -707,35 +710,85 @@ static void note_alias(char *buf, size_t size, const char *path, nlink_t n)
 		 (unsigned long)n);
 }
 
+/* Every regular file below fd_in (which this takes) with more than one
+ * name; false once the budget is spent or the tree too deep to search. */
+static bool scan_secret_dir(int fd_in, const char *path, unsigned depth, unsigned *budget,
+			    char *buf, size_t size)
+{
+	struct dirent *de;
+	bool whole = true;
+	DIR *d = fdopendir(fd_in);
+
+	if (!d) {
+		close(fd_in);
+		return true;	/* unreadable here: unreadable to the agent too */
+	}
+	while (whole && (de = readdir(d)) != NULL) {
+		char sub[SBX_PATH_MAX];
+		struct stat est;
+		int fd;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if ((*budget)-- == 0) {
+			whole = false;
+			break;
+		}
+		if (de->d_type != DT_REG && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &est, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >= (int)sizeof(sub))
+			snprintf(sub, sizeof(sub), "%s/...", path);
+		if (S_ISREG(est.st_mode) && est.st_nlink > 1)
+			note_alias(buf, size, sub, est.st_nlink);
+		if (!S_ISDIR(est.st_mode))
+			continue;
+		if (depth >= SECRET_SCAN_DEPTH) {
+			whole = false;
+			break;
+		}
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0)
+			whole = scan_secret_dir(fd, sub, depth + 1, budget, buf, size);
+	}
+	closedir(d);
+	return whole;
+}
+
+/*
+ * A mask covers a path, not an inode: a file below a secret that has a
+ * name elsewhere too is readable there, mask or not. The whole tree is
+ * searched (the first level alone missed secrets/prod/key linked into
+ * the workspace), up to SECRET_SCAN_MAX entries: past that the secret is
+ * named as not checked, and the canary does not count it as hidden.
+ */
 static void find_secret_aliases(const struct sbx_profile *p, char *buf, size_t size)
 {
+	unsigned budget = SECRET_SCAN_MAX;
+
 	buf[0] = '\0';
 	for (size_t i = 0; i < p->n_deny_read; i++) {
-		struct dirent *de;
 		struct stat st;
-		unsigned seen = 0;
-		DIR *d;
+		int fd;
 
 		if (lstat(p->deny_read[i], &st) != 0)
 			continue;
 		if (S_ISREG(st.st_mode) && st.st_nlink > 1)
 			note_alias(buf, size, p->deny_read[i], st.st_nlink);
-		if (!S_ISDIR(st.st_mode) || !(d = opendir(p->deny_read[i])))
+		if (!S_ISDIR(st.st_mode))
 			continue;
-		while ((de = readdir(d)) != NULL && seen++ < SECRET_SCAN_MAX) {
-			struct stat est;
+		fd = open(p->deny_read[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!scan_secret_dir(fd, p->deny_read[i], 1, &budget, buf, size)) {
+			size_t used = strlen(buf);
 
-			if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
-				continue;
-			if (fstatat(dirfd(d), de->d_name, &est, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISREG(est.st_mode) && est.st_nlink > 1) {
-				char path[SBX_PATH_MAX];
-
-				snprintf(path, sizeof(path), "%s/%s", p->deny_read[i], de->d_name);
-				note_alias(buf, size, path, est.st_nlink);
-			}
+			snprintf(buf + used, size - used, "%s%s (over %u entries or %u levels: "
+				 "not searched for other names)", used ? "; " : "",
+				 p->deny_read[i], SECRET_SCAN_MAX, SECRET_SCAN_DEPTH);
+			break;
 		}
-		closedir(d);
 	}
 }
 

@@ -1733,6 +1733,70 @@ static void test_pinned_above_narrower_mounts(void **state)
 	assert_int_equal(access(path, F_OK), -1);
 }
 
+/*
+ * A file anywhere below a secret directory with a name outside it is
+ * readable there: deny_read is then not verified, and the report names
+ * the file. The control: without the second name it holds. A tree too
+ * large to search is named as not searched, never passed.
+ */
+static void test_secret_aliases(void **state)
+{
+	const struct fixture *fx = *state;
+	char dir[512], path[600], link_path[600];
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	snprintf(dir, sizeof(dir), "%s/secrets", fx->ws);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/prod", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/prod/key", dir);
+	write_text(path, SECRET_TEXT);
+	snprintf(link_path, sizeof(link_path), "%s/notes.txt", fx->ws);
+	assert_int_equal(link(path, link_path), 0);
+	/* The search runs as the agent: a directory it cannot list hides
+	 * its files from the agent too (but for their other names). */
+	snprintf(path, sizeof(path), "chown -R %u:%u %s", (unsigned)sbx_test_uid(),
+		 (unsigned)sbx_test_gid(), dir);
+	assert_int_equal(system(path), 0);
+	for (int round = 0; round < 3; round++) {
+		const char *detail;
+
+		if (round == 1)
+			assert_int_equal(unlink(link_path), 0);
+		if (round == 2) {
+			/* Past the search's budget (4096 entries). */
+			for (int i = 0; i < 4100; i++) {
+				snprintf(path, sizeof(path), "%s/f%04d", dir, i);
+				write_text(path, "");
+			}
+		}
+		scenario_init(&sc, fx);
+		sc.profile.host_read = SBX_ACCESS_ALLOW;
+		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read],
+			    sizeof(sc.profile.deny_read[0]), dir);
+		sc.profile.n_deny_read++;
+		sc.script = "exit 0";
+		run_scenario(&sc, &o);
+		if (o.ret != 0 || o.exit_code != 0)
+			fail_msg("round %d: %d %s, exit %d", round, o.ret, o.err, o.exit_code);
+		detail = o.report.entry[SBX_F_DENY_READ].detail;
+		if (round == 1) {
+			assert_true(sbx_report_holds(&o.report, SBX_F_DENY_READ));
+			continue;
+		}
+		if (!o.report.entry[SBX_F_DENY_READ].achieved ||
+		    o.report.entry[SBX_F_DENY_READ].verified)
+			fail_msg("round %d: deny_read verified: %s", round, detail);
+		snprintf(path, sizeof(path), round == 0 ? "%s/prod/key (2 names)" :
+			 "%s (over 4096 entries or 32 levels: not searched for other names)", dir);
+		if (!contains(detail, path))
+			fail_msg("round %d: '%s' does not name '%s'", round, detail, path);
+	}
+}
+
 /* The engine's own fds (report pipe, unix supervisor channel) must not
  * land on each other when it starts with fd 3 free: moving the report
  * pipe to 3 closed the channel there, and every session with the network
@@ -2184,6 +2248,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_low_fds_free, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deny_read_through_link, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pinned_above_narrower_mounts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_secret_aliases, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
