@@ -471,7 +471,12 @@ static int add_gate_rules(struct ruleset *rs)
  * CPU beside 400 spinning threads, delayed a 5 s session_time to 196 s.
  * There the scheduling calls take the caller only: pthread_setaffinity_np
  * and pthread_setschedparam (which name a tid) get EPERM. In a pid
- * namespace nothing outside the sandbox has a pid it can name.
+ * namespace only the session's own processes have a pid it can name:
+ * the program and, of the sandbox's machinery, the init (PID 1) and its
+ * supervisor threads, whose slowing delays the session itself and not
+ * its deadline (the outer process keeps it). Refusing every other pid
+ * there would break taskset -p and pthread_setaffinity_np (README,
+ * known limitations).
  * ioprio_set(which, who, prio): IOPRIO_WHO_PROCESS (1) of the caller.
  */
 static const struct named sched_calls[] = {
