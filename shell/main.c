@@ -224,15 +224,34 @@ struct run_opts {
 	unsigned executors;	/* --executors N: the cap under DIR */
 };
 
-/* --deny-read only ever narrows a profile: anyone may add secrets. */
+/*
+ * --deny-read only ever narrows a profile: anyone may add secrets. Each is
+ * resolved as the workspace is (relative to the cwd; a symlink followed
+ * only when root alone could have made it): realpath followed the agent's
+ * own links, so the mask went where a link pointed in this session, and a
+ * link retargeted in one session (ln -sfn decoy config) left the real
+ * secret readable in the next (found by an attacker review).
+ */
 static int add_deny_read(struct sbx_profile *p, const struct run_opts *o, struct sbx_error *err)
 {
 	for (size_t i = 0; i < o->n_deny_read; i++) {
-		char real[PATH_MAX];
+		struct sbx_error why = { 0 };
+		char abs[PATH_MAX], real[PATH_MAX];
+		int r;
 
-		if (!realpath(o->deny_read[i], real))
-			return sbx_error_set(err, errno, "--deny-read %s: %s", o->deny_read[i],
-					     strerror(errno));
+		if (o->deny_read[i][0] == '/')
+			r = sbx_strlcpy(abs, sizeof(abs), o->deny_read[i]);
+		else if (!getcwd(real, sizeof(real)))
+			r = -errno;
+		else
+			r = sbx_snprintf(abs, sizeof(abs), "%s/%s", real, o->deny_read[i]);
+		if (r)
+			return sbx_error_set(err, -r, "--deny-read %s: %s", o->deny_read[i],
+					     strerror(-r));
+		r = sbx_path_resolve_trusted(abs, real, sizeof(real), &why);
+		if (r)
+			return sbx_error_set(err, -r, "--deny-read %s: %s", o->deny_read[i],
+					     why.msg);
 		if (p->n_deny_read == SBX_MAX_DENY)
 			return sbx_error_set(err, E2BIG, "--deny-read %s: more than %d secrets",
 					     real, SBX_MAX_DENY);

@@ -845,6 +845,38 @@ static void test_run_ceiling(void **state)
 		assert_non_null(strstr(r->log, "profile=default"));
 	}
 	{
+		/* --deny-read goes through no link the caller could retarget
+		 * (the mask would follow it to a decoy in the next session):
+		 * refused, and named. The control: the real path is masked. */
+		char real[200], keys[256], key[300], link_path[256];
+		const char *args[] = { "--run", "--workspace", W.user_ws, "--deny-read", link_path,
+				       "--", "/bin/true", NULL };
+		const char *ok[] = { "--run", "--workspace", W.user_ws, "--deny-read",
+				     keys, "--", "/bin/sh", "-c",
+				     "cat real/keys/k 2>/dev/null || echo hidden", NULL };
+		struct run_spec sp = { .as_user = true, .args = args };
+
+		snprintf(real, sizeof(real), "%s/real", W.user_ws);
+		snprintf(keys, sizeof(keys), "%s/keys", real);
+		snprintf(key, sizeof(key), "%s/k", keys);
+		snprintf(link_path, sizeof(link_path), "%s/link/keys", W.user_ws);
+		assert_int_equal(mkdir_owned(real, 0755, W.user_uid, W.user_gid), 0);
+		assert_int_equal(mkdir_owned(keys, 0755, W.user_uid, W.user_gid), 0);
+		assert_int_equal(write_text(key, "KEY\n", 0644), 0);
+		snprintf(link_path, sizeof(link_path), "%s/link", W.user_ws);
+		assert_int_equal(symlink("real", link_path), 0);
+		assert_int_equal(lchown(link_path, W.user_uid, W.user_gid), 0);
+		snprintf(link_path, sizeof(link_path), "%s/link/keys", W.user_ws);
+		memset(r, 0, sizeof(*r));
+		assert_int_equal(run_shell(&sp, r), 126);
+		assert_non_null(strstr(r->err, "--deny-read"));
+		assert_non_null(strstr(r->err, "/link: symlink owned by uid"));
+		sp.args = ok;
+		memset(r, 0, sizeof(*r));
+		assert_int_equal(run_shell(&sp, r), 0);
+		assert_string_equal(r->out, "hidden\n");
+	}
+	{
 		const char *args[] = { "--run", "--profile", "wide", "--", "/usr/bin/id", "-u", NULL };
 		struct run_spec sp = { .args = args };
 
