@@ -142,12 +142,15 @@ static int plan_exec_set(const struct sbx_profile *p, struct sbx_mount_plan *pla
 	return 0;
 }
 
-/* A mount that gives less than the tree it sits in: a mask, or a bind
- * that is not writable. */
+/* A mount that hides or narrows the tree it sits in: anything but a
+ * writable bind of a path onto itself (a mask, a read-only bind, a tmpfs
+ * such as an ephemeral home over the passwd one, a home bound from the
+ * state directory). */
 static bool narrows(const struct sbx_mount *m)
 {
-	return m->kind == SBX_MOUNT_MASK ||
-	       (m->kind == SBX_MOUNT_BIND && !(m->flags & SBX_MOUNT_RW));
+	return m->kind != SBX_MOUNT_PIN &&
+	       !(m->kind == SBX_MOUNT_BIND && (m->flags & SBX_MOUNT_RW) &&
+		 strcmp(m->source, m->target) == 0);
 }
 
 /* The entry (among the first n) whose mount path lies on in the view:
@@ -208,7 +211,15 @@ static int plan_pins(struct sbx_mount_plan *plan, struct sbx_error *err)
 			if (on ? on->kind != SBX_MOUNT_BIND || !(on->flags & SBX_MOUNT_RW) :
 				 plan->host_readonly)
 				continue;	/* read-only or fresh: nothing to move */
+			/* The view's own /dev and /proc, not the host's. */
+			if (!on && (sbx_path_is_under(dir, "/dev") || sbx_path_is_under(dir, "/proc")))
+				continue;
 			r = plan_add(plan, SBX_MOUNT_PIN, NULL, dir, 0, 0, true, err);
+			if (r == -E2BIG)
+				return sbx_error_set(err, E2BIG, "mount plan: more than %d mounts with "
+						     "the directories pinned above %s (one for each "
+						     "directory between a writable tree's top and it)",
+						     SBX_MAX_MOUNTS, plan->m[i].target);
 			if (r < 0)
 				return r;
 		}

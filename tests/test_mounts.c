@@ -144,7 +144,8 @@ static void test_plan_build(void **state)
 	assert_false(pl->host_readonly);
 	assert_int_equal(pl->m[plan_index(pl, "/tmp")].flags, SBX_MOUNT_RW);
 	assert_int_equal(pl->m[plan_index(pl, "/srv/ws/agent")].kind, SBX_MOUNT_MASK);
-	assert_int_equal(plan_index(pl, "/home"), -1);
+	/* No host mask at /home: only the pin above the home's tmpfs. */
+	assert_int_equal(pl->m[plan_index(pl, "/home")].kind, SBX_MOUNT_PIN);
 	/* A home source is bound rw. */
 	sbx_strlcpy(s.home_source, sizeof(s.home_source), "/var/lib/agent-sandbox/homes/agent");
 	assert_int_equal(sbx_mount_plan_build(p, &s, pl, &err), 0);
@@ -557,6 +558,32 @@ static void test_plan_pins(void **state)
 	assert_int_equal(pl->m[plan_index(pl, "/var/lib")].kind, SBX_MOUNT_PIN);
 	assert_int_equal(pl->m[plan_index(pl, "/var")].kind, SBX_MOUNT_PIN);
 	assert_int_equal(plan_index(pl, "/"), -1);
+	/* Above the home's tmpfs too, but not in the view's own /dev. */
+	assert_int_equal(pl->m[plan_index(pl, "/home")].kind, SBX_MOUNT_PIN);
+	assert_int_equal(plan_index(pl, "/dev"), -1);
+
+	/* An ephemeral home inside a writable root hides the passwd home
+	 * there: the directories above it are pinned as well. */
+	p->host_write = SBX_ACCESS_DENY;
+	sbx_strlcpy(s.home, sizeof(s.home), "/srv/users/agent");
+	p->n_roots = 1;
+	sbx_strlcpy(p->roots[0].path, sizeof(p->roots[0].path), "/srv");
+	p->roots[0].read = SBX_ACCESS_ALLOW;
+	p->roots[0].write = SBX_ACCESS_ALLOW;
+	assert_int_equal(sbx_mount_plan_build(p, &s, pl, &err), 0);
+	assert_int_equal(pl->m[plan_index(pl, "/srv/users")].kind, SBX_MOUNT_PIN);
+	assert_int_equal(pl->m[plan_index(pl, "/srv/users/agent")].kind, SBX_MOUNT_TMPFS);
+
+	/* Too deep to pin within the plan's room: refused, and said why. */
+	{
+		char deep[SBX_PATH_MAX] = "/srv/ws/agent";
+
+		for (int d = 0; d < 100; d++)
+			strcat(deep, "/d");
+		sbx_strlcpy(p->deny_read[0], sizeof(p->deny_read[0]), deep);
+		assert_int_equal(sbx_mount_plan_build(p, &s, pl, &err), -E2BIG);
+		assert_non_null(strstr(err.msg, "the directories pinned above /srv/ws/agent/d/d"));
+	}
 	sbx_mount_plan_free(pl);
 	free(pl);
 	free(p);
