@@ -319,10 +319,39 @@ int sbx_proc_start_time(pid_t pid, uint64_t *out)
 	return 0;
 }
 
+int sbx_status_text_field(const char *text, const char *name, char *out, size_t size)
+{
+	size_t n = strlen(name);
+
+	for (const char *line = text; *line; ) {
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+
+		if (len > n && strncmp(line, name, n) == 0 && line[n] == ':') {
+			const char *v = line + n + 1;
+
+			while (*v == '\t' || *v == ' ')
+				v++;
+			len -= (size_t)(v - line);
+			if (len >= size) {
+				if (size)
+					out[0] = '\0';
+				return -ENAMETOOLONG;
+			}
+			memcpy(out, v, len);
+			out[len] = '\0';
+			return 0;
+		}
+		if (!eol)
+			break;
+		line = eol + 1;
+	}
+	return -ENOENT;
+}
+
 int sbx_proc_status_field(pid_t pid, const char *name, char *out, size_t size)
 {
-	char path[64], buf[8192], *line, *save = NULL;
-	size_t n = strlen(name);
+	char path[64], buf[8192];
 	ssize_t got;
 	int fd;
 
@@ -338,15 +367,7 @@ int sbx_proc_status_field(pid_t pid, const char *name, char *out, size_t size)
 	if (got <= 0)
 		return -EIO;
 	buf[got] = '\0';
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, name, n) == 0 && line[n] == ':') {
-			line += n + 1;
-			while (*line == '\t' || *line == ' ')
-				line++;
-			return sbx_strlcpy(out, size, line);
-		}
-	}
-	return -ENOENT;
+	return sbx_status_text_field(buf, name, out, size);
 }
 
 long sbx_proc_status_number(pid_t pid, const char *name)

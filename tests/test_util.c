@@ -113,6 +113,35 @@ static void test_copy_used(void **state)
 	assert_int_equal((unsigned char)dst.a[3][7], 0xee);
 }
 
+/* A field of a status file's text: the line whose name matches whole,
+ * its value without leading blanks; a value too long, or no such line,
+ * gives an error and an empty result. */
+static void test_status_text_field(void **state)
+{
+	static const char text[] = "Name:\tsh\nNoNewPrivs:\t1\nSeccomp:\t2\n"
+				   "Seccomp_filters:\t1\nCapEff:\t0000000000000000\nLast: x";
+	char v[32];
+
+	(void)state;
+	assert_int_equal(sbx_status_text_field(text, "Seccomp", v, sizeof(v)), 0);
+	assert_string_equal(v, "2");
+	assert_int_equal(sbx_status_text_field(text, "Seccomp_filters", v, sizeof(v)), 0);
+	assert_string_equal(v, "1");
+	assert_int_equal(sbx_status_text_field(text, "CapEff", v, sizeof(v)), 0);
+	assert_string_equal(v, "0000000000000000");
+	assert_int_equal(sbx_status_text_field(text, "Last", v, sizeof(v)), 0);
+	assert_string_equal(v, "x");
+	assert_int_equal(sbx_status_text_field(text, "Name", v, sizeof(v)), 0);
+	assert_string_equal(v, "sh");
+	assert_int_equal(sbx_status_text_field(text, "Seccom", v, sizeof(v)), -ENOENT);
+	assert_int_equal(sbx_status_text_field(text, "CapEff", v, 8), -ENAMETOOLONG);
+	assert_string_equal(v, "");
+	assert_int_equal(sbx_status_text_field("", "Name", v, sizeof(v)), -ENOENT);
+	/* The file itself agrees with the text. */
+	assert_int_equal(sbx_proc_status_field(0, "Seccomp", v, sizeof(v)), 0);
+	assert_true(strcmp(v, "0") == 0 || strcmp(v, "2") == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -121,6 +150,7 @@ int main(void)
 		cmocka_unit_test(test_canonical),
 		cmocka_unit_test(test_under),
 		cmocka_unit_test(test_copy_used),
+		cmocka_unit_test(test_status_text_field),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
