@@ -710,33 +710,47 @@ static void note_alias(char *buf, size_t size, const char *path, nlink_t n)
 		 (unsigned long)n);
 }
 
-/* Every regular file below fd_in (which this takes) with more than one
- * name; false once the budget is spent or the tree too deep to search. */
-static bool scan_secret_dir(int fd_in, const char *path, unsigned depth, unsigned *budget,
-			    char *buf, size_t size)
+/* Every regular file below fd (which this takes) with more than one
+ * name; false once the budget is spent or the tree is too deep to
+ * search. A stack of open directories, one per level, not recursion. */
+static bool scan_secret_dir(int fd, const char *top, unsigned *budget, char *buf, size_t size)
 {
-	struct dirent *de;
+	DIR *stack[SECRET_SCAN_DEPTH];
+	size_t len[SECRET_SCAN_DEPTH];
+	char path[SBX_PATH_MAX];
+	unsigned depth = 0;
 	bool whole = true;
-	DIR *d = fdopendir(fd_in);
 
-	if (!d) {
-		close(fd_in);
+	stack[0] = fdopendir(fd);
+	if (!stack[0]) {
+		close(fd);
 		return true;	/* unreadable here: unreadable to the agent too */
 	}
-	while (whole && (de = readdir(d)) != NULL) {
+	snprintf(path, sizeof(path), "%s", top);
+	len[0] = strlen(path);
+	for (;;) {
+		struct dirent *de = whole ? readdir(stack[depth]) : NULL;
 		char sub[SBX_PATH_MAX];
 		struct stat est;
-		int fd;
+		DIR *child;
+		int cfd;
 
+		if (!de) {
+			closedir(stack[depth]);
+			if (depth == 0)
+				break;
+			path[len[--depth]] = '\0';
+			continue;
+		}
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if ((*budget)-- == 0) {
 			whole = false;
-			break;
+			continue;
 		}
 		if (de->d_type != DT_REG && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &est, AT_SYMLINK_NOFOLLOW) != 0)
+		if (fstatat(dirfd(stack[depth]), de->d_name, &est, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
 		if (snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >= (int)sizeof(sub))
 			snprintf(sub, sizeof(sub), "%s/...", path);
@@ -744,15 +758,23 @@ static bool scan_secret_dir(int fd_in, const char *path, unsigned depth, unsigne
 			note_alias(buf, size, sub, est.st_nlink);
 		if (!S_ISDIR(est.st_mode))
 			continue;
-		if (depth >= SECRET_SCAN_DEPTH) {
+		if (depth + 1 >= SECRET_SCAN_DEPTH) {
 			whole = false;
-			break;
+			continue;
 		}
-		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0)
-			whole = scan_secret_dir(fd, sub, depth + 1, budget, buf, size);
+		cfd = openat(dirfd(stack[depth]), de->d_name,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0)
+			continue;
+		child = fdopendir(cfd);
+		if (!child) {
+			close(cfd);
+			continue;
+		}
+		stack[++depth] = child;
+		snprintf(path, sizeof(path), "%s", sub);
+		len[depth] = strlen(path);
 	}
-	closedir(d);
 	return whole;
 }
 
@@ -781,10 +803,10 @@ static void find_secret_aliases(const struct sbx_profile *p, char *buf, size_t s
 		fd = open(p->deny_read[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (!scan_secret_dir(fd, p->deny_read[i], 1, &budget, buf, size)) {
+		if (!scan_secret_dir(fd, p->deny_read[i], &budget, buf, size)) {
 			size_t used = strlen(buf);
 
-			snprintf(buf + used, size - used, "%s%s (over %u entries or %u levels: "
+			snprintf(buf + used, size - used, "%s%s (over %d entries or %d levels: "
 				 "not searched for other names)", used ? "; " : "",
 				 p->deny_read[i], SECRET_SCAN_MAX, SECRET_SCAN_DEPTH);
 			break;

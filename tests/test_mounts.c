@@ -578,8 +578,8 @@ static void test_plan_pins(void **state)
 	{
 		char deep[SBX_PATH_MAX] = "/srv/ws/agent";
 
-		for (int d = 0; d < 100; d++)
-			strcat(deep, "/d");
+		for (size_t d = 0, n = strlen(deep); d < 100; d++, n += 2)
+			snprintf(deep + n, sizeof(deep) - n, "/d");
 		sbx_strlcpy(p->deny_read[0], sizeof(p->deny_read[0]), deep);
 		assert_int_equal(sbx_mount_plan_build(p, &s, pl, &err), -E2BIG);
 		assert_non_null(strstr(err.msg, "the directories pinned above /srv/ws/agent/d/d"));
