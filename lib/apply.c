@@ -752,8 +752,9 @@ static bool scan_secret_dir(int fd, const char *top, unsigned *budget, char *buf
 			continue;
 		if (fstatat(dirfd(stack[depth]), de->d_name, &est, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
-		if (snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >= (int)sizeof(sub))
-			snprintf(sub, sizeof(sub), "%s/...", path);
+		/* Too long to name: named by its directory. */
+		if (sbx_snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) != 0)
+			(void)sbx_strlcpy(sub, sizeof(sub), path);
 		if (S_ISREG(est.st_mode) && est.st_nlink > 1)
 			note_alias(buf, size, sub, est.st_nlink);
 		if (!S_ISDIR(est.st_mode))
