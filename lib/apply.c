@@ -692,13 +692,10 @@ static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, stru
 /*
  * A deny_read mask covers a path, not an inode: a hard link to a secret
  * made elsewhere (by anyone, at any time before) reads it under another
- * name. Seen through an alias made before the session. The outer process
- * still sees the real files, so it counts their names here: a secret file,
- * or a regular file directly in a secret directory (the first
- * SECRET_SCAN_MAX entries), with more than one name is not covered.
+ * name. The outer process still sees the real files, so it counts their
+ * names here (find_secret_aliases). How much is searched, every secret
+ * together: past this a secret is reported as not searched.
  */
-/* How much of a secret directory is searched for files with other names,
- * every secret together: a larger tree is reported as not checked. */
 #define SECRET_SCAN_MAX 4096
 #define SECRET_SCAN_DEPTH 32
 

@@ -77,18 +77,10 @@ static char self_status_text[8192];
 static int self_status(const char *name, char *out, size_t size)
 {
 	if (!self_status_text[0]) {
-		ssize_t got;
-		int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+		int r = sbx_proc_status_read(0, self_status_text, sizeof(self_status_text));
 
-		if (fd < 0)
-			return -errno;
-		got = read(fd, self_status_text, sizeof(self_status_text) - 1);
-		close(fd);
-		if (got <= 0) {
-			self_status_text[0] = '\0';
-			return -EIO;
-		}
-		self_status_text[got] = '\0';
+		if (r)
+			return r;
 	}
 	return sbx_status_text_field(self_status_text, name, out, size);
 }

@@ -97,8 +97,11 @@ int sbx_write_all(int fd, const char *buf, size_t len);
 /* The value of the "name:" line of /proc/<pid>/status (pid 0: self),
  * leading blanks cut: 0, -ENOENT when there is no such line, or -errno. */
 int sbx_proc_status_field(pid_t pid, const char *name, char *out, size_t size);
-/* The same from the text of a status file already read. */
+/* The same from the text of a status file already read ... */
 int sbx_status_text_field(const char *text, const char *name, char *out, size_t size);
+/* ... by this: /proc/<pid>/status (pid 0: self) into buf, NUL-terminated
+ * (one read, size - 1 bytes at most): 0, or -errno with buf "". */
+int sbx_proc_status_read(pid_t pid, char *buf, size_t size);
 /* Its first number (the real uid of "Uid", the "Tgid"), or -1. */
 long sbx_proc_status_number(pid_t pid, const char *name);
 /* openat(dirfd, name) for writing a regular file of the caller's, in a

@@ -615,8 +615,6 @@ static int setup_dev(struct apply_state *st, struct sbx_error *err)
 	return 0;
 }
 
-/* Long on purpose: one mount from open to attributes; each kind's syscalls
- * must run in this order on the same fds. */
 /* A pin: the directory as the view has it now (the writable tree's
  * mount and any host mount below), cloned and put back on itself. A
  * directory that is not there holds nothing the plan narrows. */
@@ -649,6 +647,8 @@ static int apply_pin(struct apply_state *st, size_t i, struct sbx_error *err)
 	return 0;
 }
 
+/* Long on purpose: one mount from open to attributes; each kind's syscalls
+ * must run in this order on the same fds. */
 static int apply_one(struct apply_state *st, size_t i, struct sbx_error *err)
 {
 	const struct sbx_mount *m = &st->plan->m[i];

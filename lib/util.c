@@ -349,12 +349,13 @@ int sbx_status_text_field(const char *text, const char *name, char *out, size_t 
 	return -ENOENT;
 }
 
-int sbx_proc_status_field(pid_t pid, const char *name, char *out, size_t size)
+int sbx_proc_status_read(pid_t pid, char *buf, size_t size)
 {
-	char path[64], buf[8192];
+	char path[64];
 	ssize_t got;
 	int fd;
 
+	buf[0] = '\0';		/* "" on any failure */
 	if (pid > 0)
 		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	else
@@ -362,12 +363,22 @@ int sbx_proc_status_field(pid_t pid, const char *name, char *out, size_t size)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	got = read(fd, buf, sizeof(buf) - 1);
+	got = read(fd, buf, size - 1);
 	close(fd);
-	if (got <= 0)
+	if (got <= 0) {
+		buf[0] = '\0';
 		return -EIO;
+	}
 	buf[got] = '\0';
-	return sbx_status_text_field(buf, name, out, size);
+	return 0;
+}
+
+int sbx_proc_status_field(pid_t pid, const char *name, char *out, size_t size)
+{
+	char buf[8192];
+	int r = sbx_proc_status_read(pid, buf, sizeof(buf));
+
+	return r ? r : sbx_status_text_field(buf, name, out, size);
 }
 
 long sbx_proc_status_number(pid_t pid, const char *name)
