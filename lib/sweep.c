@@ -82,11 +82,32 @@ static bool in_mntns(const char *pid, unsigned long mntns)
 	return sbx_proc_mntns(pid, &ino) == 0 && ino == mntns;
 }
 
-static unsigned sweep_pass(uid_t uid, unsigned long mntns)
+/* The processes a sweep has killed, so that one still dying when the next
+ * pass looks (its namespace links go late in its exit: seen under a
+ * sanitizer, where a killed process took longer than the pause between
+ * passes) is signalled again but counted once. Past the room it counts
+ * again: only the log's number can be off, never who is killed. */
+struct sweep_killed {
+	pid_t pid[64];
+	unsigned n, total;
+};
+
+static void note_killed(struct sweep_killed *k, pid_t pid)
+{
+	for (unsigned i = 0; i < k->n; i++)
+		if (k->pid[i] == pid)
+			return;
+	if (k->n < ARRAY_SIZE(k->pid))
+		k->pid[k->n++] = pid;
+	k->total++;
+}
+
+/* One pass: how many processes it signalled (new or still dying). */
+static unsigned sweep_pass(uid_t uid, unsigned long mntns, struct sweep_killed *k)
 {
 	long self = (long)getpid();
 	struct dirent *de;
-	unsigned killed = 0;
+	unsigned signalled = 0;
 	DIR *d;
 
 	d = opendir("/proc");
@@ -106,33 +127,35 @@ static unsigned sweep_pass(uid_t uid, unsigned long mntns)
 			continue;
 		if (sbx_proc_status_number((pid_t)pid, "Uid") == (long)uid &&
 		    in_mntns(de->d_name, mntns) &&
-		    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
-			killed++;
+		    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0) {
+			signalled++;
+			note_killed(k, (pid_t)pid);
+		}
 		close(pidfd);
 	}
 	closedir(d);
-	return killed;
+	return signalled;
 }
 
 unsigned sbx_session_sweep(uid_t uid, unsigned long mntns, unsigned *passes)
 {
-	unsigned total = 0, n, i;
+	struct sweep_killed k = { .n = 0 };
+	unsigned i;
 
 	*passes = 0;
 	if (uid == 0 || mntns == 0)
 		return 0;
 	for (i = 0; i < SWEEP_PASSES; i++) {
-		n = sweep_pass(uid, mntns);
+		unsigned n = sweep_pass(uid, mntns, &k);
+
 		(*passes)++;
 		if (n == 0)
 			break;
-		total += n;
 		/* Let the killed ones leave their namespace before looking again. */
 		usleep(2000);
 	}
-	return total;
+	return k.total;
 }
-
 
 /* One process as the scan saw it. */
 struct proc_seen {
@@ -219,14 +242,13 @@ int sbx_session_procs(uid_t uid, unsigned long mntns, pid_t *out, size_t max, si
 
 unsigned sbx_session_end(uid_t uid, unsigned long mntns, unsigned *passes)
 {
+	struct sweep_killed killed = { .n = 0 };
 	pid_t pids[1024];
-	unsigned total = 0, i;
+	unsigned i;
 	size_t n;
 
 	*passes = 0;
 	for (i = 0; i < SWEEP_PASSES; i++) {
-		unsigned killed = 0;
-
 		if (sbx_session_procs(uid, mntns, pids, ARRAY_SIZE(pids), &n) != 0 || n == 0)
 			break;
 		(*passes)++;
@@ -239,11 +261,10 @@ unsigned sbx_session_end(uid_t uid, unsigned long mntns, unsigned *passes)
 				continue;
 			if (sbx_proc_status_number(pids[k], "Uid") == (long)uid &&
 			    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
-				killed++;
+				note_killed(&killed, pids[k]);
 			close(pidfd);
 		}
-		total += killed;
 		usleep(5000);
 	}
-	return total;
+	return killed.total;
 }
