@@ -140,7 +140,9 @@ entries=(
 
 # --- per-syscall cost: bench/syscalls in each sandbox ---------------------
 
-# ns per call of getppid, stat, open+close, ioctl and fork+exec, natively,
+# ns per call of getppid, stat, open+close, ioctl, connect (to a unix socket
+# of its own: inside agent-shell, a round trip to the unix supervisor) and
+# fork+exec, natively,
 # under a one-instruction ALLOW filter (the floor any filter costs: the
 # kernel's action cache answers every call), inside agent-shell and inside
 # bubblewrap with that same ALLOW filter. Rows run interleaved, SYSCALL_RUNS
@@ -208,7 +210,7 @@ syscall_bench() {
 			}
 		}' >"$out/syscalls.md"
 	echo
-	echo "=== per-syscall cost, ns per call (median of $SYSCALL_RUNS runs of $SYSCALL_N calls; fork+exec $((SYSCALL_N / 500)); in parentheses: minus native)"
+	echo "=== per-syscall cost, ns per call (median of $SYSCALL_RUNS runs of $SYSCALL_N calls; connect $((SYSCALL_N / 100)), fork+exec $((SYSCALL_N / 500)); in parentheses: minus native)"
 	cat "$out/syscalls.md"
 }
 

@@ -7,7 +7,7 @@
  *
  * Usage: syscalls [-n N] [-r ROUNDS] [-f FILE] [--allow-all-filter]
  * Prints "name ns_per_op" lines, the median of ROUNDS rounds of N calls
- * (fork+exec: N/500 per round). --allow-all-filter first loads a
+ * (connect: N/100, fork+exec: N/500 per round). --allow-all-filter first loads a
  * one-instruction seccomp filter returning ALLOW: the cost of having any
  * filter at all (the kernel's action cache answers every syscall), the floor
  * a sandbox's filter is compared against.
@@ -24,8 +24,10 @@
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 
@@ -33,6 +35,8 @@
 
 static const char *file = "/bin/true";
 static int pipe_fd = -1;
+static int listen_fd = -1;
+static struct sockaddr_un listen_addr = { .sun_family = AF_UNIX };
 
 static double now_ns(void)
 {
@@ -89,6 +93,50 @@ static void op_ioctl(long n)
 			die("ioctl(pipe, TCGETS) did not fail with ENOTTY");
 }
 
+/* connect() to a pathname unix socket of its own and the accept() on
+ * the other side: inside agent-shell every connect() is decided by the
+ * session's unix supervisor (lib/unixsock.c), so this row is the cost of
+ * that round trip. */
+static void op_connect(long n)
+{
+	for (long i = 0; i < n; i++) {
+		int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), a;
+
+		if (c < 0)
+			die("socket(AF_UNIX)");
+		if (connect(c, (struct sockaddr *)&listen_addr, sizeof(listen_addr)) != 0)
+			die("connect(own socket)");
+		a = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (a < 0)
+			die("accept4");
+		close(a);
+		close(c);
+	}
+}
+
+/* The listening socket for op_connect, in $TMPDIR or /tmp (a fresh tmpfs
+ * in a sandbox, where a socket of its own may be connected to). */
+static void listen_start(void)
+{
+	const char *dir = getenv("TMPDIR");
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	if (snprintf(listen_addr.sun_path, sizeof(listen_addr.sun_path), "%s/.bench-syscalls-%d",
+		     dir, (int)getpid()) >= (int)sizeof(listen_addr.sun_path)) {
+		errno = ENAMETOOLONG;
+		die(dir);
+	}
+	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (listen_fd < 0)
+		die("socket(AF_UNIX)");
+	(void)unlink(listen_addr.sun_path);
+	if (bind(listen_fd, (struct sockaddr *)&listen_addr, sizeof(listen_addr)) != 0)
+		die(listen_addr.sun_path);
+	if (listen(listen_fd, 16) != 0)
+		die("listen");
+}
+
 static void op_fork_exec(long n)
 {
 	static char *const argv[] = { "true", NULL };
@@ -122,6 +170,7 @@ static const struct {
 	{ "stat", op_stat, 1 },
 	{ "open+close", op_open_close, 1 },
 	{ "ioctl", op_ioctl, 1 },
+	{ "connect", op_connect, 100 },
 	{ "fork+exec", op_fork_exec, 500 },
 };
 
@@ -185,6 +234,7 @@ int main(int argc, char **argv)
 			die("pipe2");
 		pipe_fd = p[0];
 	}
+	listen_start();
 	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
 		long iters = n / ops[k].divisor;
 
@@ -198,5 +248,6 @@ int main(int argc, char **argv)
 		qsort(t, (size_t)rounds, sizeof(t[0]), cmp_double);
 		printf("%s %.1f\n", ops[k].name, t[rounds / 2]);
 	}
+	(void)unlink(listen_addr.sun_path);
 	return 0;
 }
