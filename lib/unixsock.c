@@ -50,6 +50,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -68,6 +70,14 @@
 #include "internal.h"
 
 #define MAX_THREADS 64
+
+/* Linux 6.6 (Debian 12's headers stop before it). */
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
 
 /* ---- the decision ---------------------------------------------------------- */
 
@@ -271,8 +281,6 @@ static int caller_still_waiting(const struct job *j)
 {
 	return notif_id_valid(j->listener, j->req.id) == 0 ? 0 : 1;
 }
-
-static volatile int n_threads;
 
 static int read_remote(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
@@ -609,100 +617,193 @@ static void answer(const struct job *j)
 	notif_send(j->listener, &resp);
 }
 
-static void *answer_thread(void *arg)
-{
-	struct job *j = arg;
-
-	answer(j);
-	free(j);
-	__atomic_sub_fetch(&n_threads, 1, __ATOMIC_SEQ_CST);
-	return NULL;
-}
-
 /*
- * One thread made before the first request and waiting for it: the first
- * connect() of a session (its canary's, on the way to the program's exec)
- * is answered without a thread made on its path. It takes each job that
- * arrives while it is idle; one that arrives while it is busy gets a
- * thread of its own, as every job did before.
+ * The threads that answer. The idle one waits in SECCOMP_IOCTL_NOTIF_RECV
+ * itself and answers what it received on its own: no hand-off between
+ * threads on a connect()'s path, and no second thread woken with it
+ * (waking another thread costs an inter-processor interrupt: measured, a
+ * hand-off or a second waiter made a round trip half as long again). With
+ * SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (Linux 6.6) the kernel wakes the
+ * receiver on the caller's CPU and the caller on the receiver's.
+ *
+ * One waits at a time. While none does (the one that received is
+ * answering), a timer runs: an answer that takes longer than
+ * POOL_STALL_NS (a connect() that blocks on a listener's full backlog or
+ * a TCP handshake) makes the supervisor's own thread start another
+ * receiver, so the session's other calls are not held up by it beyond
+ * that; a thread that finishes while another waits ends. The
+ * supervisor's thread otherwise only waits for the end (POLLHUP: no
+ * process uses the filter any more), and requests do not wake it.
+ *
+ * The pool belongs to its supervisor (not static: a process that runs a
+ * session after another must not inherit the first one's state) and is
+ * freed by the last thread that leaves it.
  */
-static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t spare_cond = PTHREAD_COND_INITIALIZER;
-static struct job *spare_job;
-static bool spare_idle;
+#define POOL_STALL_NS 2000000L
 
-static void *spare_thread(void *arg)
+struct pool {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int listener;		/* -1 until the worker sent it */
+	int timer;		/* a timerfd: armed while no thread receives */
+	const struct sbx_unix_policy *pol;
+	size_t notif_size;
+	bool done;		/* no process uses the filter any more */
+	unsigned idle;		/* threads waiting for a request, or made to */
+	unsigned threads;	/* receiving threads alive, or being made */
+	unsigned refs;
+};
+
+static void pool_put(struct pool *p)
 {
-	(void)arg;
-	pthread_mutex_lock(&spare_lock);
-	for (;;) {
-		struct job *j;
+	bool last;
 
-		spare_idle = true;
-		while (!spare_job)
-			pthread_cond_wait(&spare_cond, &spare_lock);
-		j = spare_job;
-		spare_job = NULL;
-		pthread_mutex_unlock(&spare_lock);
-		answer(j);
-		free(j);
-		pthread_mutex_lock(&spare_lock);
+	pthread_mutex_lock(&p->lock);
+	last = --p->refs == 0;
+	pthread_mutex_unlock(&p->lock);
+	if (last) {
+		if (p->timer >= 0)
+			close(p->timer);
+		pthread_cond_destroy(&p->cond);
+		pthread_mutex_destroy(&p->lock);
+		free(p);
 	}
+}
+
+/* Arm (no thread receives) or disarm the stall timer. With the lock. */
+static void pool_timer(struct pool *p, bool arm)
+{
+	struct itimerspec it = { .it_value = { .tv_nsec = arm ? POOL_STALL_NS : 0 } };
+
+	(void)timerfd_settime(p->timer, 0, &it, NULL);
+}
+
+static void *receiver(void *arg);
+
+/* One more receiving thread, counted idle from now on. With the lock;
+ * false when none could be made (or too many are). */
+static bool receiver_start(struct pool *p)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	bool started = false;
+
+	if (p->threads >= MAX_THREADS || pthread_attr_init(&attr) != 0)
+		return false;
+	p->idle++;
+	p->threads++;
+	p->refs++;
+	if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+	    pthread_create(&t, &attr, receiver, p) == 0)
+		started = true;
+	pthread_attr_destroy(&attr);
+	if (!started) {
+		p->idle--;
+		p->threads--;
+		p->refs--;	/* the caller holds a reference: never the last */
+	} else if (p->idle == 1) {
+		pool_timer(p, false);
+	}
+	return started;
+}
+
+/* Wait for one request into req: 1 with one, 0 to try again (a signal, or
+ * a caller that died before it was received), -1 when no process uses
+ * the filter any more. */
+static int receive_one(struct pool *p, struct seccomp_notif *req)
+{
+	struct pollfd pf = { .fd = p->listener, .events = POLLIN };
+
+	/* The kernel wants the whole (kernel-sized) request zeroed. */
+	memset(req, 0, p->notif_size);
+	if (ioctl(p->listener, SECCOMP_IOCTL_NOTIF_RECV, req) == 0)
+		return 1;
+	if (errno == EINTR)
+		return 0;
+	/* ENOENT: the caller died meanwhile, or (Linux 6.6 on) nothing
+	 * uses the filter any more and every receive fails at once. poll()
+	 * tells the two apart, and waits for the next request otherwise. */
+	if (poll(&pf, 1, -1) < 0)
+		return errno == EINTR ? 0 : -1;
+	return pf.revents & (POLLHUP | POLLERR | POLLNVAL) ? -1 : 0;
+}
+
+static void *receiver(void *arg)
+{
+	struct pool *p = arg;
+	struct seccomp_notif *req = NULL;
+	bool counted_idle = true;
+
+	pthread_mutex_lock(&p->lock);
+	while (p->listener < 0 && !p->done)
+		pthread_cond_wait(&p->cond, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	req = calloc(1, p->notif_size ? p->notif_size : sizeof(*req));
+	while (req && !__atomic_load_n(&p->done, __ATOMIC_SEQ_CST)) {
+		struct job j;
+		int got = receive_one(p, req);
+
+		if (got < 0)
+			break;
+		if (got == 0)
+			continue;
+		pthread_mutex_lock(&p->lock);
+		counted_idle = false;
+		if (--p->idle == 0)
+			pool_timer(p, true);	/* none receives meanwhile */
+		pthread_mutex_unlock(&p->lock);
+
+		j.listener = p->listener;
+		j.pol = p->pol;
+		j.req = *req;
+		answer(&j);
+
+		pthread_mutex_lock(&p->lock);
+		if (p->idle >= 1 || p->done) {
+			pthread_mutex_unlock(&p->lock);
+			break;		/* another receives: this one ends */
+		}
+		p->idle++;
+		counted_idle = true;
+		pool_timer(p, false);
+		pthread_mutex_unlock(&p->lock);
+	}
+	pthread_mutex_lock(&p->lock);
+	if (counted_idle && --p->idle == 0 && !p->done)
+		pool_timer(p, true);
+	p->threads--;
+	pthread_mutex_unlock(&p->lock);
+	free(req);
+	pool_put(p);
 	return NULL;
 }
 
-/* Without it every job gets a thread of its own: nothing else changes. */
-static void spare_start(void)
+/* Until no process uses the filter (0; 1 on an error): POLLHUP and
+ * POLLERR of the listener (events 0: a request does not wake this
+ * thread), and the stall timer, which starts a receiver when none has
+ * waited for POOL_STALL_NS. */
+static int wait_end(struct pool *p)
 {
-	pthread_attr_t attr;
-	pthread_t t;
+	for (;;) {
+		struct pollfd pf[2] = { { .fd = p->listener, .events = 0 },
+					{ .fd = p->timer, .events = POLLIN } };
+		uint64_t ticks;
 
-	if (pthread_attr_init(&attr) != 0)
-		return;
-	if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0)
-		(void)pthread_create(&t, &attr, spare_thread, NULL);
-	pthread_attr_destroy(&attr);
-}
-
-/* The spare thread, when idle, takes j. */
-static bool spare_take(struct job *j)
-{
-	bool taken = false;
-
-	pthread_mutex_lock(&spare_lock);
-	if (spare_idle && !spare_job) {
-		spare_job = j;
-		spare_idle = false;
-		taken = true;
-		pthread_cond_signal(&spare_cond);
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return 1;
+		}
+		if (pf[0].revents & (POLLHUP | POLLERR | POLLNVAL))
+			return 0;
+		if (!(pf[1].revents & POLLIN))
+			continue;
+		(void)!read(p->timer, &ticks, sizeof(ticks));
+		pthread_mutex_lock(&p->lock);
+		if (p->idle == 0 && !p->done && !receiver_start(p))
+			pool_timer(p, true);	/* try again later */
+		pthread_mutex_unlock(&p->lock);
 	}
-	pthread_mutex_unlock(&spare_lock);
-	return taken;
-}
-
-/* Hand a job to the spare thread or a thread of its own (a blocking
- * connect must not hold up the others), or answer it here when too many
- * are in flight. */
-static void dispatch(struct job *j)
-{
-	pthread_attr_t attr;
-	pthread_t t;
-
-	if (spare_take(j))
-		return;
-
-	if (__atomic_add_fetch(&n_threads, 1, __ATOMIC_SEQ_CST) <= MAX_THREADS &&
-	    pthread_attr_init(&attr) == 0) {
-		bool started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
-			       pthread_create(&t, &attr, answer_thread, j) == 0;
-
-		pthread_attr_destroy(&attr);
-		if (started)
-			return;
-	}
-	__atomic_sub_fetch(&n_threads, 1, __ATOMIC_SEQ_CST);
-	answer(j);
-	free(j);
 }
 
 /* Receive one fd over a unix socket (SCM_RIGHTS). */
@@ -741,65 +842,65 @@ int sbx_unix_send_listener(int chan, int listener)
 	return sendmsg(chan, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
 }
 
-/* The supervisor's loop, in a process of its own or a thread of the
- * init: 0 when no process uses the filter any more (or the worker failed
- * before it), 1 on an error. It never exits the process. */
+/* The supervisor, in a process of its own or a thread of the init: 0 when
+ * no process uses the filter any more (or the worker failed before it),
+ * 1 on an error. It never exits the process. */
 static int supervise(int chan, const struct sbx_unix_policy *pol)
 {
-	struct seccomp_notif *req;
 	struct seccomp_notif_sizes sizes;
-	size_t notif_size;
-	int listener;
+	struct pool *p = calloc(1, sizeof(*p));
+	int listener, result = 1;
 
-	spare_start();		/* while the worker is still on its way */
+	if (!p) {
+		close(chan);
+		return 1;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->listener = -1;
+	p->pol = pol;
+	p->refs = 1;
+	p->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	/* The receiver, made while the worker is still on its way. */
+	pthread_mutex_lock(&p->lock);
+	if (p->timer >= 0)
+		(void)receiver_start(p);
+	pthread_mutex_unlock(&p->lock);
 	listener = recv_fd(chan);
-
 	close(chan);
 	/* No listener: the worker failed before its filter; it ends the
-	 * session itself. Without this process a notifying filter answers
-	 * ENOSYS, so nothing is let through either way. */
-	if (listener < 0 || syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0)
-		goto done;
-	/* The kernel wants the whole (kernel-sized) request zeroed, and its
-	 * request may be larger than this header's. */
-	notif_size = sizes.seccomp_notif > sizeof(*req) ? sizes.seccomp_notif : sizeof(*req);
-	req = calloc(1, notif_size);
-	if (!req)
-		goto done;
-	for (;;) {
-		struct pollfd pf = { .fd = listener, .events = POLLIN };
-		struct job *j;
+	 * session itself. No timer or no thread: no supervisor. Without
+	 * one a notifying filter answers ENOSYS, so nothing is let through
+	 * either way. */
+	if (listener >= 0 && p->timer >= 0 &&
+	    syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
+		/* The kernel's request may be larger than this header's. */
+		size_t size = sizes.seccomp_notif > sizeof(struct seccomp_notif) ?
+				      sizes.seccomp_notif : sizeof(struct seccomp_notif);
 
-		if (poll(&pf, 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			free(req);
-			close(listener);
-			return 1;
-		}
-		/* Every process under the filter is gone. */
-		if (pf.revents & (POLLHUP | POLLERR))
-			break;
-		memset(req, 0, notif_size);
-		if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) != 0)
-			continue;	/* EINTR, or the caller died meanwhile */
-		j = calloc(1, sizeof(*j));
-		if (!j) {
-			struct seccomp_notif_resp r = { .id = req->id, .error = -ENOMEM };
-
-			notif_send(listener, &r);
-			continue;
-		}
-		j->listener = listener;
-		j->pol = pol;
-		j->req = *req;
-		dispatch(j);
+		/* An older kernel refuses the flag: the same without it. */
+		(void)ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+			    SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+		pthread_mutex_lock(&p->lock);
+		p->notif_size = size;
+		p->listener = listener;
+		pthread_cond_broadcast(&p->cond);
+		if (p->threads > 0 || receiver_start(p))
+			result = 0;
+		pthread_mutex_unlock(&p->lock);
+		if (result == 0)
+			result = wait_end(p);
+	} else if (listener < 0) {
+		result = 0;
 	}
-	free(req);
-done:
+	pthread_mutex_lock(&p->lock);
+	__atomic_store_n(&p->done, true, __ATOMIC_SEQ_CST);
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	pool_put(p);
 	if (listener >= 0)
 		close(listener);
-	return 0;
+	return result;
 }
 
 int sbx_unix_channel(int *worker_end, int *supervisor_end, struct sbx_error *err)

@@ -207,9 +207,13 @@ static int child(void *arg)
 	CHILD_CHECK(try_connect(secret_sock) == EACCES);
 	/* A connect() that blocks (its listener's queue is full) holds up
 	 * no other: the next one is answered while it waits, and it
-	 * completes once the listener accepts. */
+	 * completes once the listener accepts. Two at once too: the
+	 * supervisor's one receiving thread answers each and, when an answer
+	 * stalls, another is started (lib/unixsock.c), twice here. */
 	{
 		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+		struct thread_arg t2;
+		pthread_t th2;
 		char full[200];
 		int lst, first;
 
@@ -228,12 +232,23 @@ static int child(void *arg)
 		CHILD_CHECK(__atomic_load_n(&t.result, __ATOMIC_SEQ_CST) == -1);	/* waiting */
 		alarm(10);	/* a hang is a failure, not a stuck test */
 		CHILD_CHECK(try_connect(mine) == 0);
+		t2.path = full;
+		t2.result = -1;
+		CHILD_CHECK(pthread_create(&th2, NULL, thread_connect, &t2) == 0);
+		usleep(200 * 1000);
+		CHILD_CHECK(__atomic_load_n(&t2.result, __ATOMIC_SEQ_CST) == -1);
+		CHILD_CHECK(__atomic_load_n(&t.result, __ATOMIC_SEQ_CST) == -1);
+		CHILD_CHECK(try_connect(mine) == 0);
+		CHILD_CHECK(try_connect("/etc/passwd") == EACCES);
 		alarm(0);
-		fd = accept4(lst, NULL, NULL, SOCK_CLOEXEC);
-		CHILD_CHECK(fd >= 0);
-		close(fd);
+		for (int k = 0; k < 2; k++) {
+			fd = accept4(lst, NULL, NULL, SOCK_CLOEXEC);
+			CHILD_CHECK(fd >= 0);
+			close(fd);
+		}
 		CHILD_CHECK(pthread_join(th, NULL) == 0);
-		CHILD_CHECK(t.result == 0);
+		CHILD_CHECK(pthread_join(th2, NULL) == 0);
+		CHILD_CHECK(t.result == 0 && t2.result == 0);
 		close(first);
 		close(lst);
 		unlink(full);
