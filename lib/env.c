@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -257,21 +259,44 @@ int sbx_fd_close_above(int maxfd, struct sbx_error *err)
 	return r;
 }
 
+/* A status mask (SigIgn, SigCgt: 16 hex digits, bit n-1 for signal n)
+ * into *mask; false when the field is missing or not one. */
+static bool status_mask(const char *status, const char *name, uint64_t *mask)
+{
+	char v[32], *end = NULL;
+
+	if (sbx_status_text_field(status, name, v, sizeof(v)) != 0 || !v[0])
+		return false;
+	errno = 0;
+	*mask = strtoull(v, &end, 16);
+	return errno == 0 && end && *end == '\0';
+}
+
 void sbx_signals_reset(void)
 {
 	struct sigaction sa;
 	sigset_t none;
+	uint64_t ign, cgt, which = ~(uint64_t)0;
+	char status[8192];
 	int sig;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
 	sigemptyset(&sa.sa_mask);
+	/* Only the signals ignored or caught now need a call (one read of
+	 * /proc/self/status instead of 62 calls); every one when it cannot
+	 * be read. */
+	if (sbx_proc_status_read(0, status, sizeof(status)) == 0 &&
+	    status_mask(status, "SigIgn", &ign) && status_mask(status, "SigCgt", &cgt))
+		which = ign | cgt;
 	/* SIGPIPE too: an ignored SIGPIPE inherited from sshd makes pipelines
 	 * in the session spin on EPIPE instead of ending. Signals glibc keeps
 	 * for itself (32, 33) and KILL/STOP fail with EINVAL; that is fine. */
 	for (sig = 1; sig < NSIG; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
+		if (sig <= 64 && !(which & ((uint64_t)1 << (sig - 1))))
+			continue;	/* already SIG_DFL */
 		(void)sigaction(sig, &sa, NULL);
 	}
 	sigemptyset(&none);

@@ -207,6 +207,11 @@ static void test_fd_close_above(void **state)
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, child_fd_close, NULL)), 0);
 }
 
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
 static int child_signals(void *arg)
 {
 	struct sigaction sa;
@@ -217,6 +222,10 @@ static int child_signals(void *arg)
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGRTMIN + 5, &sa, NULL);	/* a real-time one, ignored */
+	sa.sa_handler = on_signal;		/* and caught ones: SigCgt */
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGRTMAX, &sa, NULL);
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGTERM);
@@ -228,6 +237,15 @@ static int child_signals(void *arg)
 	sigaction(SIGINT, NULL, &sa);
 	if (sa.sa_handler != SIG_DFL)
 		return 11;
+	sigaction(SIGRTMIN + 5, NULL, &sa);
+	if (sa.sa_handler != SIG_DFL)
+		return 14;
+	sigaction(SIGHUP, NULL, &sa);
+	if (sa.sa_handler != SIG_DFL)
+		return 15;
+	sigaction(SIGRTMAX, NULL, &sa);
+	if (sa.sa_handler != SIG_DFL)
+		return 16;
 	sigprocmask(SIG_SETMASK, NULL, &set);
 	if (sigismember(&set, SIGUSR1) || sigismember(&set, SIGTERM))
 		return 12;
