@@ -631,15 +631,20 @@ static void answer(const struct job *j)
  * POOL_STALL_NS (a connect() that blocks on a listener's full backlog or
  * a TCP handshake) makes the supervisor's own thread start another
  * receiver, so the session's other calls are not held up by it beyond
- * that; a thread that finishes while another waits ends. The
- * supervisor's thread otherwise only waits for the end (POLLHUP: no
- * process uses the filter any more), and requests do not wake it.
+ * that; a thread that finishes while another waits ends. At MAX_THREADS
+ * blocked at once the session's further calls wait until one ends (the
+ * timer then retries every POOL_FULL_NS). A connect() made on behalf runs
+ * to its end even when its caller is gone, so a program can hold all of
+ * them (its own session's calls only). The supervisor's thread otherwise
+ * only waits for the end (POLLHUP: no process uses the filter any more),
+ * and requests do not wake it.
  *
  * The pool belongs to its supervisor (not static: a process that runs a
  * session after another must not inherit the first one's state) and is
  * freed by the last thread that leaves it.
  */
 #define POOL_STALL_NS 2000000L
+#define POOL_FULL_NS 100000000L
 
 struct pool {
 	pthread_mutex_t lock;
@@ -664,6 +669,8 @@ static void pool_put(struct pool *p)
 	if (last) {
 		if (p->timer >= 0)
 			close(p->timer);
+		if (p->listener >= 0)
+			close(p->listener);	/* no thread can use it any more */
 		pthread_cond_destroy(&p->cond);
 		pthread_mutex_destroy(&p->lock);
 		free(p);
@@ -671,11 +678,16 @@ static void pool_put(struct pool *p)
 }
 
 /* Arm (no thread receives) or disarm the stall timer. With the lock. */
-static void pool_timer(struct pool *p, bool arm)
+static void pool_timer_in(struct pool *p, long ns)
 {
-	struct itimerspec it = { .it_value = { .tv_nsec = arm ? POOL_STALL_NS : 0 } };
+	struct itimerspec it = { .it_value = { .tv_nsec = ns } };
 
 	(void)timerfd_settime(p->timer, 0, &it, NULL);
+}
+
+static void pool_timer(struct pool *p, bool arm)
+{
+	pool_timer_in(p, arm ? POOL_STALL_NS : 0);
 }
 
 static void *receiver(void *arg);
@@ -801,7 +813,7 @@ static int wait_end(struct pool *p)
 		(void)!read(p->timer, &ticks, sizeof(ticks));
 		pthread_mutex_lock(&p->lock);
 		if (p->idle == 0 && !p->done && !receiver_start(p))
-			pool_timer(p, true);	/* try again later */
+			pool_timer_in(p, POOL_FULL_NS);	/* full: try again later */
 		pthread_mutex_unlock(&p->lock);
 	}
 }
@@ -896,10 +908,10 @@ static int supervise(int chan, const struct sbx_unix_policy *pol)
 	pthread_mutex_lock(&p->lock);
 	__atomic_store_n(&p->done, true, __ATOMIC_SEQ_CST);
 	pthread_cond_broadcast(&p->cond);
+	if (listener >= 0 && p->listener != listener)
+		close(listener);	/* never the pool's: the last user closes that */
 	pthread_mutex_unlock(&p->lock);
 	pool_put(p);
-	if (listener >= 0)
-		close(listener);
 	return result;
 }
 
