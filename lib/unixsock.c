@@ -298,6 +298,85 @@ static int connect_or_errno(int fd, const void *addr, socklen_t len)
 	return connect(fd, addr, len) == 0 ? 0 : -errno;
 }
 
+/*
+ * connect() on behalf of a caller that waits in its own: a blocking
+ * connect (a listener's full backlog, a TCP handshake) is made in slices
+ * of CONNECT_SLICE_MS, by lowering the socket's SO_SNDTIMEO (what bounds a
+ * blocking connect for unix and TCP sockets) meanwhile, and between two
+ * slices the caller must still be waiting. Without that a connect whose
+ * caller was killed, or interrupted and restarted (a new request), held
+ * its thread to the end, and one program could take every thread of the
+ * pool. A timeout the caller set itself still ends the call when it runs
+ * out, with what the kernel would have said. 1 when the caller is gone.
+ */
+#define CONNECT_SLICE_MS 100
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int connect_on_behalf(const struct job *j, int fd, const void *addr, socklen_t len)
+{
+	struct timeval orig, slice;
+	socklen_t olen = sizeof(orig);
+	long long deadline = 0, left = CONNECT_SLICE_MS;
+	bool started = false;
+	int fl = fcntl(fd, F_GETFL), r;
+
+	if (fl < 0 || (fl & O_NONBLOCK) ||
+	    getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &orig, &olen) != 0 || olen != sizeof(orig))
+		return connect_or_errno(fd, addr, len);	/* it cannot wait */
+	if (orig.tv_sec || orig.tv_usec)
+		deadline = now_ms() + (long long)orig.tv_sec * 1000 + orig.tv_usec / 1000;
+	for (;;) {
+		if (deadline) {
+			left = deadline - now_ms();
+			if (left > CONNECT_SLICE_MS)
+				left = CONNECT_SLICE_MS;
+			if (left < 1)
+				left = 1;
+		}
+		slice.tv_sec = 0;
+		slice.tv_usec = (suseconds_t)(left * 1000);
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &slice, sizeof(slice)) != 0) {
+			/* As before slices: one connect to its end. */
+			(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &orig, sizeof(orig));
+			r = connect_or_errno(fd, addr, len);
+			return r == -EISCONN && started ? 0 : r;
+		}
+		r = connect_or_errno(fd, addr, len);
+		/* A TCP connect that completed between two slices. */
+		if (r == -EISCONN && started)
+			r = 0;
+		/* unix: EAGAIN, TCP: EINPROGRESS then EALREADY, when the slice
+		 * ran out; anything else is the answer. */
+		if (r != -EAGAIN && r != -EINPROGRESS && r != -EALREADY)
+			break;
+		started = started || r != -EAGAIN;
+		if (deadline && now_ms() >= deadline) {
+			/* The caller's own timeout: what its connect would say. */
+			if (r == -EALREADY)
+				r = -EINPROGRESS;
+			break;
+		}
+		if (caller_still_waiting(j)) {
+			r = 1;
+			break;
+		}
+		/* Made non-blocking meanwhile (another thread of the caller):
+		 * the next call would not wait. */
+		fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || (fl & O_NONBLOCK))
+			break;
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &orig, sizeof(orig));
+	return r;
+}
+
 /* path resolved as the caller (pid) would, from its cwd when relative,
  * without magic links (they would be resolved in the supervisor's context):
  * an O_PATH fd pinning the inode (flags added), and its real path. -errno
@@ -368,7 +447,7 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 	/* Connect through the pinned inode, not the name. */
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", pin);
 	snprintf(via.sun_path, sizeof(via.sun_path), "%s", link);
-	r = connect_or_errno(sfd, &via,
+	r = connect_on_behalf(j, sfd, &via,
 			     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(link) + 1));
 out:
 	close(pin);
@@ -587,13 +666,13 @@ static int handle_call(const struct job *j)
 		    len > sizeof(struct sockaddr_un))
 			r = -EINVAL;
 		else if (sun->sun_path[0] == '\0')
-			r = j->pol->abstract_ok ? connect_or_errno(sfd, &ss, len) : -EACCES;
+			r = j->pol->abstract_ok ? connect_on_behalf(j, sfd, &ss, len) : -EACCES;
 		else
 			r = connect_pathname(j, pid, sfd, sun, len);
 	} else {
 		/* Not a unix socket, or not a unix address: no path is
 		 * looked up, so the kernel's own checks are all there is. */
-		r = connect_or_errno(sfd, &ss, len);
+		r = connect_on_behalf(j, sfd, &ss, len);
 	}
 out:
 	if (sfd >= 0)
@@ -633,9 +712,9 @@ static void answer(const struct job *j)
  * receiver, so the session's other calls are not held up by it beyond
  * that; a thread that finishes while another waits ends. At MAX_THREADS
  * blocked at once the session's further calls wait until one ends (the
- * timer then retries every POOL_FULL_NS). A connect() made on behalf runs
- * to its end even when its caller is gone, so a program can hold all of
- * them (its own session's calls only). The supervisor's thread otherwise
+ * timer then retries every POOL_FULL_NS); a connect() whose caller is gone
+ * ends at its next slice (connect_on_behalf), so only that many callers
+ * waiting at once hold them. The supervisor's thread otherwise
  * only waits for the end (POLLHUP: no process uses the filter any more),
  * and requests do not wake it.
  *

@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <linux/netlink.h>
 #include <sys/wait.h>
@@ -75,6 +77,72 @@ struct thread_arg {
 	const char *path;
 	int result;
 };
+
+static long long ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* connect() with the caller's own SO_SNDTIMEO: the errno (0 connected),
+ * and in *ms how long it took. */
+static int connect_timeout(int family, const struct sockaddr *sa, socklen_t len, int timeout_ms,
+			   long long *ms)
+{
+	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0), e;
+	long long t0 = ms_now();
+
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0)
+		return -1;
+	e = connect(fd, sa, len) == 0 ? 0 : errno;
+	*ms = ms_now() - t0;
+	close(fd);
+	return e;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A caller whose blocking connect() is interrupted every 10 ms and
+ * restarted (SA_RESTART): each restart is a new request to the supervisor,
+ * and the one before is abandoned. */
+static pid_t restarting_caller(const struct sockaddr_un *sun)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+		struct itimerval it = { { 0, 10000 }, { 0, 10000 } };
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		sigaction(SIGALRM, &sa, NULL);
+		setitimer(ITIMER_REAL, &it, NULL);
+		(void)connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
+		_exit(0);
+	}
+	return pid;
+}
+
+struct tcp_arg {
+	struct sockaddr_in sin;
+	int result;
+};
+
+/* A blocking TCP connect: its errno (0 connected). */
+static void *thread_tcp(void *arg)
+{
+	struct tcp_arg *t = arg;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	t->result = connect(fd, (struct sockaddr *)&t->sin, sizeof(t->sin)) == 0 ? 0 : errno;
+	close(fd);
+	return NULL;
+}
 
 static void *thread_connect(void *arg)
 {
@@ -241,6 +309,35 @@ static int child(void *arg)
 		CHILD_CHECK(try_connect(mine) == 0);
 		CHILD_CHECK(try_connect("/etc/passwd") == EACCES);
 		alarm(0);
+		/* The caller's own timeout still ends its connect, with what the
+		 * kernel says (the supervisor connects in slices of 100 ms). */
+		{
+			long long ms = 0;
+
+			CHILD_CHECK(connect_timeout(AF_UNIX, (struct sockaddr *)&sun, sizeof(sun), 300,
+						    &ms) == EAGAIN);
+			CHILD_CHECK(ms >= 250 && ms < 3000);
+		}
+		/* A caller that restarts its connect every 10 ms for a second
+		 * (100 requests, each abandoning the one before) holds no
+		 * thread for long: the session's next connects are answered.
+		 * Before the slices each abandoned one held a thread to the
+		 * end, and the pool (64) was full within 0.7 s. */
+		{
+			pid_t rc = restarting_caller(&sun);
+
+			CHILD_CHECK(rc > 0);
+			usleep(1000 * 1000);
+			alarm(10);
+			CHILD_CHECK(try_connect(mine) == 0);
+			alarm(0);
+			CHILD_CHECK(kill(rc, SIGKILL) == 0 && waitpid(rc, NULL, 0) == rc);
+			/* A connect made on behalf of a caller that is gone ends
+			 * at its next slice; one that wins a free place first
+			 * connects for nobody. Let them end before the places
+			 * free up below. */
+			usleep(300 * 1000);
+		}
 		for (int k = 0; k < 2; k++) {
 			fd = accept4(lst, NULL, NULL, SOCK_CLOEXEC);
 			CHILD_CHECK(fd >= 0);
@@ -252,6 +349,43 @@ static int child(void *arg)
 		close(first);
 		close(lst);
 		unlink(full);
+	}
+	/* TCP through the slices: a full accept queue drops the SYN, so a
+	 * connect waits for its retransmission (1 s). With the caller's own
+	 * 300 ms timeout it says EINPROGRESS, as the kernel does; without
+	 * one it connects once a place is free, across ten slices. */
+	{
+		struct sockaddr_in fsin = { .sin_family = AF_INET };
+		socklen_t flen = sizeof(fsin);
+		struct tcp_arg ta;
+		pthread_t tht;
+		long long ms = 0;
+		int fl, f1;
+
+		fsin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		fl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		CHILD_CHECK(fl >= 0 && bind(fl, (struct sockaddr *)&fsin, sizeof(fsin)) == 0 &&
+			    listen(fl, 0) == 0 &&
+			    getsockname(fl, (struct sockaddr *)&fsin, &flen) == 0);
+		f1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		CHILD_CHECK(f1 >= 0 && connect(f1, (struct sockaddr *)&fsin, sizeof(fsin)) == 0);
+		CHILD_CHECK(connect_timeout(AF_INET, (struct sockaddr *)&fsin, sizeof(fsin), 300,
+					    &ms) == EINPROGRESS);
+		CHILD_CHECK(ms >= 250 && ms < 3000);
+		ta.sin = fsin;
+		ta.result = -1;
+		CHILD_CHECK(pthread_create(&tht, NULL, thread_tcp, &ta) == 0);
+		usleep(300 * 1000);
+		CHILD_CHECK(__atomic_load_n(&ta.result, __ATOMIC_SEQ_CST) == -1);
+		fd = accept4(fl, NULL, NULL, SOCK_CLOEXEC);
+		CHILD_CHECK(fd >= 0);
+		close(fd);
+		alarm(20);
+		CHILD_CHECK(pthread_join(tht, NULL) == 0);
+		alarm(0);
+		CHILD_CHECK(ta.result == 0);
+		close(f1);
+		close(fl);
 	}
 	{
 		int sv[2];
