@@ -60,6 +60,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -299,17 +300,54 @@ static int connect_or_errno(int fd, const void *addr, socklen_t len)
 }
 
 /*
- * connect() on behalf of a caller that waits in its own: a blocking
- * connect (a listener's full backlog, a TCP handshake) is made in slices
- * of CONNECT_SLICE_MS, by lowering the socket's SO_SNDTIMEO (what bounds a
- * blocking connect for unix and TCP sockets) meanwhile, and between two
- * slices the caller must still be waiting. Without that a connect whose
- * caller was killed, or interrupted and restarted (a new request), held
- * its thread to the end, and one program could take every thread of the
- * pool. A timeout the caller set itself still ends the call when it runs
- * out, with what the kernel would have said. 1 when the caller is gone.
+ * connect() on behalf of a caller that waits in its own. A connect that
+ * blocks (a listener's full backlog, a TCP handshake) is interrupted every
+ * CONNECT_TICK_MS by a timer of the answering thread (SIGEV_THREAD_ID,
+ * CONNECT_SIGNAL, a handler without SA_RESTART, the signal unblocked only
+ * around the connect), and between two ticks the caller must still be
+ * waiting: a connect whose caller was killed, or interrupted and restarted
+ * (a new request), ends at the next tick. Nothing of the caller's socket
+ * is changed for it (its SO_SNDTIMEO and O_NONBLOCK are the caller's: a
+ * bound made of them, the first version of this, was raced by another
+ * thread of the caller). A unix connect interrupted starts again; a TCP
+ * one goes on (EALREADY, then 0, or EISCONN when it completed in between).
+ * The caller's own SO_SNDTIMEO, read at the start, still ends the call
+ * (to the tick), with the kernel's answer: EAGAIN for unix, EINPROGRESS
+ * for TCP. 1 when the caller is gone.
  */
-#define CONNECT_SLICE_MS 100
+#define CONNECT_TICK_MS 100
+#define CONNECT_SIGNAL (SIGRTMIN + 3)
+
+static __thread timer_t tick_timer;
+static __thread bool tick_ready;
+
+static void on_tick(int sig)
+{
+	(void)sig;
+}
+
+/* This thread's tick timer, made once; false when none could be. */
+static bool tick_make(void)
+{
+	struct sigevent sev;
+
+	if (tick_ready)
+		return true;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = CONNECT_SIGNAL;
+	sev._sigev_un._tid = gettid();
+	tick_ready = timer_create(CLOCK_MONOTONIC, &sev, &tick_timer) == 0;
+	return tick_ready;
+}
+
+static void tick_set(long ms)
+{
+	struct itimerspec it = { .it_value = { .tv_nsec = ms * 1000000L },
+				 .it_interval = { .tv_nsec = ms * 1000000L } };
+
+	(void)timer_settime(tick_timer, 0, &it, NULL);
+}
 
 static long long now_ms(void)
 {
@@ -319,61 +357,95 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int connect_on_behalf(const struct job *j, int fd, const void *addr, socklen_t len)
+/* The tick's handler (process-wide), and the signal blocked in the calling
+ * thread, hence in every thread it makes: only a connect on behalf takes
+ * it. Without the handler its default action would end the process. */
+static void tick_signal_setup(void)
 {
-	struct timeval orig, slice;
-	socklen_t olen = sizeof(orig);
-	long long deadline = 0, left = CONNECT_SLICE_MS;
-	bool started = false;
-	int fl = fcntl(fd, F_GETFL), r;
+	struct sigaction sa;
+	sigset_t tick;
 
-	if (fl < 0 || (fl & O_NONBLOCK) ||
-	    getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &orig, &olen) != 0 || olen != sizeof(orig))
-		return connect_or_errno(fd, addr, len);	/* it cannot wait */
-	if (orig.tv_sec || orig.tv_usec)
-		deadline = now_ms() + (long long)orig.tv_sec * 1000 + orig.tv_usec / 1000;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_tick;	/* no SA_RESTART: the connect returns */
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&tick);
+	sigaddset(&tick, CONNECT_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &tick, NULL);
+	(void)sigaction(CONNECT_SIGNAL, &sa, NULL);
+}
+
+/*
+ * An earlier request of the same caller (one it abandoned by restarting
+ * the call) may have connected its socket in the meantime, and a unix
+ * connect waits for room at the listener before it looks at its own
+ * socket: it would wait for good. So a unix socket already connected ends
+ * the call: 0 when its peer is what this request decided on (the pinned
+ * inode, or the same abstract name), EISCONN otherwise. -1: not connected.
+ */
+static int already_connected(int fd, const void *addr, socklen_t len, const struct stat *target)
+{
+	struct sockaddr_un peer;
+	socklen_t plen = sizeof(peer);
+	struct stat st;
+
+	memset(&peer, 0, sizeof(peer));
+	if (getpeername(fd, (struct sockaddr *)&peer, &plen) != 0)
+		return -1;
+	if (plen > offsetof(struct sockaddr_un, sun_path) && peer.sun_path[0] == '\0')
+		return plen == len && memcmp(&peer, addr, len) == 0 ? 0 : -EISCONN;
+	if (target && plen > offsetof(struct sockaddr_un, sun_path) && plen <= sizeof(peer)) {
+		peer.sun_path[sizeof(peer.sun_path) - 1] = '\0';
+		if (fstatat(AT_FDCWD, peer.sun_path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    st.st_dev == target->st_dev && st.st_ino == target->st_ino)
+			return 0;
+	}
+	return -EISCONN;
+}
+
+static int connect_on_behalf(const struct job *j, int domain, int fd, const void *addr,
+			     socklen_t len, const struct stat *target)
+{
+	struct timeval own;
+	socklen_t olen = sizeof(own);
+	long long deadline = 0;
+	bool started = false;
+	sigset_t tick;
+	int r;
+
+	if (!tick_make())
+		return connect_or_errno(fd, addr, len);	/* as before the ticks */
+	/* A timeout of decades (the kernel keeps up to LONG_MAX jiffies) is
+	 * none: no overflow in the sum. */
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &own, &olen) == 0 && olen == sizeof(own) &&
+	    (own.tv_sec || own.tv_usec) && own.tv_sec >= 0 && own.tv_sec < (1L << 30))
+		deadline = now_ms() + (long long)own.tv_sec * 1000 + own.tv_usec / 1000;
+	sigemptyset(&tick);
+	sigaddset(&tick, CONNECT_SIGNAL);
+	tick_set(CONNECT_TICK_MS);
 	for (;;) {
-		if (deadline) {
-			left = deadline - now_ms();
-			if (left > CONNECT_SLICE_MS)
-				left = CONNECT_SLICE_MS;
-			if (left < 1)
-				left = 1;
-		}
-		slice.tv_sec = 0;
-		slice.tv_usec = (suseconds_t)(left * 1000);
-		if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &slice, sizeof(slice)) != 0) {
-			/* As before slices: one connect to its end. */
-			(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &orig, sizeof(orig));
-			r = connect_or_errno(fd, addr, len);
-			return r == -EISCONN && started ? 0 : r;
-		}
-		r = connect_or_errno(fd, addr, len);
-		/* A TCP connect that completed between two slices. */
-		if (r == -EISCONN && started)
-			r = 0;
-		/* unix: EAGAIN, TCP: EINPROGRESS then EALREADY, when the slice
-		 * ran out; anything else is the answer. */
-		if (r != -EAGAIN && r != -EINPROGRESS && r != -EALREADY)
+		if (domain == AF_UNIX && (r = already_connected(fd, addr, len, target)) != -1)
 			break;
-		started = started || r != -EAGAIN;
+		pthread_sigmask(SIG_UNBLOCK, &tick, NULL);
+		r = connect_or_errno(fd, addr, len);
+		pthread_sigmask(SIG_BLOCK, &tick, NULL);
+		if (r == -EISCONN && started)
+			r = 0;		/* TCP: completed between two ticks */
+		if (r == -EALREADY && started)
+			r = -EINPROGRESS;	/* TCP: its own timeout ran out */
+		if (r != -EINTR)
+			break;
+		if (domain != AF_UNIX)
+			started = true;	/* the handshake goes on */
 		if (deadline && now_ms() >= deadline) {
-			/* The caller's own timeout: what its connect would say. */
-			if (r == -EALREADY)
-				r = -EINPROGRESS;
+			r = domain == AF_UNIX ? -EAGAIN : -EINPROGRESS;
 			break;
 		}
 		if (caller_still_waiting(j)) {
 			r = 1;
 			break;
 		}
-		/* Made non-blocking meanwhile (another thread of the caller):
-		 * the next call would not wait. */
-		fl = fcntl(fd, F_GETFL);
-		if (fl < 0 || (fl & O_NONBLOCK))
-			break;
 	}
-	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &orig, sizeof(orig));
+	tick_set(0);
 	return r;
 }
 
@@ -447,8 +519,9 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 	/* Connect through the pinned inode, not the name. */
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", pin);
 	snprintf(via.sun_path, sizeof(via.sun_path), "%s", link);
-	r = connect_on_behalf(j, sfd, &via,
-			     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(link) + 1));
+	r = connect_on_behalf(j, AF_UNIX, sfd, &via,
+			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(link) + 1),
+			      &st);
 out:
 	close(pin);
 	return r;
@@ -666,13 +739,13 @@ static int handle_call(const struct job *j)
 		    len > sizeof(struct sockaddr_un))
 			r = -EINVAL;
 		else if (sun->sun_path[0] == '\0')
-			r = j->pol->abstract_ok ? connect_on_behalf(j, sfd, &ss, len) : -EACCES;
+			r = j->pol->abstract_ok ? connect_on_behalf(j, AF_UNIX, sfd, &ss, len, NULL) : -EACCES;
 		else
 			r = connect_pathname(j, pid, sfd, sun, len);
 	} else {
 		/* Not a unix socket, or not a unix address: no path is
 		 * looked up, so the kernel's own checks are all there is. */
-		r = connect_on_behalf(j, sfd, &ss, len);
+		r = connect_on_behalf(j, domain, sfd, &ss, len, NULL);
 	}
 out:
 	if (sfd >= 0)
@@ -713,7 +786,7 @@ static void answer(const struct job *j)
  * that; a thread that finishes while another waits ends. At MAX_THREADS
  * blocked at once the session's further calls wait until one ends (the
  * timer then retries every POOL_FULL_NS); a connect() whose caller is gone
- * ends at its next slice (connect_on_behalf), so only that many callers
+ * ends at its next tick (connect_on_behalf), so only that many callers
  * waiting at once hold them. The supervisor's thread otherwise
  * only waits for the end (POLLHUP: no process uses the filter any more),
  * and requests do not wake it.
@@ -865,6 +938,10 @@ static void *receiver(void *arg)
 	p->threads--;
 	pthread_mutex_unlock(&p->lock);
 	free(req);
+	if (tick_ready) {
+		timer_delete(tick_timer);
+		tick_ready = false;
+	}
 	pool_put(p);
 	return NULL;
 }
@@ -951,6 +1028,7 @@ static int supervise(int chan, const struct sbx_unix_policy *pol)
 	p->listener = -1;
 	p->pol = pol;
 	p->refs = 1;
+	tick_signal_setup();
 	p->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	/* The receiver, made while the worker is still on its way. */
 	pthread_mutex_lock(&p->lock);
@@ -1033,6 +1111,8 @@ int sbx_unix_supervisor_thread(const struct sbx_unix_policy *pol, int supervisor
 	}
 	t->chan = supervisor_end;
 	t->pol = pol;
+	/* The init's own thread too: a tick never reaches it. */
+	tick_signal_setup();
 	e = pthread_attr_init(&attr);
 	if (e == 0) {
 		e = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

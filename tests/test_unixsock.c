@@ -110,7 +110,29 @@ static void on_alarm(int sig)
 
 /* A caller whose blocking connect() is interrupted every 10 ms and
  * restarted (SA_RESTART): each restart is a new request to the supervisor,
- * and the one before is abandoned. */
+ * and the one before is abandoned. A second thread meanwhile keeps
+ * changing what the caller owns of the socket (SO_SNDTIMEO to "forever"
+ * and back, O_NONBLOCK on and off): nothing of it may bound, or unbound,
+ * the supervisor's wait. */
+static volatile int racing_fd = -1;
+
+static void *race_socket(void *arg)
+{
+	struct timeval forever = { 0, 0 }, short_tv = { 0, 1000 };
+
+	(void)arg;
+	for (unsigned i = 0;; i++) {
+		int fd = racing_fd;
+
+		if (fd < 0)
+			continue;
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, i & 1 ? &forever : &short_tv,
+				 sizeof(forever));
+		(void)fcntl(fd, F_SETFL, i & 2 ? O_NONBLOCK : 0);
+	}
+	return NULL;
+}
+
 static pid_t restarting_caller(const struct sockaddr_un *sun)
 {
 	pid_t pid = fork();
@@ -118,14 +140,46 @@ static pid_t restarting_caller(const struct sockaddr_un *sun)
 	if (pid == 0) {
 		struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
 		struct itimerval it = { { 0, 10000 }, { 0, 10000 } };
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		pthread_t racer;
 
 		sigaction(SIGALRM, &sa, NULL);
 		setitimer(ITIMER_REAL, &it, NULL);
-		(void)connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
-		_exit(0);
+		if (pthread_create(&racer, NULL, race_socket, NULL) != 0)
+			_exit(1);
+		for (;;) {
+			int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+			racing_fd = fd;
+			(void)connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
+			racing_fd = -1;
+			close(fd);
+		}
 	}
 	return pid;
+}
+
+/* A program that sets no timeout and whose blocking connect() is
+ * interrupted (SA_RESTART) every 150 ms while the listener is full: it
+ * connects once a place is free, and its socket keeps no timeout. 0, or
+ * what went wrong. */
+static int restarted_connect(const struct sockaddr_un *sun)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval it = { { 0, 150000 }, { 0, 150000 } };
+	struct timeval tv = { 1, 1 };
+	socklen_t tlen = sizeof(tv);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
+
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	r = connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0 ? 0 : errno;
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	if (r)
+		return 10 + (r & 0x3f);
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &tlen) != 0 || tv.tv_sec || tv.tv_usec)
+		return 2;
+	return 0;
 }
 
 struct tcp_arg {
@@ -310,7 +364,7 @@ static int child(void *arg)
 		CHILD_CHECK(try_connect("/etc/passwd") == EACCES);
 		alarm(0);
 		/* The caller's own timeout still ends its connect, with what the
-		 * kernel says (the supervisor connects in slices of 100 ms). */
+		 * kernel says (the supervisor's wait is cut every 100 ms). */
 		{
 			long long ms = 0;
 
@@ -319,21 +373,22 @@ static int child(void *arg)
 			CHILD_CHECK(ms >= 250 && ms < 3000);
 		}
 		/* A caller that restarts its connect every 10 ms for a second
-		 * (100 requests, each abandoning the one before) holds no
-		 * thread for long: the session's next connects are answered.
-		 * Before the slices each abandoned one held a thread to the
-		 * end, and the pool (64) was full within 0.7 s. */
+		 * (100 requests, each abandoning the one before; another thread
+		 * changing the socket's timeout and O_NONBLOCK all along) holds
+		 * no thread for long: the session's next connects are answered.
+		 * Before the ticks each abandoned one held a thread to the end,
+		 * and the pool (64) was full within 0.7 s. */
 		{
 			pid_t rc = restarting_caller(&sun);
 
 			CHILD_CHECK(rc > 0);
-			usleep(1000 * 1000);
+			sleep(1);
 			alarm(10);
 			CHILD_CHECK(try_connect(mine) == 0);
 			alarm(0);
 			CHILD_CHECK(kill(rc, SIGKILL) == 0 && waitpid(rc, NULL, 0) == rc);
 			/* A connect made on behalf of a caller that is gone ends
-			 * at its next slice; one that wins a free place first
+			 * at its next tick; one that wins a free place first
 			 * connects for nobody. Let them end before the places
 			 * free up below. */
 			usleep(300 * 1000);
@@ -350,10 +405,45 @@ static int child(void *arg)
 		close(lst);
 		unlink(full);
 	}
-	/* TCP through the slices: a full accept queue drops the SYN, so a
+	/* A program's connect interrupted and restarted while it waits: it
+	 * connects when a place frees up, and keeps no timeout of the
+	 * supervisor's (the first version of the bound lowered the socket's
+	 * SO_SNDTIMEO, and such a program got EAGAIN). */
+	{
+		struct sockaddr_un rs = { .sun_family = AF_UNIX };
+		int rl, r1, st = -1;
+		pid_t pc;
+
+		CHILD_CHECK(strlen(tmp_dir) + sizeof("/ws/restart.sock") <= sizeof(rs.sun_path));
+		memcpy(rs.sun_path, tmp_dir, strlen(tmp_dir));
+		memcpy(rs.sun_path + strlen(tmp_dir), "/ws/restart.sock", sizeof("/ws/restart.sock"));
+		rl = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		CHILD_CHECK(rl >= 0 && bind(rl, (struct sockaddr *)&rs, sizeof(rs)) == 0 &&
+			    listen(rl, 0) == 0);
+		r1 = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		CHILD_CHECK(r1 >= 0 && connect(r1, (struct sockaddr *)&rs, sizeof(rs)) == 0);
+		pc = fork();
+		CHILD_CHECK(pc >= 0);
+		if (pc == 0)
+			_exit(restarted_connect(&rs));
+		usleep(600 * 1000);
+		fd = accept4(rl, NULL, NULL, SOCK_CLOEXEC);
+		CHILD_CHECK(fd >= 0);
+		close(fd);
+		alarm(10);
+		CHILD_CHECK(waitpid(pc, &st, 0) == pc);
+		alarm(0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fprintf(stderr, "restarted connect: status %#x\n", st);
+		CHILD_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		close(r1);
+		close(rl);
+		unlink(rs.sun_path);
+	}
+	/* TCP through the ticks: a full accept queue drops the SYN, so a
 	 * connect waits for its retransmission (1 s). With the caller's own
 	 * 300 ms timeout it says EINPROGRESS, as the kernel does; without
-	 * one it connects once a place is free, across ten slices. */
+	 * one it connects once a place is free, across ten ticks. */
 	{
 		struct sockaddr_in fsin = { .sin_family = AF_INET };
 		socklen_t flen = sizeof(fsin);
