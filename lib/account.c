@@ -207,6 +207,13 @@ int sbx_account_by_name(const char *user, struct sbx_account *out, struct sbx_er
 	return account_load(true, user, 0, true, out, err);
 }
 
+int sbx_account_by_name_passwd(const char *user, struct sbx_account *out, struct sbx_error *err)
+{
+	if (!user || !user[0])
+		return sbx_error_set(err, EINVAL, "account: empty user name");
+	return account_load(true, user, 0, false, out, err);
+}
+
 int sbx_account_by_uid(uid_t uid, struct sbx_account *out, struct sbx_error *err)
 {
 	return account_load(false, NULL, uid, true, out, err);

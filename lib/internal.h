@@ -185,6 +185,7 @@ int sbx_account_by_uid(uid_t uid, struct sbx_account *out, struct sbx_error *err
  * adds them; sbx_account_profile refuses a config with group rules for an
  * account whose groups were not looked up. */
 int sbx_account_by_uid_passwd(uid_t uid, struct sbx_account *out, struct sbx_error *err);
+int sbx_account_by_name_passwd(const char *user, struct sbx_account *out, struct sbx_error *err);
 int sbx_account_load_groups(struct sbx_account *a, struct sbx_error *err);
 void sbx_account_free(struct sbx_account *a);
 

@@ -251,6 +251,13 @@ static void refuse_msg(pam_handle_t *pamh, const struct args *a, const char *rea
 /* The passwd entry and group names of the PAM user. 0, or a PAM code.
  * A lookup that fails (an NSS error, not "no such entry") refuses the
  * login: with a group missing, an agent could be taken for a non-agent. */
+/*
+ * The account's passwd entry. Its groups are looked up only when they are
+ * needed (account_groups): a config with group rules, or a config that
+ * cannot be used. Looking them up loads every NSS module of the group
+ * database (on Debian, systemd's userdb with its probes), most of what the
+ * module cost a login that is not an agent's.
+ */
 static int account_load(pam_handle_t *pamh, struct sbx_account *acc)
 {
 	struct sbx_error err = { 0 };
@@ -262,7 +269,7 @@ static int account_load(pam_handle_t *pamh, struct sbx_account *acc)
 		mlog(pamh, LOG_ERR, "refused", "no_user", NULL, "cannot determine the user name");
 		return PAM_USER_UNKNOWN;
 	}
-	r = sbx_account_by_name(user, acc, &err);
+	r = sbx_account_by_name_passwd(user, acc, &err);
 	if (r == -ENOENT) {
 		mlog(pamh, LOG_ERR, "refused", "no_passwd", user, "user %s: no passwd entry", user);
 		return PAM_USER_UNKNOWN;
@@ -273,6 +280,21 @@ static int account_load(pam_handle_t *pamh, struct sbx_account *acc)
 		return r == -ENOMEM ? PAM_BUF_ERR : PAM_SYSTEM_ERR;
 	}
 	return 0;
+}
+
+/* The account's groups, when the decision needs them. A lookup that fails
+ * refuses the login: a group missing from the list could turn an agent
+ * into a non-agent. */
+static int account_groups(pam_handle_t *pamh, struct sbx_account *acc)
+{
+	struct sbx_error err = { 0 };
+	int r = sbx_account_load_groups(acc, &err);
+
+	if (r == 0)
+		return 0;
+	mlog(pamh, LOG_ERR, "refused", "account_lookup", acc->user, "user %s: refused: %s",
+	     acc->user, err.msg);
+	return r == -ENOMEM ? PAM_BUF_ERR : PAM_SYSTEM_ERR;
 }
 
 /*
@@ -289,9 +311,13 @@ static int account_load(pam_handle_t *pamh, struct sbx_account *acc)
  * unconfined shell.
  */
 static int config_failure(pam_handle_t *pamh, struct args *a,
-			  const struct sbx_account *acc, const struct sbx_error *err)
+			  struct sbx_account *acc, const struct sbx_error *err)
 {
 	struct stat st;
+	int r = account_groups(pamh, acc);
+
+	if (r)
+		return r;
 
 	/* The refusal goes to the default place's ledger only where the
 	 * package made that place: nothing is created from a broken config. */
@@ -314,7 +340,7 @@ static int config_failure(pam_handle_t *pamh, struct args *a,
  * they could be read and parsed.
  */
 static int agent_select(pam_handle_t *pamh, struct args *a,
-			const struct sbx_account *acc, struct sbx_config **cfg_out,
+			struct sbx_account *acc, struct sbx_config **cfg_out,
 			struct sbx_profile *prof, struct sbx_config_text **text_out)
 {
 	struct sbx_error err = { 0 };
@@ -331,6 +357,14 @@ static int agent_select(pam_handle_t *pamh, struct args *a,
 	}
 	*text_out = text;
 	a->state_dir = cfg->state_dir;	/* for the ledger; lives as long as cfg */
+	if (sbx_config_has_group_rules(cfg)) {
+		r = account_groups(pamh, acc);
+		if (r) {
+			sbx_config_free(cfg);
+			a->state_dir = NULL;
+			return r;
+		}
+	}
 	r = sbx_account_profile(cfg, acc, prof, &err);
 	if (r == -ENOENT) {
 		if (a->debug)
@@ -394,7 +428,7 @@ static bool account_same(const struct sbx_account *x, const struct sbx_account *
 {
 	if (strcmp(x->user, y->user) != 0 || x->uid != y->uid || x->gid != y->gid ||
 	    strcmp(x->home, y->home) != 0 || strcmp(x->shell, y->shell) != 0 ||
-	    x->n_groups != y->n_groups)
+	    x->groups_loaded != y->groups_loaded || x->n_groups != y->n_groups)
 		return false;
 	for (size_t i = 0; i < x->n_groups; i++)
 		if (strcmp(x->groups[i], y->groups[i]) != 0)
@@ -422,20 +456,14 @@ static int account_copy(struct sbx_account *dst, const struct sbx_account *src)
  * Nothing is kept when memory runs out: the session phase decides again. */
 static void selected_keep(pam_handle_t *pamh, const struct args *a,
 			  const struct sbx_account *acc, struct sbx_config **cfg,
-			  const struct sbx_profile *prof, struct sbx_config_text **text)
+			  struct sbx_profile **prof, struct sbx_config_text **text)
 {
 	struct selected *k = calloc(1, sizeof(*k));
 
 	if (!k || sbx_strlcpy(k->conf, sizeof(k->conf), a->conf) != 0 ||
 	    account_copy(&k->acc, acc) != 0)
 		goto fail;
-	if (*cfg) {
-		k->prof = malloc(sizeof(*k->prof));
-		if (!k->prof)
-			goto fail;
-		sbx_profile_copy(k->prof, prof);
-		k->agent = true;
-	}
+	k->agent = *cfg != NULL;
 	k->text = *text;
 	if (pam_set_data(pamh, SELECTED_NAME, k, selected_cleanup) != PAM_SUCCESS) {
 		k->text = NULL;
@@ -444,6 +472,10 @@ static void selected_keep(pam_handle_t *pamh, const struct args *a,
 	*text = NULL;
 	k->cfg = *cfg;
 	*cfg = NULL;
+	if (k->agent) {
+		k->prof = *prof;
+		*prof = NULL;
+	}
 	return;
 fail:
 	selected_free(k);
@@ -451,12 +483,12 @@ fail:
 
 /*
  * The session phase: the account phase's decision when nothing it rests
- * on changed. 0 for an agent (*cfg and prof filled, *cfg the caller's),
+ * on changed. 0 for an agent (*cfg and *prof filled, both the caller's),
  * PAM_IGNORE for a non-agent, 1 when there is nothing to take (decide
  * afresh). The kept decision is dropped in every case.
  */
-static int selected_take(pam_handle_t *pamh, struct args *a, const struct sbx_account *acc,
-			 struct sbx_config **cfg, struct sbx_profile *prof)
+static int selected_take(pam_handle_t *pamh, struct args *a, struct sbx_account *acc,
+			 struct sbx_config **cfg, struct sbx_profile **prof)
 {
 	struct sbx_config_text *now = NULL;
 	struct sbx_error err = { 0 };
@@ -467,10 +499,16 @@ static int selected_take(pam_handle_t *pamh, struct args *a, const struct sbx_ac
 	if (pam_get_data(pamh, SELECTED_NAME, &data) != PAM_SUCCESS || !data)
 		return 1;
 	k = (struct selected *)data;
-	if (strcmp(k->conf, a->conf) == 0 && account_same(&k->acc, acc) &&
-	    sbx_config_read(a->conf, 0, &now, &err) == 0 && sbx_config_text_equal(k->text, now)) {
+	/* The same config has the same group rules: the groups are looked up
+	 * again exactly when the account phase needed them. */
+	if (strcmp(k->conf, a->conf) == 0 && sbx_config_read(a->conf, 0, &now, &err) == 0 &&
+	    sbx_config_text_equal(k->text, now) &&
+	    (!k->acc.groups_loaded || sbx_account_load_groups(acc, &err) == 0) &&
+	    account_same(&k->acc, acc)) {
 		if (k->agent) {
-			sbx_profile_copy(prof, k->prof);
+			free(*prof);
+			*prof = k->prof;
+			k->prof = NULL;
 			*cfg = k->cfg;
 			k->cfg = NULL;
 			a->state_dir = (*cfg)->state_dir;
@@ -615,7 +653,7 @@ static int for_agent(pam_handle_t *pamh, int flags, int argc, const char **argv,
 {
 	struct sbx_config_text *text = NULL;
 	struct sbx_config *cfg = NULL;
-	struct sbx_profile prof;
+	struct sbx_profile *prof;
 	struct sbx_account acc;
 	struct args a;
 	bool account_phase = step == account_allowed;
@@ -627,18 +665,26 @@ static int for_agent(pam_handle_t *pamh, int flags, int argc, const char **argv,
 	r = account_load(pamh, &acc);
 	if (r)
 		return r;
+	/* On the heap: a profile is 170 KiB, mostly list room no login
+	 * touches, and a stack frame that size is probed page by page. */
+	prof = malloc(sizeof(*prof));
+	if (!prof) {
+		sbx_account_free(&acc);
+		return PAM_BUF_ERR;
+	}
 	r = account_phase ? 1 : selected_take(pamh, &a, &acc, &cfg, &prof);
 	if (r == 1)
-		r = agent_select(pamh, &a, &acc, &cfg, &prof, &text);
+		r = agent_select(pamh, &a, &acc, &cfg, prof, &text);
 	if (r == 0) {
-		r = agent_policy(pamh, &a, &acc, cfg, &prof);
+		r = agent_policy(pamh, &a, &acc, cfg, prof);
 		if (r == PAM_SUCCESS)
-			r = step(pamh, &a, &acc, cfg, &prof);
+			r = step(pamh, &a, &acc, cfg, prof);
 	}
 	/* What the account phase found, for its session phase: an agent
 	 * allowed in, or an account that is not an agent's. */
 	if (account_phase && text && (r == PAM_SUCCESS || (r == PAM_IGNORE && !cfg)))
 		selected_keep(pamh, &a, &acc, &cfg, &prof, &text);
+	free(prof);
 	sbx_config_free(cfg);
 	sbx_config_text_free(text);
 	sbx_account_free(&acc);

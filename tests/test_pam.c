@@ -292,6 +292,18 @@ static int group_setup_inner(void)
 	    write_service("sbxtest-untrusted", "conf/untrusted.conf", true) ||
 	    write_service("sbxtest-only", "conf/good.conf", false) || write_twice_service())
 		return -1;
+	/* The untrusted config again, with the big group as the agents'. */
+	{
+		char text[2 * PATH_MAX + 512];
+
+		snprintf(path, sizeof(path), "%s/sbxtest-untrusted-grp", W.confdir);
+		snprintf(text, sizeof(text),
+			 "account required %s conf=%s/conf/untrusted.conf runtime_dir=%s group="
+			 BIG_GROUP "\naccount required pam_permit.so\n",
+			 W.so, W.base, W.rt);
+		if (write_text(path, text, 0644))
+			return -1;
+	}
 	/* "other" denies: a service file that failed to load cannot pass. */
 	snprintf(path, sizeof(path), "%s/other", W.confdir);
 	if (write_text(path, "account required pam_deny.so\nsession required pam_deny.so\n",
@@ -431,32 +443,50 @@ static void run_acct(const char *service, const char *user, int want, const char
  */
 #define BIG_GID 59873
 
-static int child_big_group(void *arg)
+/* In this child's own mount namespace (made by the caller): /etc/group
+ * with BIG_GROUP added, member among its 1200 members. */
+static int bind_big_group(const char *member)
 {
-	bool bind = arg != NULL;
 	char tmpl[] = "/tmp/sbx-test-pamgrp-XXXXXX";
-	pam_handle_t *h = NULL;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
-	int fd, r;
+	int fd;
 
-	CHECK(unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0,
-	      100);
+	fd = mkstemp(tmpl);
+	CHECK(fd >= 0 && sbx_read_file("/etc/group", 1u << 22, &buf, &len, NULL) == 0, 101);
+	f = fdopen(fd, "w");
+	CHECK(f != NULL, 102);
+	fwrite(buf, 1, len, f);
+	free(buf);
+	fprintf(f, "%s:x:%d:%s", BIG_GROUP, BIG_GID, member);
+	for (int i = 0; i < 1200; i++)
+		fprintf(f, ",sbx-filler-member-%05d", i);
+	fputc('\n', f);
+	CHECK(fclose(f) == 0 && chmod(tmpl, 0644) == 0, 103);
+	CHECK(mount(tmpl, "/etc/group", NULL, MS_BIND, NULL) == 0, 104);
+	unlink(tmpl);
+	return 0;
+}
+
+static int own_mount_ns(void)
+{
+	return unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0
+		       ? 0
+		       : -1;
+}
+
+static int child_big_group(void *arg)
+{
+	bool bind = arg != NULL;
+	pam_handle_t *h = NULL;
+	int r;
+
+	CHECK(own_mount_ns() == 0, 100);
 	if (bind) {
-		fd = mkstemp(tmpl);
-		CHECK(fd >= 0 && sbx_read_file("/etc/group", 1u << 22, &buf, &len, NULL) == 0, 101);
-		f = fdopen(fd, "w");
-		CHECK(f != NULL, 102);
-		fwrite(buf, 1, len, f);
-		fprintf(f, "%s:x:%d:%s", BIG_GROUP, BIG_GID, W.agent);
-		for (int i = 0; i < 1200; i++)
-			fprintf(f, ",sbx-filler-member-%05d", i);
-		fputc('\n', f);
-		CHECK(fclose(f) == 0 && chmod(tmpl, 0644) == 0, 103);
-		CHECK(mount(tmpl, "/etc/group", NULL, MS_BIND, NULL) == 0, 104);
-		unlink(tmpl);
-		free(buf);
+		r = bind_big_group(W.agent);
+		if (r)
+			return r;
 	}
 	CHECK(pam_start_confdir("sbxtest-big", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS, 105);
 	r = pam_acct_mgmt(h, 0);
@@ -470,6 +500,32 @@ static int child_big_group(void *arg)
 	return 0;
 }
 
+/* Matched through the group at the account phase, out of it by the
+ * session phase: the session phase looks the groups up again, finds the
+ * account changed, decides afresh and opens nothing. */
+static int child_big_group_left(void *arg)
+{
+	unsigned long mnt;
+	pam_handle_t *h = NULL;
+	int r;
+
+	(void)arg;
+	CHECK(own_mount_ns() == 0, 120);
+	r = bind_big_group(W.agent);
+	if (r)
+		return r;
+	mnt = ns_ino("mnt");
+	CHECK(pam_start_confdir("sbxtest-big", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS, 121);
+	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 122);
+	CHECK(umount2("/etc/group", MNT_DETACH) == 0, 123);
+	/* The module alone in the stack, ignoring: the stack fails. */
+	r = pam_open_session(h, 0);
+	CHECK(r == PAM_PERM_DENIED, 124);
+	CHECK(ns_ino("mnt") == mnt && pam_getenv(h, "AGENT_SANDBOX_SESSION") == NULL, 125);
+	pam_end(h, r);
+	return 0;
+}
+
 static void test_big_group(void **state)
 {
 	(void)state;
@@ -477,6 +533,8 @@ static void test_big_group(void **state)
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_big_group, (void *)1)), 0);
 	/* Control: without the group the agent is not one. */
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_big_group, NULL)), 0);
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_big_group_left, NULL)),
+			 0);
 }
 
 static void test_account_phase(void **state)
@@ -505,6 +563,75 @@ static void test_account_phase(void **state)
 		 "is not the agent shell /usr/local/bin/not-the-agent-shell", W.agent);
 }
 
+/* sbxtest-untrusted-grp for the plain user; arg non-NULL: the user is a
+ * member of BIG_GROUP, the group= the service names. */
+static int child_untrusted_member(void *arg)
+{
+	struct acct_case c = { "sbxtest-untrusted-grp", W.user, PAM_SUCCESS,
+			       "not treated as an agent", W.user };
+	int r;
+
+	CHECK(own_mount_ns() == 0, 100);
+	if (arg) {
+		r = bind_big_group(W.user);
+		if (r)
+			return r;
+		c.want = PAM_PERM_DENIED;
+		c.log_a = "untrusted.conf unusable";
+		c.log_b = "group-writable";
+	}
+	return child_acct(&c);
+}
+
+/*
+ * The groups are looked up only for a config that has group rules: with
+ * the group database failing (only "files" in nsswitch.conf, and reading
+ * /etc/group an error), a config that matches by user name still decides
+ * for the agent and for everyone else. The control, a config with a
+ * group rule, refuses the agent: it cannot tell a member from a
+ * non-member, and says why.
+ */
+static int child_group_db_down(void *arg)
+{
+	char nss[] = "/tmp/sbx-test-pamnss-XXXXXX";
+	static const char text[] = "passwd: files\ngroup: files\nshadow: files\n";
+	struct acct_case c[] = {
+		{ "sbxtest", W.agent, PAM_SUCCESS, NULL, NULL },
+		{ "sbxtest", W.user, PAM_SUCCESS, NULL, NULL },
+		{ "sbxtest-big", W.agent, PAM_SYSTEM_ERR, "lookup failed", W.agent },
+	};
+	struct group *g;
+	int fd, r;
+
+	(void)arg;
+	CHECK(own_mount_ns() == 0, 110);
+	fd = mkstemp(nss);
+	CHECK(fd >= 0 && write(fd, text, sizeof(text) - 1) == (ssize_t)(sizeof(text) - 1) &&
+		      fchmod(fd, 0644) == 0 && close(fd) == 0,
+	      111);
+	r = mount(nss, "/etc/nsswitch.conf", NULL, MS_BIND, NULL);
+	unlink(nss);
+	CHECK(r == 0, 112);
+	/* Reading this child's own memory at offset 0 fails (EIO). */
+	CHECK(mount("/proc/self/mem", "/etc/group", NULL, MS_BIND, NULL) == 0, 113);
+	errno = 0;
+	g = getgrgid(W.agent_gid);
+	CHECK(g == NULL && errno != 0, 114);	/* the database is down */
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		r = child_acct(&c[i]);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static void test_groups_only_when_needed(void **state)
+{
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_group_db_down, NULL)), 0);
+}
+
 static void test_untrusted_config(void **state)
 {
 	(void)state;
@@ -516,6 +643,13 @@ static void test_untrusted_config(void **state)
 	run_acct("sbxtest-untrusted", W.user, PAM_SUCCESS, "not treated as an agent", W.user);
 	/* Control: the same config with mode 0644 admits the agent. */
 	run_acct("sbxtest", W.agent, PAM_SUCCESS, NULL, NULL);
+	/* A member of the agents' group (group=), whose shell is not
+	 * agent-shell, is refused too: the groups are looked up for the
+	 * refusal, though the unusable config names none. */
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_untrusted_member, "")), 0);
+	/* Control: outside the group, the same account is let through. */
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_untrusted_member, NULL)),
+			 0);
 }
 
 static int count_fds(void)
@@ -1678,6 +1812,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_big_group),
+		cmocka_unit_test(test_groups_only_when_needed),
 		cmocka_unit_test(test_dlopen_exports),
 		cmocka_unit_test(test_account_phase),
 		cmocka_unit_test(test_login_makes_no_process),
