@@ -303,7 +303,8 @@ if [ -x "$build/bench/pam_phases" ]; then
 	pamrows=("PAM phases, agent, stack without the module=$HOLDER_new:$svc-n:$agentp"
 		"PAM phases, not an agent (PAM_IGNORE)=$HOLDER_new:$svc-m:$plain"
 		"PAM phases, agent=$HOLDER_new:$svc-m:$agentp")
-	[ -n "$base" ] && pamrows+=("PAM phases, agent, base build=$HOLDER_base:$svc-m:$agentp")
+	[ -n "$base" ] && pamrows+=("PAM phases, agent, base build=$HOLDER_base:$svc-m:$agentp"
+		"PAM phases, not an agent, base build=$HOLDER_base:$svc-m:$plain")
 	if "$build/bench/pam_phases" "$((runs * 5))" "$warmup" "$T/pam.json" "${pamrows[@]}"; then
 		parts+=("$T/pam.json")
 	else
