@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <poll.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1327,8 +1328,16 @@ static __attribute__((noreturn)) void kill_all_helper(int fd, uid_t uid, gid_t g
 	else if (syscall(SYS_setresuid, uid, uid, uid) != 0)
 #endif
 		res[0] = STEP_SETRESUID;
-	else if (syscall(SYS_kill, -1, SIGKILL) != 0)
-		res[0] = STEP_KILL;
+	else {
+		/* The uid change set dumpable to fs.suid_dumpable: with 1
+		 * ("debug") this copy of the host program's memory would stay
+		 * open to the agent's processes until the exit. Not dumpable
+		 * again at once (--doctor warns about the moment in between;
+		 * PR_SET_DUMPABLE with 0 cannot fail). */
+		(void)syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
+		if (syscall(SYS_kill, -1, SIGKILL) != 0)
+			res[0] = STEP_KILL;
+	}
 	if (res[0] != STEP_DONE)
 		res[1] = errno;
 	/* ESRCH: no other process at all (kill(-1) counts every process it

@@ -1897,6 +1897,53 @@ static void check_kernel(struct doctor *d)
 	free(mfd);
 }
 
+/*
+ * fs.suid_dumpable = 1 ("debug"): a process that changes its uid stays
+ * dumpable. The PAM close's kill helper and the probe's child are root's
+ * processes that become the agent (the helper a copy of sshd's monitor,
+ * host keys included); each makes itself non-dumpable again right after
+ * the change, but a process of the agent's uid that opens its
+ * /proc/<pid>/mem in between keeps reading it. Yama's ptrace_scope 1 or
+ * more closes that (only an ancestor may attach). 0 and 2 are safe: with 2
+ * only a holder of CAP_SYS_PTRACE may attach.
+ */
+static void check_dumpable(struct doctor *d)
+{
+	char *sd = NULL, *ys = NULL;
+	uint64_t v = 0, scope = 0;
+	bool yama;
+	size_t len;
+
+	if (sbx_read_file("/proc/sys/fs/suid_dumpable", 64, &sd, &len, NULL) == 0)
+		sd[strcspn(sd, "\n")] = '\0';
+	if (!sd || sbx_parse_u64(sd, false, 0, 2, &v) != 0) {
+		row(d, DOC_WARN, "kernel", "suid_dumpable", "check sysctl fs.suid_dumpable (0 or 2)",
+		    "/proc/sys/fs/suid_dumpable unreadable: whether root's helpers become readable "
+		    "by the agent when they change to its uid is not checked");
+		free(sd);
+		return;
+	}
+	if (sbx_read_file("/proc/sys/kernel/yama/ptrace_scope", 64, &ys, &len, NULL) == 0)
+		ys[strcspn(ys, "\n")] = '\0';
+	yama = ys && sbx_parse_u64(ys, false, 0, 3, &scope) == 0;
+	if (v != 1)
+		row(d, DOC_OK, "kernel", "suid_dumpable", NULL,
+		    "fs.suid_dumpable=%llu: a root process that changes to an agent's uid is not "
+		    "dumpable", (unsigned long long)v);
+	else if (yama && scope >= 1)
+		row(d, DOC_OK, "kernel", "suid_dumpable", NULL,
+		    "fs.suid_dumpable=1, but Yama's ptrace_scope=%llu: only an ancestor may read a "
+		    "process's memory", (unsigned long long)scope);
+	else
+		row(d, DOC_WARN, "kernel", "suid_dumpable",
+		    "sysctl fs.suid_dumpable=0 (the default), or kernel.yama.ptrace_scope=1",
+		    "fs.suid_dumpable=1 and %s: for a moment after it changes to the agent's uid, "
+		    "the PAM close's kill helper (a copy of sshd's memory) is readable by the "
+		    "agent's other processes", yama ? "Yama's ptrace_scope=0" : "no Yama");
+	free(sd);
+	free(ys);
+}
+
 /* ---- output ------------------------------------------------------------- */
 
 static void print_text(const struct doctor *d, size_t n_ok, size_t n_warn, size_t n_fail)
@@ -1999,6 +2046,7 @@ static void check_accounts(struct doctor *d)
 /* The areas, in the order their rows are printed; each adds its rows. */
 static void (*const doctor_areas[])(struct doctor *) = {
 	check_config, check_dirs, check_accounts, check_pam_stacks, check_sshd, check_kernel,
+	check_dumpable,
 };
 
 int shell_cmd_doctor(int argc, char **argv)

@@ -7,10 +7,12 @@
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -74,6 +76,10 @@ static int run_quiet(char *const argv[])
 /* Run the testable agent-shell with argv (NULL-terminated, without
  * argv[0]) against the test config; collect stdout+stderr. drop: as the
  * unprivileged test uid. Returns the exit code. */
+/* When set, run_shell's child sees this file over /proc/sys/fs/suid_dumpable
+ * (a bind in a mount namespace of its own). */
+static const char *run_suid_dumpable;
+
 static int run_shell(bool drop, char **out, const char *const *args)
 {
 	char *argv[16];
@@ -96,6 +102,11 @@ static int run_shell(bool drop, char **out, const char *const *args)
 		dup2(fds[1], 2);
 		close(fds[1]);
 		setenv("SBX_TEST_CONFIG", fx.config, 1);
+		if (run_suid_dumpable &&
+		    (unshare(CLONE_NEWNS) != 0 ||
+		     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		     mount(run_suid_dumpable, "/proc/sys/fs/suid_dumpable", NULL, MS_BIND, NULL) != 0))
+			_exit(125);
 		if (drop)
 			sbx_test_drop_to_agent();
 		execv(fx.shell, argv);
@@ -656,6 +667,61 @@ static void test_doctor_session_limits(void **state)
 	free(out);
 	free(edited);
 	free(text);
+}
+
+/*
+ * fs.suid_dumpable: the host's own value gives OK (0 or 2) or, with 1, a
+ * WARN unless Yama's ptrace_scope is 1 or more, both read here on their
+ * own. Then 1 seen through a bind in the doctor's mount namespace: the
+ * same judgement with the fix named.
+ */
+static bool dumpable_warns(const char *value)
+{
+	char *ys = NULL;
+	size_t len;
+	bool yama = sbx_read_file("/proc/sys/kernel/yama/ptrace_scope", 64, &ys, &len, NULL) == 0;
+	bool scoped = yama && ys[0] >= '1' && ys[0] <= '3';
+
+	free(ys);
+	return value[0] == '1' && !scoped;
+}
+
+static void test_doctor_suid_dumpable(void **state)
+{
+	char *out = NULL, *host = NULL, pam[PATH_MAX], one[PATH_MAX];
+	size_t len;
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	enroll_user3();
+	snprintf(pam, sizeof(pam), "%s/pam-dumpable", fx.tmp);
+	write_pam_dir(pam, true);
+	assert_int_equal(sbx_read_file("/proc/sys/fs/suid_dumpable", 64, &host, &len, NULL), 0);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	assert_int_equal(code, 0);
+	assert_row(out, "kernel", "suid_dumpable", dumpable_warns(host) ? "WARN" : "OK");
+	free(out);
+	free(host);
+
+	snprintf(one, sizeof(one), "%s/suid_dumpable", fx.tmp);
+	write_text(one, "1\n");
+	run_suid_dumpable = one;
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	run_suid_dumpable = NULL;
+	unlink(one);
+	assert_int_equal(code, 0);	/* a warning: the sandbox itself is not open */
+	if (dumpable_warns("1")) {
+		assert_row(out, "kernel", "suid_dumpable", "WARN");
+		assert_contains(out, "fs.suid_dumpable=1 and ");
+		assert_contains(out, "the PAM close's kill helper (a copy of sshd's memory)");
+		assert_contains(out, "\"fix\":\"sysctl fs.suid_dumpable=0 (the default), or "
+				     "kernel.yama.ptrace_scope=1\"");
+	} else {
+		assert_row(out, "kernel", "suid_dumpable", "OK");
+		assert_contains(out, "fs.suid_dumpable=1, but Yama's ptrace_scope=");
+	}
+	free(out);
 }
 
 /* Subordinate ids of an agent: a WARN naming each range and the usermod
@@ -1516,6 +1582,7 @@ int main(void)
 		cmocka_unit_test(test_doctor_vendor_stacks),
 		cmocka_unit_test(test_doctor_session_limits),
 		cmocka_unit_test(test_doctor_subids),
+		cmocka_unit_test(test_doctor_suid_dumpable),
 		cmocka_unit_test(test_doctor_config_breakers),
 		cmocka_unit_test(test_candidate_config),
 		cmocka_unit_test(test_doctor_probe_child_is_fresh),
