@@ -263,27 +263,22 @@ int sbx_account_profile(const struct sbx_config *cfg, const struct sbx_account *
 			struct sbx_profile *out, struct sbx_error *err)
 {
 	const struct sbx_profile *sel = NULL;
-	struct sbx_profile *tmp = malloc(sizeof(*tmp));
 	int r;
 
-	if (!tmp)
-		return sbx_error_set(err, ENOMEM, "account %s: out of memory", a->user);
 	/* Without its groups a member of a matched group would read as no
 	 * agent at all: never decide on half the facts. */
-	if (!a->groups_loaded && sbx_config_has_group_rules(cfg)) {
-		free(tmp);
+	if (!a->groups_loaded && sbx_config_has_group_rules(cfg))
 		return sbx_error_set(err, EINVAL, "account %s: group names not looked up, and %s "
 				     "has group rules", a->user, cfg->path);
-	}
 	r = sbx_config_select(cfg, a->user, (const char *const *)a->groups, a->n_groups, &sel,
 			      err);
 	if (r == 0)
-		r = sbx_profile_restrict(sel, &cfg->ceiling, tmp, err);
-	if (r == 0)
-		r = sbx_profile_expand(tmp, a->user, a->home, err);
-	if (r == 0)
-		sbx_profile_copy(out, tmp);
-	free(tmp);
+		r = sbx_profile_restrict(sel, &cfg->ceiling, out, err);
+	if (r == 0) {
+		r = sbx_profile_expand(out, a->user, a->home, err);
+		if (r)
+			sbx_profile_clear(out);
+	}
 	return r;
 }
 

@@ -201,7 +201,12 @@ static void test_aliasing_and_overflow(void **state)
 	memset(r, 0x5a, sizeof(*r));
 	assert_int_equal(sbx_profile_restrict(a, b, r, &err), -E2BIG);
 	assert_non_null(strstr(err.msg, "roots"));
-	assert_int_equal((unsigned char)r->name[0], 0x5a);	/* untouched */
+	/* No half result: cleared, nameless, denying. */
+	assert_int_equal(r->name[0], '\0');
+	assert_int_equal(r->n_roots, 0);
+	assert_int_equal(r->n_deny_read, 0);
+	assert_int_equal(r->host_read, SBX_ACCESS_DENY);
+	assert_int_equal(r->workspace_write, SBX_ACCESS_DENY);
 
 	b->n_roots = 0;
 	for (i = 0; i < SBX_MAX_DENY; i++) {
