@@ -271,7 +271,8 @@ login=(
 	"ssh agent@host true, with the module (PAM stage + agent-shell)=$(ssh_cmd new m "$agent")"
 )
 $cached && login+=("ssh agent@host true, with the module, probe cache=$(ssh_cmd new m "$agentc")")
-[ -n "$base" ] && login+=("ssh agent@host true, with the module, base build=$(ssh_cmd base m "$agent")")
+[ -n "$base" ] && login+=("ssh agent@host true, with the module, base build=$(ssh_cmd base m "$agent")"
+	"ssh plain@host true, stack with the module, base build=$(ssh_cmd base m "$plain")")
 runrows=("agent-shell --run -- /bin/true as the agent, no probe cache=$(run_cmd new "$agentr")")
 $cached && runrows+=("agent-shell --run -- /bin/true as the agent, probe cache=$(run_cmd new "$agentrc")")
 [ -n "$base" ] && runrows+=("agent-shell --run -- /bin/true as the agent, base build=$(run_cmd base "$agentr")")
