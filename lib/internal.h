@@ -215,8 +215,8 @@ void sbx_config_text_free(struct sbx_config_text *t);
 
 /* The account's profile as both front ends see it: selected by the
  * [match] rules, narrowed by the ceiling, %u and %h expanded. -ENOENT
- * (err filled) when the account is not an agent account; *out holds no
- * usable profile after any error. */
+ * (err filled) when the account is not an agent account. After any error
+ * *out is no usable profile (untouched, or cleared once narrowing began). */
 int sbx_account_profile(const struct sbx_config *cfg, const struct sbx_account *a,
 			struct sbx_profile *out, struct sbx_error *err);
 

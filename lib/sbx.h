@@ -357,8 +357,9 @@ enum sbx_access sbx_profile_path_access(const struct sbx_profile *p,
 
 /* Restrict(requested, ceiling): the result is never wider than either input
  * on any field or at any path (including deny roots nested in an allowed
- * tree). *out may not alias an input; on error it is cleared (nameless, every
- * field deny, every list empty), never a half result. */
+ * tree). *out may not alias an input. After an error in the inputs' checks it is
+ * untouched; after any later error it is cleared (nameless, every field
+ * deny, every list empty), never a half result. */
 int sbx_profile_restrict(const struct sbx_profile *requested,
 			 const struct sbx_profile *ceiling,
 			 struct sbx_profile *out, struct sbx_error *err);

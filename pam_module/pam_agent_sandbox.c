@@ -1275,7 +1275,9 @@ int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **ar
  * of the host program run, exit_signal 0 sends sshd no SIGCHLD (and its
  * waitpid(-1) never reaps a child that is not a SIGCHLD one), and
  * CLONE_PIDFD gives a descriptor to wait on. The monitor's own credentials
- * are never touched. The helper makes raw system calls only (glibc's
+ * are never touched. The helper's saved uid and gid stay 0, which keeps
+ * its memory (a copy of the monitor's) out of the agent's reach. The
+ * helper makes raw system calls only (glibc's
  * setresuid would signal the parent's threads) and runs no code of the
  * agent's. Once it is the agent, an agent process may kill it first (its
  * own kill(-1)) or stop it: it reports success by a pipe, and a silent end
@@ -1317,23 +1319,27 @@ static __attribute__((noreturn)) void kill_all_helper(int fd, uid_t uid, gid_t g
 	else if (syscall(SYS_setgroups, 0, NULL) != 0)
 		res[0] = STEP_SETGROUPS;
 #ifdef SYS_setresgid32
-	else if (syscall(SYS_setresgid32, gid, gid, gid) != 0)
+	else if (syscall(SYS_setresgid32, gid, gid, 0) != 0)
 #else
-	else if (syscall(SYS_setresgid, gid, gid, gid) != 0)
+	else if (syscall(SYS_setresgid, gid, gid, 0) != 0)
 #endif
 		res[0] = STEP_SETRESGID;
 #ifdef SYS_setresuid32
-	else if (syscall(SYS_setresuid32, uid, uid, uid) != 0)
+	else if (syscall(SYS_setresuid32, uid, uid, 0) != 0)
 #else
-	else if (syscall(SYS_setresuid, uid, uid, uid) != 0)
+	else if (syscall(SYS_setresuid, uid, uid, 0) != 0)
 #endif
 		res[0] = STEP_SETRESUID;
 	else {
-		/* The uid change set dumpable to fs.suid_dumpable: with 1
-		 * ("debug") this copy of the host program's memory would stay
-		 * open to the agent's processes until the exit. Not dumpable
-		 * again at once (--doctor warns about the moment in between;
-		 * PR_SET_DUMPABLE with 0 cannot fail). */
+		/* Real and effective ids are the agent's (kill checks the
+		 * sender's real and effective uid, and the effective
+		 * capabilities are gone with the effective uid 0); the saved
+		 * ones stay 0. So no process of the agent may ptrace this copy
+		 * of the host program's memory or open its /proc/<pid>/mem
+		 * (that needs all three ids equal to its own, and no
+		 * capability it lacks), whatever fs.suid_dumpable made of
+		 * dumpable, and even while the agent holds it with SIGSTOP.
+		 * Not dumpable again besides (PR_SET_DUMPABLE 0 cannot fail). */
 		(void)syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
 		if (syscall(SYS_kill, -1, SIGKILL) != 0)
 			res[0] = STEP_KILL;

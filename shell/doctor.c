@@ -1899,13 +1899,15 @@ static void check_kernel(struct doctor *d)
 
 /*
  * fs.suid_dumpable = 1 ("debug"): a process that changes its uid stays
- * dumpable. The PAM close's kill helper and the probe's child are root's
- * processes that become the agent (the helper a copy of sshd's monitor,
- * host keys included); each makes itself non-dumpable again right after
- * the change, but a process of the agent's uid that opens its
- * /proc/<pid>/mem in between keeps reading it. Yama's ptrace_scope 1 or
- * more closes that (only an ancestor may attach). 0 and 2 are safe: with 2
- * only a holder of CAP_SYS_PTRACE may attach.
+ * dumpable, so a root process that becomes the agent is open to the
+ * agent's other processes (ptrace, /proc/<pid>/mem) for as long as the
+ * agent can hold it with SIGSTOP. The PAM close's kill helper keeps its
+ * saved ids 0, which denies that whatever dumpable says; the probe's child
+ * (a root copy of agent-shell, no secrets) makes itself non-dumpable
+ * after the change; anything else on the host that drops to an agent's
+ * uid without exec is exposed. Yama's ptrace_scope 1 or more closes it
+ * (only an ancestor may attach). 0 and 2 are safe: with 2 only a holder
+ * of CAP_SYS_PTRACE may attach.
  */
 static void check_dumpable(struct doctor *d)
 {
@@ -1937,8 +1939,8 @@ static void check_dumpable(struct doctor *d)
 	else
 		row(d, DOC_WARN, "kernel", "suid_dumpable",
 		    "sysctl fs.suid_dumpable=0 (the default), or kernel.yama.ptrace_scope=1",
-		    "fs.suid_dumpable=1 and %s: for a moment after it changes to the agent's uid, "
-		    "the PAM close's kill helper (a copy of sshd's memory) is readable by the "
+		    "fs.suid_dumpable=1 and %s: a root process that changes to an agent's uid "
+		    "without exec (this product's own helpers excepted) is readable by the "
 		    "agent's other processes", yama ? "Yama's ptrace_scope=0" : "no Yama");
 	free(sd);
 	free(ys);

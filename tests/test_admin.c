@@ -714,7 +714,7 @@ static void test_doctor_suid_dumpable(void **state)
 	if (dumpable_warns("1")) {
 		assert_row(out, "kernel", "suid_dumpable", "WARN");
 		assert_contains(out, "fs.suid_dumpable=1 and ");
-		assert_contains(out, "the PAM close's kill helper (a copy of sshd's memory)");
+		assert_contains(out, "a root process that changes to an agent's uid without exec");
 		assert_contains(out, "\"fix\":\"sysctl fs.suid_dumpable=0 (the default), or "
 				     "kernel.yama.ptrace_scope=1\"");
 	} else {
