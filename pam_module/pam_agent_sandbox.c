@@ -249,15 +249,13 @@ static void refuse_msg(pam_handle_t *pamh, const struct args *a, const char *rea
 /* REFUSE(pamh, a, code, reason, user, fmt, ...): reason a stable token. */
 #define REFUSE(pamh, a, code, ...) (refuse_msg((pamh), (a), __VA_ARGS__), (code))
 
-/* The passwd entry and group names of the PAM user. 0, or a PAM code.
- * A lookup that fails (an NSS error, not "no such entry") refuses the
- * login: with a group missing, an agent could be taken for a non-agent. */
 /*
- * The account's passwd entry. Its groups are looked up only when they are
- * needed (account_groups): a config with group rules, or a config that
- * cannot be used. Looking them up loads every NSS module of the group
- * database (on Debian, systemd's userdb with its probes), most of what the
- * module cost a login that is not an agent's.
+ * The PAM user's passwd entry. 0, or a PAM code; a lookup that fails (an
+ * NSS error, not "no such entry") refuses the login. Its groups are looked
+ * up only when they are needed (account_groups): a config with group
+ * rules, or a config that cannot be used. Looking them up loads every NSS
+ * module of the group database (on Debian, systemd's userdb with its
+ * probes), most of what the module cost a login that is not an agent's.
  */
 static int account_load(pam_handle_t *pamh, struct sbx_account *acc)
 {
@@ -1256,8 +1254,8 @@ int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **ar
  * looks (measured: one outlived 100 passes in 14 of 15 runs). kill(-1)
  * can: the kernel signals every target under the tasklist lock, and a fork
  * racing it fails (copy_process refuses a parent with a fatal signal
- * pending), so no successor escapes. Sent from a process whose three uids
- * are the agent's, it reaches every process of that uid (in any user
+ * pending), so no successor escapes. Sent from a process whose real and
+ * effective uids are the agent's, it reaches every process of that uid (in any user
  * namespace mapped to it) and every process inside a user namespace the
  * agent owns, whatever its uid there (the kernel grants CAP_KILL in a
  * namespace to its owner: an administrator's nsenter shell inside an

@@ -443,9 +443,9 @@ static void run_acct(const char *service, const char *user, int want, const char
  */
 #define BIG_GID 59873
 
-/* In this child's own mount namespace (made by the caller): /etc/group
- * with BIG_GROUP added, member among its 1200 members. */
-static int bind_big_group(const char *member)
+/* This child's own mount namespace; with member, /etc/group there has
+ * BIG_GROUP added, member among its 1200 members. */
+static int big_group_view(const char *member)
 {
 	char tmpl[] = "/tmp/sbx-test-pamgrp-XXXXXX";
 	char *buf = NULL;
@@ -453,6 +453,10 @@ static int bind_big_group(const char *member)
 	FILE *f;
 	int fd;
 
+	CHECK(unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0,
+	      100);
+	if (!member)
+		return 0;
 	fd = mkstemp(tmpl);
 	CHECK(fd >= 0 && sbx_read_file("/etc/group", 1u << 22, &buf, &len, NULL) == 0, 101);
 	f = fdopen(fd, "w");
@@ -469,25 +473,15 @@ static int bind_big_group(const char *member)
 	return 0;
 }
 
-static int own_mount_ns(void)
-{
-	return unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0
-		       ? 0
-		       : -1;
-}
-
 static int child_big_group(void *arg)
 {
 	bool bind = arg != NULL;
 	pam_handle_t *h = NULL;
 	int r;
 
-	CHECK(own_mount_ns() == 0, 100);
-	if (bind) {
-		r = bind_big_group(W.agent);
-		if (r)
-			return r;
-	}
+	r = big_group_view(bind ? W.agent : NULL);
+	if (r)
+		return r;
 	CHECK(pam_start_confdir("sbxtest-big", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS, 105);
 	r = pam_acct_mgmt(h, 0);
 	pam_end(h, r);
@@ -510,8 +504,7 @@ static int child_big_group_left(void *arg)
 	int r;
 
 	(void)arg;
-	CHECK(own_mount_ns() == 0, 120);
-	r = bind_big_group(W.agent);
+	r = big_group_view(W.agent);
 	if (r)
 		return r;
 	mnt = ns_ino("mnt");
@@ -571,11 +564,10 @@ static int child_untrusted_member(void *arg)
 			       "not treated as an agent", W.user };
 	int r;
 
-	CHECK(own_mount_ns() == 0, 100);
+	r = big_group_view(arg ? W.user : NULL);
+	if (r)
+		return r;
 	if (arg) {
-		r = bind_big_group(W.user);
-		if (r)
-			return r;
 		c.want = PAM_PERM_DENIED;
 		c.log_a = "untrusted.conf unusable";
 		c.log_b = "group-writable";
@@ -604,7 +596,9 @@ static int child_group_db_down(void *arg)
 	int fd, r;
 
 	(void)arg;
-	CHECK(own_mount_ns() == 0, 110);
+	r = big_group_view(NULL);
+	if (r)
+		return r;
 	fd = mkstemp(nss);
 	CHECK(fd >= 0 && write(fd, text, sizeof(text) - 1) == (ssize_t)(sizeof(text) - 1) &&
 		      fchmod(fd, 0644) == 0 && close(fd) == 0,
