@@ -38,6 +38,7 @@
 #define SSHD_OUTPUT_MAX (256u * 1024)
 #define CHILD_TIMEOUT_MS 10000
 #define LINGER_DIR "/var/lib/systemd/linger"
+#define NSSWITCH_CONF "/etc/nsswitch.conf"
 #define CRONTAB_DIR "/var/spool/cron/crontabs"
 
 enum doc_status { DOC_OK, DOC_WARN, DOC_FAIL };
@@ -2025,9 +2026,121 @@ static void check_dirs(struct doctor *d)
 		       "are readable by other users");
 }
 
+/*
+ * Group rules are matched through getgrouplist(3), and glibc's
+ * getgrouplist reports no failing NSS service: with "group: files sss" and
+ * sssd or its directory unreachable, an account that is in the agents group
+ * only through the directory reads as not in it. The PAM stage then takes
+ * it for an account that is not an agent's (a login shell of agent-shell
+ * still refuses: it finds no profile either; internal-sftp and any other
+ * shell run unconfined), and the sshd drop-in's Match Group misses it too.
+ * Local services cannot become unreachable that way; any other is named.
+ * "compat" is local unless /etc/group has NIS "+" lines.
+ */
+static const char *const nss_local[] = { "files", "systemd", "compat", "db", "altfiles" };
+
+static bool nss_service_local(const char *s, size_t n, bool nis_lines)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(nss_local); i++)
+		if (strlen(nss_local[i]) == n && strncmp(s, nss_local[i], n) == 0)
+			return !(nis_lines && strcmp(nss_local[i], "compat") == 0);
+	return false;
+}
+
+/* Append to bad the services of a database's lines ("group: files
+ * [NOTFOUND=return] sss") that are not local. Every line of that database
+ * counts: a duplicate line is not left out of the judgement. */
+static void nss_db_remote(const char *text, const char *db, bool nis_lines, char *bad,
+			  size_t size)
+{
+	size_t dl = strlen(db);
+	const char *l = text;
+
+	while (l && *l) {
+		const char *end = l + strcspn(l, "\n#");
+		const char *p = l + strspn(l, " \t");
+		const char *nl = strchr(l, '\n');
+
+		l = nl ? nl + 1 : NULL;
+		if (p + dl >= end || strncmp(p, db, dl) != 0 || p[dl] != ':')
+			continue;
+		for (p += dl + 1; p < end;) {
+			size_t n;
+
+			p += strspn(p, " \t");
+			if (p >= end)
+				break;
+			if (*p == '[') {	/* an action, [NOTFOUND=return] */
+				const char *close = memchr(p, ']', (size_t)(end - p));
+
+				p = close ? close + 1 : end;
+				continue;
+			}
+			n = strcspn(p, " \t[");
+			if (n > (size_t)(end - p))
+				n = (size_t)(end - p);
+			if (!nss_service_local(p, n, nis_lines)) {
+				char name[64];
+
+				snprintf(name, sizeof(name), "%.*s", (int)(n < 63 ? n : 63), p);
+				if (!list_has(bad, name))
+					list_add(bad, size, "%s", name);
+			}
+			p += n;
+		}
+	}
+}
+
+static void check_nss_groups(struct doctor *d)
+{
+	char *text = NULL, *group = NULL, bad[256] = "";
+	bool nis_lines;
+	size_t len;
+	int r;
+
+	if (d->cfg && !sbx_config_has_group_rules(d->cfg)) {
+		row(d, DOC_OK, "accounts", "nsswitch group", NULL,
+		    "no [match] group rules: agents are named by account, groups are not looked up");
+		return;
+	}
+	r = sbx_read_file(NSSWITCH_CONF, 1u << 20, &text, &len, NULL);
+	if (r && r != -ENOENT) {
+		row(d, DOC_WARN, "accounts", "nsswitch group", "check " NSSWITCH_CONF,
+		    "%s unreadable (%s): which services answer the group rules is not checked",
+		    NSSWITCH_CONF, strerror(-r));
+		return;
+	}
+	/* NIS lines ("+" or "-" at the start) make compat a network service. */
+	nis_lines = sbx_read_file("/etc/group", 64u << 20, &group, &len, NULL) == 0 &&
+		    (group[0] == '+' || group[0] == '-' || strstr(group, "\n+") ||
+		     strstr(group, "\n-"));
+	free(group);
+	/* getgrouplist reads "initgroups" when the file has it; the names come
+	 * from "group". No file, or no line: glibc's default, files. */
+	if (text) {
+		nss_db_remote(text, "initgroups", nis_lines, bad, sizeof(bad));
+		nss_db_remote(text, "group", nis_lines, bad, sizeof(bad));
+	}
+	free(text);
+	if (!bad[0]) {
+		row(d, DOC_OK, "accounts", "nsswitch group", NULL,
+		    "the group rules are answered by local services only (%s)", NSSWITCH_CONF);
+		return;
+	}
+	row(d, DOC_WARN, "accounts", "nsswitch group",
+	    "name agents by [match] user rules, or keep the agents' groups and their members in "
+	    "/etc/group, and give every agent account agent-shell as its login shell",
+	    "group rules are answered through %s (%s): getgrouplist does not report a service "
+	    "that fails, so while it is unreachable a member of an agents group through it is "
+	    "taken for an account that is not an agent's (internal-sftp and a login shell other "
+	    "than agent-shell run unconfined; the sshd drop-in's Match Group misses it too)",
+	    bad, NSSWITCH_CONF);
+}
+
 /* Every agent account, each as the agent: its shell, groups, profile paths. */
 static void check_accounts(struct doctor *d)
 {
+	check_nss_groups(d);
 	collect_agents(d);
 	if (d->cfg) {
 		/* The drop-ins too: agent-shell reads every one as the agent. */

@@ -76,9 +76,9 @@ static int run_quiet(char *const argv[])
 /* Run the testable agent-shell with argv (NULL-terminated, without
  * argv[0]) against the test config; collect stdout+stderr. drop: as the
  * unprivileged test uid. Returns the exit code. */
-/* When set, run_shell's child sees this file over /proc/sys/fs/suid_dumpable
+/* When set, run_shell's child sees the file run_bind_src over run_bind_dst
  * (a bind in a mount namespace of its own). */
-static const char *run_suid_dumpable;
+static const char *run_bind_src, *run_bind_dst;
 
 static int run_shell(bool drop, char **out, const char *const *args)
 {
@@ -102,10 +102,10 @@ static int run_shell(bool drop, char **out, const char *const *args)
 		dup2(fds[1], 2);
 		close(fds[1]);
 		setenv("SBX_TEST_CONFIG", fx.config, 1);
-		if (run_suid_dumpable &&
+		if (run_bind_src &&
 		    (unshare(CLONE_NEWNS) != 0 ||
 		     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-		     mount(run_suid_dumpable, "/proc/sys/fs/suid_dumpable", NULL, MS_BIND, NULL) != 0))
+		     mount(run_bind_src, run_bind_dst, NULL, MS_BIND, NULL) != 0))
 			_exit(125);
 		if (drop)
 			sbx_test_drop_to_agent();
@@ -706,9 +706,10 @@ static void test_doctor_suid_dumpable(void **state)
 
 	snprintf(one, sizeof(one), "%s/suid_dumpable", fx.tmp);
 	write_text(one, "1\n");
-	run_suid_dumpable = one;
+	run_bind_src = one;
+	run_bind_dst = "/proc/sys/fs/suid_dumpable";
 	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
-	run_suid_dumpable = NULL;
+	run_bind_src = NULL;
 	unlink(one);
 	assert_int_equal(code, 0);	/* a warning: the sandbox itself is not open */
 	if (dumpable_warns("1")) {
@@ -950,6 +951,75 @@ static void write_candidate(char *main_path, size_t size, char *dropin, size_t d
 	snprintf(dropin, dsize, "%s/conf.d/50-local.conf", dir);
 	snprintf(text, sizeof(text), "[match]\nuser %s = other\n", fx.user3);
 	write_text(dropin, text);
+}
+
+/*
+ * The NSS services that answer group rules: local ones give OK, any other
+ * (sss, ldap, winbind, compat with NIS lines) a WARN naming it, from the
+ * group and initgroups lines only (comments, actions and other databases
+ * left out). Each nsswitch.conf is bound over the host's in the doctor's
+ * own mount namespace. A config with user rules only looks nothing up.
+ */
+static char *doctor_with_nsswitch(const char *text, const char *pam, const char *config)
+{
+	char path[PATH_MAX], *out = NULL;
+	int code;
+
+	snprintf(path, sizeof(path), "%s/nsswitch.conf", fx.tmp);
+	write_text(path, text);
+	run_bind_src = path;
+	run_bind_dst = "/etc/nsswitch.conf";
+	if (config)
+		code = RUN(false, &out, "--doctor", "--json", "-f", config, "--pam-dir", pam,
+			   "--sshd", "/nonexistent/sshd");
+	else
+		code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd",
+			   "/nonexistent/sshd");
+	run_bind_src = NULL;
+	unlink(path);
+	assert_int_equal(code, 0);	/* a warning: the sandbox itself is not open */
+	return out;
+}
+
+static void test_doctor_nss_groups(void **state)
+{
+	char *out, pam[PATH_MAX], cand[PATH_MAX], dropin[PATH_MAX];
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	enroll_user3();
+	snprintf(pam, sizeof(pam), "%s/pam-nss", fx.tmp);
+	write_pam_dir(pam, true);
+
+	/* Control: local services only, the test config's group rule. */
+	out = doctor_with_nsswitch("passwd: files\ngroup: files systemd\ninitgroups: files\n",
+				   pam, NULL);
+	assert_row(out, "accounts", "nsswitch group", "OK");
+	assert_contains(out, "the group rules are answered by local services only");
+	free(out);
+
+	out = doctor_with_nsswitch("passwd: files sss\n"
+				   "group:  files [NOTFOUND=return] sss # ldap\n"
+				   "netgroup: nis\n", pam, NULL);
+	assert_row(out, "accounts", "nsswitch group", "WARN");
+	assert_contains(out, "group rules are answered through sss (/etc/nsswitch.conf)");
+	assert_contains(out, "getgrouplist does not report a service that fails");
+	assert_contains(out, "\"fix\":\"name agents by [match] user rules");
+	free(out);
+
+	/* getgrouplist reads initgroups when it is there. */
+	out = doctor_with_nsswitch("passwd: files\ngroup: files\ninitgroups: files ldap winbind\n",
+				   pam, NULL);
+	assert_row(out, "accounts", "nsswitch group", "WARN");
+	assert_contains(out, "answered through ldap, winbind (");
+	free(out);
+
+	/* No group rules: nothing is looked up, whatever answers groups. */
+	write_candidate(cand, sizeof(cand), dropin, sizeof(dropin));
+	out = doctor_with_nsswitch("passwd: files\ngroup: files sss\n", pam, cand);
+	assert_row(out, "accounts", "nsswitch group", "OK");
+	assert_contains(out, "no [match] group rules");
+	free(out);
 }
 
 /* -f FILE: --check-config, --explain and --doctor read a candidate and
@@ -1583,6 +1653,7 @@ int main(void)
 		cmocka_unit_test(test_doctor_session_limits),
 		cmocka_unit_test(test_doctor_subids),
 		cmocka_unit_test(test_doctor_suid_dumpable),
+		cmocka_unit_test(test_doctor_nss_groups),
 		cmocka_unit_test(test_doctor_config_breakers),
 		cmocka_unit_test(test_candidate_config),
 		cmocka_unit_test(test_doctor_probe_child_is_fresh),
