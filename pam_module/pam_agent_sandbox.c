@@ -595,10 +595,13 @@ static int floor_unmeetable(const struct sbx_profile *p, char *why, size_t size)
 }
 
 /* The account rules shared by acct_mgmt and open_session (the account
- * phase does not always run: su as root skips it in some stacks). */
+ * phase does not always run: su as root skips it in some stacks).
+ * floor_known: the account phase kept this decision, so it checked the
+ * floor against the same profile and the same kernel facts (none of them
+ * changes while the kernel runs); the shell decides the floor again. */
 static int agent_policy(pam_handle_t *pamh, const struct args *a,
 			const struct sbx_account *acc, const struct sbx_config *cfg,
-			const struct sbx_profile *p)
+			const struct sbx_profile *p, bool floor_known)
 {
 	struct sbx_error err = { 0 };
 	const char *service = pam_str_item(pamh, PAM_SERVICE);
@@ -628,7 +631,7 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 				      acc->user, n,
 				      (unsigned long long)p->limits.value[SBX_LIMIT_MAX_SESSIONS]);
 	}
-	if (floor_unmeetable(p, missing, sizeof(missing)) != 0) {
+	if (!floor_known && floor_unmeetable(p, missing, sizeof(missing)) != 0) {
 		return REFUSE(pamh, a, PAM_PERM_DENIED, "kernel_floor", acc->user,
 			      "user %s: refused: profile %s cannot meet its floor on this kernel: %s",
 			      acc->user, p->name, missing);
@@ -655,7 +658,7 @@ static int for_agent(pam_handle_t *pamh, int flags, int argc, const char **argv,
 	struct sbx_profile *prof;
 	struct sbx_account acc;
 	struct args a;
-	bool account_phase = step == account_allowed;
+	bool account_phase = step == account_allowed, kept;
 	int r;
 
 	parse_args(pamh, argc, argv, &a);
@@ -672,10 +675,12 @@ static int for_agent(pam_handle_t *pamh, int flags, int argc, const char **argv,
 		return PAM_BUF_ERR;
 	}
 	r = account_phase ? 1 : selected_take(pamh, &a, &acc, &cfg, &prof);
+	/* An agent's decision is kept only when it passed agent_policy. */
+	kept = r == 0;
 	if (r == 1)
 		r = agent_select(pamh, &a, &acc, &cfg, prof, &text);
 	if (r == 0) {
-		r = agent_policy(pamh, &a, &acc, cfg, prof);
+		r = agent_policy(pamh, &a, &acc, cfg, prof, kept);
 		if (r == PAM_SUCCESS)
 			r = step(pamh, &a, &acc, cfg, prof);
 	}
