@@ -339,10 +339,124 @@ static int deny_read_one(const char *path, char *why, size_t why_size)
 	return -1;
 }
 
+/*
+ * The first regular file below the directory fd (which this takes) whose
+ * contents this process can read: -1 and why names it; 0 none; 1 not
+ * searched to the end (past *budget entries or 8 levels), none so far.
+ * path names fd, and has room to grow (size).
+ */
+static int readable_below(int fd, char *path, size_t size, int depth, unsigned *budget,
+			  char *why, size_t why_size)
+{
+	size_t len = strlen(path);
+	bool partial = false;
+	struct dirent *de;
+	DIR *d = fdopendir(fd);
+	int v = 0;
+
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while (v == 0 && (de = readdir(d)) != NULL) {
+		struct stat st;
+		int cfd;
+		char c;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (*budget == 0) {
+			partial = true;
+			break;
+		}
+		(*budget)--;
+		/* Refused (EACCES, EPERM), or a symlink (ELOOP): nothing of the
+		 * secret's is read through it. */
+		cfd = openat(dirfd(d), de->d_name,
+			     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+		if (cfd < 0)
+			continue;
+		if (fstat(cfd, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (read(cfd, &c, 1) == 1) {
+				sbx_text_set(why, why_size, "%s/%s is readable", path, de->d_name);
+				v = -1;
+			}
+			close(cfd);
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode) || depth >= 8 ||
+		    sbx_snprintf(path + len, size - len, "/%s", de->d_name) != 0) {
+			partial |= S_ISDIR(st.st_mode);
+			close(cfd);
+			continue;
+		}
+		v = readable_below(cfd, path, size, depth + 1, budget, why, why_size);
+		path[len] = '\0';
+		if (v > 0) {
+			partial = true;
+			v = 0;
+		}
+	}
+	closedir(d);
+	return v < 0 ? -1 : partial ? 1 : 0;
+}
+
+/*
+ * Another mount of a secret's filesystem shows it under another path
+ * (mountinfo.c found it, as the agent, before the clone). Where this
+ * view still has the same file there (not a mask, not another mount on
+ * top), nothing of the secret's may be readable through it. False if
+ * nothing is; otherwise why says what is, or what was not searched.
+ */
+static bool secret_mount_readable(const struct sbx_secret_mounts *sm, char *why, size_t why_size)
+{
+	const char *next = sm->paths;
+	unsigned budget = 1024;
+
+	for (size_t i = 0; i < sm->n && *next; i++) {
+		size_t len = strcspn(next, "\n");
+		char path[SBX_PATH_MAX], found[SBX_PATH_MAX + 64];
+		struct stat st;
+		int fd, v = 0;
+		char c;
+
+		snprintf(path, sizeof(path), "%.*s", (int)len, next);
+		next += len + (next[len] == '\n');
+		if (lstat(path, &st) != 0 || st.st_dev != sm->dev[i] || st.st_ino != sm->ino[i])
+			continue;	/* covered, or not in this view */
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			continue;	/* refused */
+		if (S_ISDIR(st.st_mode)) {
+			v = readable_below(fd, path, sizeof(path), 0, &budget, found,
+					   sizeof(found));
+		} else {
+			if (read(fd, &c, 1) == 1) {
+				sbx_text_set(found, sizeof(found), "%s is readable", path);
+				v = -1;
+			}
+			close(fd);
+		}
+		if (v < 0) {
+			sbx_text_set(why, why_size, "another mount shows a secret, and no mask "
+				     "covers it: %s (add the mount's path to deny_read, or remove "
+				     "the mount)", found);
+			return true;
+		}
+		if (v > 0) {
+			sbx_text_set(why, why_size, "another mount shows a secret, and no mask "
+				     "covers it: %s (over 1024 entries or 8 levels: not searched)",
+				     path);
+			return true;
+		}
+	}
+	return false;
+}
+
 static void canary_deny_read(const struct sbx_profile *p, const struct sbx_canary_ctx *ctx,
 			     struct sbx_report *r)
 {
-	char why[200];
+	char why[SBX_PATH_MAX + 200];
 	bool proof = false;
 	size_t i;
 
@@ -352,6 +466,15 @@ static void canary_deny_read(const struct sbx_profile *p, const struct sbx_canar
 	if (ctx && ctx->secret_aliases[0]) {
 		canary_fail(r, SBX_F_DENY_READ, "other names (hard links) no mask covers: %s",
 			    ctx->secret_aliases);
+		return;
+	}
+	if (ctx && ctx->secret_mounts.unsearched[0]) {
+		canary_fail(r, SBX_F_DENY_READ, "other mounts of the secrets not searched: %s",
+			    ctx->secret_mounts.unsearched);
+		return;
+	}
+	if (ctx && secret_mount_readable(&ctx->secret_mounts, why, sizeof(why))) {
+		canary_fail(r, SBX_F_DENY_READ, "%s", why);
 		return;
 	}
 	for (i = 0; i < p->n_deny_read; i++) {
@@ -919,43 +1042,6 @@ static void canary_fds(const struct sbx_canary_ctx *ctx, struct sbx_report *r)
 
 /* ---- home and the command gate ------------------------------------------------------ */
 
-/* Is path a mount point in /proc/self/mountinfo (field 5, octal-escaped)? */
-static bool is_mount_point(const char *path)
-{
-	char *buf = NULL, *line, *save = NULL;
-	bool found = false;
-	size_t len;
-
-	if (sbx_read_file("/proc/self/mountinfo", 1u << 20, &buf, &len, NULL) != 0)
-		return false;
-	for (line = strtok_r(buf, "\n", &save); line && !found;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char mp[SBX_PATH_MAX], *f = line;
-		size_t n = 0;
-		int field;
-
-		for (field = 0; field < 4 && f; field++) {
-			f = strchr(f, ' ');
-			if (f)
-				f++;
-		}
-		if (!f)
-			continue;
-		for (; *f && *f != ' ' && n + 1 < sizeof(mp); f++) {
-			if (f[0] == '\\' && f[1] >= '0' && f[1] <= '3' && f[2] && f[3]) {
-				mp[n++] = (char)((f[1] - '0') * 64 + (f[2] - '0') * 8 + (f[3] - '0'));
-				f += 3;
-			} else {
-				mp[n++] = *f;
-			}
-		}
-		mp[n] = '\0';
-		found = strcmp(mp, path) == 0;
-	}
-	free(buf);
-	return found;
-}
-
 static void canary_home(const struct sbx_session *s, struct sbx_report *r)
 {
 	char path[SBX_PATH_MAX];
@@ -990,7 +1076,7 @@ static void canary_home(const struct sbx_session *s, struct sbx_report *r)
 	}
 	/* Isolated: the state-dir home is bound at $HOME. */
 	if ((stat(s->home_source, &src) == 0 && src.st_dev == st.st_dev &&
-	     src.st_ino == st.st_ino) || is_mount_point(s->home))
+	     src.st_ino == st.st_ino) || sbx_mountinfo_is_mount_point(s->home))
 		canary_pass(r, SBX_F_HOME);
 	else
 		canary_fail(r, SBX_F_HOME, "%s is not bound at %s", s->home_source, s->home);

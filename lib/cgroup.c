@@ -59,30 +59,34 @@ static int self_cgroup(char *out, size_t size)
 	return r;
 }
 
-/* Where cgroup v2 is mounted in this mount namespace: mountinfo's fifth
- * field of the first line whose type (after " - ") is cgroup2. */
+/* Where cgroup v2 is mounted in this mount namespace: the mount point of
+ * the first cgroup2 entry of the mount table. */
 static int cgroup2_mount(char *out, size_t size)
 {
-	char line[4096];
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	int r = -ENOENT;
+	struct sbx_mount_entry *m = malloc(sizeof(*m));
+	const char *pos, *end;
+	char *table = NULL;
+	size_t len;
+	int r;
 
-	if (!f)
-		return -errno;
-	while (r == -ENOENT && fgets(line, sizeof(line), f)) {
-		char *sep = strstr(line, " - "), *save = NULL, *field = NULL;
+	if (!m)
+		return -ENOMEM;
+	r = sbx_read_file("/proc/self/mountinfo", 4u << 20, &table, &len, NULL);
+	if (r == 0) {
+		pos = table;
+		end = table + len;
+		r = -ENOENT;
+		while (r == -ENOENT) {
+			int got = sbx_mountinfo_next(&pos, end, m);
 
-		if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
-			continue;
-		*sep = '\0';
-		field = strtok_r(line, " ", &save);
-		for (int i = 1; field && i < 5; i++)
-			field = strtok_r(NULL, " ", &save);
-		if (field)
-			r = sbx_strlcpy(out, size, field) ? -ENAMETOOLONG : 0;
+			if (got == 0)
+				break;
+			if (got > 0 && strcmp(m->fstype, "cgroup2") == 0)
+				r = sbx_strlcpy(out, size, m->point) ? -ENAMETOOLONG : 0;
+		}
 	}
-	if (fclose(f) != 0 && r == 0)
-		r = -EIO;
+	free(table);
+	free(m);
 	return r;
 }
 

@@ -965,6 +965,39 @@ int sbx_jr_bool(struct sbx_jr *j, bool *out);
 int sbx_jr_uint(struct sbx_jr *j, uint64_t max, uint64_t *out);
 int sbx_jr_key(struct sbx_jr *j, const char *const *keys, size_t n, uint32_t *seen);
 
+/* ---- mountinfo.c: the mount table, and other mounts of a secret ---------- */
+
+struct sbx_mount_entry {
+	int id, parent;
+	unsigned major, minor;
+	char root[SBX_PATH_MAX];	/* of the mount, in its filesystem */
+	char point[SBX_PATH_MAX];	/* where it is mounted */
+	char fstype[64];
+};
+/* The line of /proc/<pid>/mountinfo at *pos (before end), decoded into m,
+ * and *pos moved past it: 1, or 0 at the end, or -EINVAL/-ENAMETOOLONG
+ * for a line that cannot be read (*pos is past it all the same). */
+int sbx_mountinfo_next(const char **pos, const char *end, struct sbx_mount_entry *m);
+/* Is path where something is mounted in this mount namespace? */
+bool sbx_mountinfo_is_mount_point(const char *path);
+
+/*
+ * A mask covers a path: another mount of a secret's filesystem (a bind of
+ * the secret, of a directory above it, of `/`) shows the secret under
+ * another path. These are those paths as the caller sees them, each with
+ * the device and inode found there, so that a confined process can tell
+ * the secret from whatever covers it in its own view.
+ */
+struct sbx_secret_mounts {
+	char paths[1024];	/* newline-separated, or "" */
+	dev_t dev[16];
+	ino_t ino[16];
+	size_t n;
+	char unsearched[200];	/* why the search is not whole, or "" */
+};
+/* Search the mount table for every deny_read entry of p, as the caller. */
+void sbx_secret_mounts_find(const struct sbx_profile *p, struct sbx_secret_mounts *out);
+
 /* ---- canary.c ---------------------------------------------------------- */
 
 struct sbx_canary_ctx {
@@ -985,6 +1018,8 @@ struct sbx_canary_ctx {
 	/* deny_read files with more than one name (a hard link elsewhere is
 	 * not under the mask), "; "-separated, or "" */
 	char secret_aliases[256];
+	/* Other mounts that show a secret (mountinfo.c). */
+	struct sbx_secret_mounts secret_mounts;
 	/* The mount plan applied (its pins must hold), or NULL. */
 	const struct sbx_mount_plan *mounts;
 };

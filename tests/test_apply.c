@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1797,6 +1798,128 @@ static void test_secret_aliases(void **state)
 	}
 }
 
+/*
+ * Another mount of a secret's filesystem shows the secret under another
+ * path, which no mask covers. Made here in this test's own mount
+ * namespace (teardown_mounts leaves it): a bind of the secret directory,
+ * of a directory below it, and of the directory above it. Each is named
+ * in the report and deny_read is not verified; the session really reads
+ * the secret there (the report is right). Listed as deny_read too, the
+ * bind is masked and reads nothing; with no other mount it holds.
+ */
+static int host_mnt_ns = -1;
+
+/* Back in the host's mount namespace, in the same directory (setns
+ * moves the caller to the namespace's root). */
+static int leave_test_mnt_ns(void)
+{
+	int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC), r;
+
+	r = cwd >= 0 && setns(host_mnt_ns, CLONE_NEWNS) == 0 && fchdir(cwd) == 0 ? 0 : -1;
+	if (cwd >= 0)
+		close(cwd);
+	close(host_mnt_ns);
+	host_mnt_ns = -1;
+	return r;
+}
+
+static int teardown_mounts(void **state)
+{
+	const struct fixture *fx = *state;
+	const char *names[] = { "alias", "part", "above" };
+	char path[160];
+
+	for (size_t i = 0; fx && i < ARRAY_SIZE(names); i++) {
+		snprintf(path, sizeof(path), "%s/%s", fx->host, names[i]);
+		(void)umount2(path, MNT_DETACH);
+	}
+	if (host_mnt_ns >= 0 && leave_test_mnt_ns() != 0)
+		return -1;
+	return teardown(state);
+}
+
+static void test_secret_mounts(void **state)
+{
+	const struct fixture *fx = *state;
+	char secret[160], point[160], path[400], script[1200];
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	host_mnt_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	assert_true(host_mnt_ns >= 0);
+	assert_int_equal(unshare(CLONE_NEWNS), 0);
+	assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	snprintf(secret, sizeof(secret), "%s/keys", fx->host);
+	assert_int_equal(mkdir(secret, 0755), 0);
+	snprintf(path, sizeof(path), "%s/prod", secret);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/prod/key", secret);
+	write_text(path, SECRET_TEXT);
+	assert_int_equal(chmod(path, 0644), 0);
+	for (int round = 0; round < 5; round++) {
+		/* 0: bind of the secret; 1: the same, listed as deny_read;
+		 * 2: bind of a directory below it; 3: bind of the directory
+		 * above it; 4: none (the control). */
+		static const char *const name[] = { "alias", "alias", "part", "above", NULL };
+		char where[400] = "";
+		const char *detail;
+
+		if (name[round]) {
+			snprintf(point, sizeof(point), "%s/%s", fx->host, name[round]);
+			if (round != 1) {
+				(void)mkdir(point, 0755);
+				snprintf(path, sizeof(path), "%s%s", round == 3 ? fx->host : secret,
+					 round == 2 ? "/prod" : "");
+				assert_int_equal(mount(path, point, NULL, MS_BIND, NULL), 0);
+			}
+			snprintf(where, sizeof(where), "%s%s", point,
+				 round == 2 ? "/key" : round == 3 ? "/keys/prod/key" : "/prod/key");
+		}
+		scenario_init(&sc, fx);
+		sc.profile.host_read = SBX_ACCESS_ALLOW;
+		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
+			    sizeof(sc.profile.deny_read[0]), secret);
+		if (round == 1)
+			sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
+				    sizeof(sc.profile.deny_read[0]), point);
+		/* 3: the secret read through the other mount; 4: not at all
+		 * (masked or no such file); the public file is the control. */
+		snprintf(script, sizeof(script),
+			 "grep -q PUBLIC %s || exit 2\n"
+			 "test -e %s/prod/key && exit 5\n"
+			 "[ -z '%s' ] && exit 4\n"
+			 "grep -q TOPSECRET '%s' 2>/dev/null && exit 3\n"
+			 "exit 4\n", fx->public, secret, where, where);
+		sc.script = script;
+		run_scenario(&sc, &o);
+		if (o.ret != 0)
+			fail_msg("round %d: %d %s", round, o.ret, o.err);
+		detail = o.report.entry[SBX_F_DENY_READ].detail;
+		if (round == 1 || round == 4) {
+			if (o.exit_code != 4 || !sbx_report_holds(&o.report, SBX_F_DENY_READ))
+				fail_msg("round %d: exit %d, deny_read: %s", round, o.exit_code, detail);
+			if (round == 1)
+				assert_int_equal(umount2(point, 0), 0);
+			continue;
+		}
+		if (o.exit_code != 3)
+			fail_msg("round %d: exit %d (3: the other mount reads the secret)", round,
+				 o.exit_code);
+		if (!o.report.entry[SBX_F_DENY_READ].achieved ||
+		    o.report.entry[SBX_F_DENY_READ].verified)
+			fail_msg("round %d: deny_read verified: %s", round, detail);
+		/* Above: the fixture's own secret.txt may be found first. */
+		snprintf(path, sizeof(path), "no mask covers it: %s", round == 3 ? point : where);
+		if (!contains(detail, path) || !contains(detail, "is readable"))
+			fail_msg("round %d: '%s' does not name '%s'", round, detail, path);
+		if (round != 0)
+			assert_int_equal(umount2(point, 0), 0);
+	}
+	assert_int_equal(leave_test_mnt_ns(), 0);
+}
+
 /* The engine's own fds (report pipe, unix supervisor channel) must not
  * land on each other when it starts with fd 3 free: moving the report
  * pipe to 3 closed the channel there, and every session with the network
@@ -2249,6 +2372,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_deny_read_through_link, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pinned_above_narrower_mounts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_aliases, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_secret_mounts, setup, teardown_mounts),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for util.c: bounded strings, numbers, canonical paths. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "testlib.h"
@@ -116,6 +117,42 @@ static void test_copy_used(void **state)
 /* A field of a status file's text: the line whose name matches whole,
  * its value without leading blanks; a value too long, or no such line,
  * gives an error and an empty result. */
+/* The mount table as proc(5) writes it: octal escapes decoded, optional
+ * tags skipped, a line that cannot be read refused and stepped over. */
+static void test_mountinfo(void **state)
+{
+	static const char table[] =
+		"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+		"41 22 8:1 /var/tmp/a\\040b /mnt/x\\134y rw shared:1 master:2 - ext4 /dev/sda1 rw\n"
+		"bad line\n"
+		"42 22 8:1 /a\\9 /b rw - ext4 /dev/sda1 rw\n"
+		"43 22 0:5 / /dev rw - devtmpfs udev rw";
+	const char *pos = table, *end = table + sizeof(table) - 1;
+	struct sbx_mount_entry *m = malloc(sizeof(*m));
+
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(sbx_mountinfo_next(&pos, end, m), 1);
+	assert_int_equal(m->id, 22);
+	assert_int_equal(m->parent, 1);
+	assert_int_equal(m->major, 8);
+	assert_int_equal(m->minor, 1);
+	assert_string_equal(m->root, "/");
+	assert_string_equal(m->point, "/");
+	assert_string_equal(m->fstype, "ext4");
+	assert_int_equal(sbx_mountinfo_next(&pos, end, m), 1);
+	assert_string_equal(m->root, "/var/tmp/a b");
+	assert_string_equal(m->point, "/mnt/x\\y");
+	assert_int_equal(sbx_mountinfo_next(&pos, end, m), -EINVAL);
+	assert_int_equal(sbx_mountinfo_next(&pos, end, m), -EINVAL);	/* \9 */
+	assert_int_equal(sbx_mountinfo_next(&pos, end, m), 1);
+	assert_int_equal(m->id, 43);
+	assert_string_equal(m->fstype, "devtmpfs");
+	assert_int_equal(sbx_mountinfo_next(&pos, end, m), 0);
+	assert_ptr_equal(pos, end);
+	free(m);
+}
+
 static void test_status_text_field(void **state)
 {
 	static const char text[] = "Name:\tsh\nNoNewPrivs:\t1\nSeccomp:\t2\n"
@@ -151,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_under),
 		cmocka_unit_test(test_copy_used),
 		cmocka_unit_test(test_status_text_field),
+		cmocka_unit_test(test_mountinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
