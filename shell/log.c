@@ -7,7 +7,9 @@
  * sandbox reports, again with the end and exit status when the program
  * has ended.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -121,41 +123,120 @@ void shell_log_refused(const char *stage, const char *reason, const char *sessio
 	free(l);
 }
 
-/* $XDG_RUNTIME_DIR/agent-sandbox when it is ours, else
- * /tmp/agent-sandbox-<uid> (created 0700, refused if not ours). */
-static int report_base(char *base, size_t size)
+/* A directory of this user's alone, opened once (O_DIRECTORY, never
+ * through a link) and checked on the fd: every file is then made in this
+ * very directory, whatever is renamed over its name meanwhile. The fd,
+ * -EPERM (someone else's, or open to others: *seen says whose and how),
+ * or -errno. */
+static int private_dir_open(int at, const char *path, bool create, struct stat *seen)
 {
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	struct stat st;
+	int fd;
 
-	if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) &&
-	    st.st_uid == getuid() && sbx_snprintf(base, size, "%s/agent-sandbox", xdg) == 0)
-		return 0;
-	if (sbx_snprintf(base, size, "/tmp/agent-sandbox-%u", (unsigned)getuid()) != 0)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-int shell_report_dir_open(char *out, size_t size)
-{
-	char base[SBX_PATH_MAX];
-	struct stat st;
-	int fd, r;
-
-	if ((r = report_base(base, sizeof(base))) != 0)
-		return r;
-	if (mkdir(base, 0700) != 0 && errno != EEXIST)
+	if (create && mkdirat(at, path, 0700) != 0 && errno != EEXIST)
 		return -errno;
-	/* Opened once and checked on the fd: every file is then made in this
-	 * very directory, whatever is renamed over its name meanwhile. */
-	fd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & 0077)) {
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	if (st.st_uid != getuid() || (st.st_mode & 0077)) {
+		if (seen)
+			*seen = st;
 		close(fd);
 		return -EPERM;
 	}
-	if (out && (r = sbx_strlcpy(out, size, base)) != 0) {
+	return fd;
+}
+
+/*
+ * /tmp/agent-sandbox-<uid> is someone else's: any local user can make
+ * that name first, to keep this user's report copies and log lines out of
+ * it. This user's are then in /tmp/agent-sandbox-<uid>.XXXXXX, a name no
+ * one can guess: the one made before (the first in name order, so every
+ * session and --report agree), or a new one.
+ */
+static int report_dir_fallback(const char *squatted, char *base, size_t size)
+{
+	char prefix[64], best[NAME_MAX + 1] = "";
+	struct dirent *de;
+	int tmp, fd;
+	DIR *d;
+
+	snprintf(prefix, sizeof(prefix), "agent-sandbox-%u.", (unsigned)getuid());
+	tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tmp < 0)
+		return -errno;
+	d = fdopendir(tmp);
+	if (!d) {
+		close(tmp);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
+		    strlen(de->d_name) != strlen(prefix) + 6 ||
+		    (best[0] && strcmp(de->d_name, best) >= 0))
+			continue;
+		fd = private_dir_open(dirfd(d), de->d_name, false, NULL);
+		if (fd >= 0) {
+			close(fd);
+			snprintf(best, sizeof(best), "%s", de->d_name);
+		}
+	}
+	closedir(d);
+	if (best[0])
+		return sbx_snprintf(base, size, "/tmp/%s", best);
+	if (sbx_snprintf(base, size, "%s.XXXXXX", squatted) != 0)
+		return -ENAMETOOLONG;
+	return mkdtemp(base) ? 0 : -errno;
+}
+
+/*
+ * $XDG_RUNTIME_DIR/agent-sandbox when it is ours, else
+ * /tmp/agent-sandbox-<uid> (created 0700), else the fallback above: the
+ * directory opened and checked, its path in out (may be NULL).
+ */
+int shell_report_dir_open(char *out, size_t size)
+{
+	static bool warned;
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char base[SBX_PATH_MAX], squatted[64], how[64];
+	struct stat st, seen;
+	int fd, r;
+
+	if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    st.st_uid == getuid() && sbx_snprintf(base, sizeof(base), "%s/agent-sandbox", xdg) == 0) {
+		fd = private_dir_open(AT_FDCWD, base, true, NULL);
+	} else {
+		snprintf(squatted, sizeof(squatted), "/tmp/agent-sandbox-%u", (unsigned)getuid());
+		snprintf(base, sizeof(base), "%s", squatted);
+		fd = private_dir_open(AT_FDCWD, base, true, &seen);
+		/* Someone else's: not ours (EPERM), not even ours to open
+		 * (EACCES), or not a directory at all (ENOTDIR, ELOOP). */
+		if (fd == -EPERM || fd == -EACCES || fd == -ENOTDIR || fd == -ELOOP) {
+			if (fd != -EPERM && lstat(base, &seen) != 0)
+				seen.st_mode = 0;
+			if (S_ISDIR(seen.st_mode))
+				snprintf(how, sizeof(how), "owner uid %u, mode %04o",
+					 (unsigned)seen.st_uid, (unsigned)(seen.st_mode & 07777));
+			else
+				snprintf(how, sizeof(how), "a link, or not a directory (owner uid %u)",
+					 (unsigned)seen.st_uid);
+			r = report_dir_fallback(squatted, base, sizeof(base));
+			fd = r ? r : private_dir_open(AT_FDCWD, base, false, NULL);
+			if (!warned) {
+				warned = true;
+				fprintf(stderr, "agent-shell: warning: %s is not this user's private "
+					"directory (%s): report copies and log lines go to %s\n",
+					squatted, how, fd >= 0 ? base : "nowhere");
+			}
+		}
+	}
+	if (fd >= 0 && out && (r = sbx_strlcpy(out, size, base)) != 0) {
 		close(fd);
 		return r;
 	}

@@ -327,7 +327,8 @@ static int open_dir_at(int at, const char *name)
 	return openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-/* Reports of sessions without the PAM stage: /tmp/agent-sandbox-UID.
+/* Reports of sessions without the PAM stage: /tmp/agent-sandbox-UID (or
+ * /tmp/agent-sandbox-UID.XXXXXX).
  * Reports of PAM-stage sessions: <home>/.agent-sandbox/reports, for the
  * isolated homes under state_dir/homes. */
 static void prune_reports(struct prune *p, const char *state_dir)
@@ -348,7 +349,10 @@ static void prune_reports(struct prune *p, const char *state_dir)
 				continue;
 			errno = 0;
 			uid = strtoul(de->d_name + 14, &end, 10);
-			if (errno || *end || end == de->d_name + 14 || uid == 0 || uid > (uid_t)-2)
+			/* agent-sandbox-UID, or its fallback agent-sandbox-UID.XXXXXX
+			 * when another user made that name first (log.c). */
+			if (errno || (*end && (*end != '.' || strlen(end) != 7)) ||
+			    end == de->d_name + 14 || uid == 0 || uid > (uid_t)-2)
 				continue;
 			fd = open_dir_at(dirfd(d), de->d_name);
 			if (fd < 0)

@@ -85,6 +85,7 @@ struct run_spec {
 	const char *stdin_text;	/* NULL: /dev/null */
 	bool close_stdin, close_stdout;
 	bool no_log_capture;	/* leave /dev/log absent (no syslog daemon) */
+	bool no_xdg;		/* no XDG_RUNTIME_DIR: report copies go to /tmp */
 	int hup_after_ms;	/* > 0: SIGHUP the shell after this long */
 	int timeout_s;		/* default 20 */
 	int (*prepare)(void);	/* in the runner (root, its own mount namespace,
@@ -356,6 +357,45 @@ static int group_setup(void **state)
 	return sbx_test_group_setup(group_setup_inner, group_teardown);
 }
 
+static void remove_flat_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	while (d && (de = readdir(d)) != NULL)
+		(void)unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+	else if (fd >= 0)
+		close(fd);
+	(void)rmdir(path);
+}
+
+/* /tmp/agent-sandbox-UID and its fallbacks /tmp/agent-sandbox-UID.XXXXXX
+ * (test_report_dir_squatted): the agent's uid is one this file picked. */
+static void remove_tmp_report_dirs(uid_t uid)
+{
+	char prefix[64], path[PATH_MAX];
+	struct dirent *de;
+	DIR *d = opendir("/tmp");
+
+	snprintf(prefix, sizeof(prefix), "agent-sandbox-%u", (unsigned)uid);
+	while (d && (de = readdir(d)) != NULL) {
+		size_t n = strlen(prefix);
+
+		if (strncmp(de->d_name, prefix, n) != 0 ||
+		    (de->d_name[n] && (de->d_name[n] != '.' || strlen(de->d_name + n) != 7)))
+			continue;
+		/* Flat: report copies and session logs, nothing below them
+		 * (sbx_test_rmtree keeps to sbx-test- names). */
+		snprintf(path, sizeof(path), "/tmp/%s", de->d_name);
+		remove_flat_dir(path);
+	}
+	if (d)
+		closedir(d);
+}
+
 static int group_teardown(void **state)
 {
 	(void)state;
@@ -365,6 +405,7 @@ static int group_teardown(void **state)
 	if (W.agent_made && W.agent_uid)
 		sbx_test_procs_of(W.agent_uid, true);
 	if (W.agent_made) {
+		remove_tmp_report_dirs(W.agent_uid);
 		sbx_test_remove_account(W.agent);
 	}
 	if (W.user_made) {
@@ -403,7 +444,8 @@ static void build_env(const struct run_spec *sp, char **env, size_t max, char st
 	snprintf(store[n++], 512, "LOGNAME=%s", as_user ? W.user : W.agent);
 	snprintf(store[n++], 512, "TERM=xterm");
 	snprintf(store[n++], 512, "LANG=C");
-	snprintf(store[n++], 512, "XDG_RUNTIME_DIR=%s", as_user ? W.xdg_user : W.xdg_agent);
+	if (!sp->no_xdg)
+		snprintf(store[n++], 512, "XDG_RUNTIME_DIR=%s", as_user ? W.xdg_user : W.xdg_agent);
 	snprintf(store[n++], 512, "SBX_TEST_CONFIG=%s", sp->conf ? sp->conf : W.conf_main);
 	for (size_t i = 0; sp->env_extra && sp->env_extra[i] && n + 1 < max; i++)
 		snprintf(store[n++], 512, "%s", sp->env_extra[i]);
@@ -1336,6 +1378,72 @@ static void test_no_syslog_sink(void **state)
 	result_free(r);
 }
 
+/* Another local user made /tmp/agent-sandbox-<uid> first: the agent's
+ * report copies go to a directory of its own, /tmp/agent-sandbox-<uid>.
+ * XXXXXX, the same one for every session; the warning names the squatter;
+ * --report finds the copy there. */
+static void test_report_dir_squatted(void **state)
+{
+	const char *args[] = { "-c", "true", NULL };
+	struct run_spec sp = { .args = args, .no_xdg = true };
+	struct result *r = result_new();
+	char squat[64], want[256], found[2][PATH_MAX], sid[40], path[PATH_MAX + 64];
+	const char *p;
+	struct stat st;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	remove_tmp_report_dirs(W.agent_uid);
+	snprintf(squat, sizeof(squat), "/tmp/agent-sandbox-%u", (unsigned)W.agent_uid);
+	assert_int_equal(mkdir_owned(squat, 0700, W.user_uid, W.user_gid), 0);
+	for (int round = 0; round < 2; round++) {
+		DIR *d;
+		struct dirent *de;
+		int n = 0;
+
+		memset(r, 0, sizeof(*r));
+		assert_int_equal(run_shell(&sp, r), 0);
+		snprintf(want, sizeof(want), "warning: %s is not this user's private directory "
+			 "(owner uid %u, mode 0700): report copies and log lines go to %s.",
+			 squat, (unsigned)W.user_uid, squat);
+		if (!strstr(r->err, want))
+			fail_msg("stderr does not say '%s': %s", want, r->err);
+		d = opendir("/tmp");
+		assert_non_null(d);
+		while ((de = readdir(d)) != NULL)
+			if (strncmp(de->d_name, squat + 5, strlen(squat + 5)) == 0 &&
+			    de->d_name[strlen(squat + 5)] == '.') {
+				snprintf(found[round], sizeof(found[round]), "/tmp/%s", de->d_name);
+				n++;
+			}
+		closedir(d);
+		assert_int_equal(n, 1);	/* one fallback, made once */
+		assert_int_equal(lstat(found[round], &st), 0);
+		assert_true(S_ISDIR(st.st_mode) && st.st_uid == W.agent_uid &&
+			    (st.st_mode & 07777) == 0700);
+		p = strstr(r->log, "]: event=session_end session=");
+		assert_non_null(p);
+		p += strlen("]: event=session_end session=");
+		snprintf(sid, sizeof(sid), "%.*s", (int)strcspn(p, " "), p);
+		snprintf(path, sizeof(path), "%s/%s.json", found[round], sid);
+		assert_int_equal(access(path, F_OK), 0);
+	}
+	assert_string_equal(found[0], found[1]);
+	/* The squatter's directory is left as it was: empty, its owner's. */
+	assert_int_equal(lstat(squat, &st), 0);
+	assert_true(st.st_uid == W.user_uid && st.st_nlink == 2);
+	{
+		const char *rargs[] = { "--report", sid, NULL };
+		struct run_spec rsp = { .args = rargs, .no_xdg = true };
+
+		memset(r, 0, sizeof(*r));
+		assert_int_equal(run_shell(&rsp, r), 0);
+		assert_non_null(strstr(r->out, sid));
+	}
+	remove_tmp_report_dirs(W.agent_uid);
+	result_free(r);
+}
+
 /* sshd runs subsystems and scp/rsync as `$SHELL -c CMD`: drive the real
  * clients with a stand-in for ssh that does exactly that as the account. */
 static void test_file_transfer(void **state)
@@ -1623,6 +1731,7 @@ int main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_loader_env_refused),
 		cmocka_unit_test(test_no_syslog_sink),
+		cmocka_unit_test(test_report_dir_squatted),
 		cmocka_unit_test(test_file_transfer),
 		cmocka_unit_test(test_interactive_pty),
 		cmocka_unit_test(test_pty_hangup),
