@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -46,6 +47,7 @@
 #define BRIDGE_PENDING_MAX 256
 #define BRIDGE_BACKLOG 128
 #define PING_TIMEOUT_MS 2000
+#define CONNECT_QUEUE_MS 2000
 
 int sbx_egress_counts_map(struct sbx_egress_counts **out, struct sbx_error *err)
 {
@@ -102,28 +104,69 @@ int sbx_egress_socket_pin(const char *path, int *out_fd, struct sbx_error *err)
 	return 0;
 }
 
-/* A non-blocking connection to the daemon through its pinned socket (an
- * O_PATH fd from sbx_egress_socket_pin): a full backlog is EAGAIN at
- * once, never a wait. */
-static int daemon_connect(int pin, const char *path, struct sbx_error *err)
+static long long monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A connection to the daemon through its pinned socket (an O_PATH fd from
+ * sbx_egress_socket_pin), non-blocking once made. The socket is 0666 (every
+ * agent uid must reach it), so any local user can keep its backlog full
+ * with a flood of connects (an attacker review did): a non-blocking connect
+ * then fails with EAGAIN at once, and a proxy session became a deny one. A
+ * blocking connect waits in the kernel's queue of connectors, served in
+ * turn as the daemon accepts, so a flood delays it but cannot starve it;
+ * SO_SNDTIMEO bounds the wait to timeout_ms.
+ */
+static int daemon_connect(int pin, const char *path, int timeout_ms, struct sbx_error *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	long long deadline = monotonic_ms() + timeout_ms;
+	int fd, e;
 
 	if (sbx_snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", pin) != 0)
 		return sbx_error_set(err, ENAMETOOLONG, "agent-sandbox-egressd: fd path");
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return sbx_error_set(err, errno, "agent-sandbox-egressd: socket: %s",
 				     strerror(errno));
-	if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		int e = errno;
+	for (;;) {
+		long long left = deadline - monotonic_ms();
+		struct timeval tv = { .tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000 };
 
-		close(fd);
-		return sbx_error_set(err, e, "agent-sandbox-egressd not reached at %s: %s", path,
-				     strerror(e));
+		if (left <= 0) {
+			e = EAGAIN;
+			break;
+		}
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) {
+			e = errno;
+			break;
+		}
+		if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			struct timeval none = { 0 };
+
+			if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none)) != 0 ||
+			    fcntl(fd, F_SETFL, O_NONBLOCK) != 0) {
+				e = errno;
+				break;
+			}
+			return fd;
+		}
+		e = errno;
+		if (e != EINTR)
+			break;
 	}
-	return fd;
+	close(fd);
+	if (e == EAGAIN)
+		return sbx_error_set(err, EAGAIN, "agent-sandbox-egressd at %s: its queue stayed "
+				     "full for %d ms (a flood of connections, or a daemon that "
+				     "does not accept)", path, timeout_ms);
+	return sbx_error_set(err, e, "agent-sandbox-egressd not reached at %s: %s", path,
+			     strerror(e));
 }
 
 /* The hello in one message, with pass_fd (>= 0) in SCM_RIGHTS. */
@@ -201,14 +244,19 @@ static int ping_pinned(int pin, const char *path, uid_t uid, const char *list_ha
 	struct sbx_egress_pong pong;
 	int fd, r;
 
+	long long deadline = monotonic_ms() + timeout_ms;
+
 	memset(&pong, 0, sizeof(pong));
-	fd = daemon_connect(pin, path, err);
+	fd = daemon_connect(pin, path, timeout_ms, err);
 	if (fd < 0)
 		return fd;
 	hello_init(&h, SBX_EGRESS_HELLO_PING, uid, NULL, list_hash);
 	r = send_hello(fd, &h, -1);
-	if (r == 0)
-		r = read_exact(fd, &pong, sizeof(pong), timeout_ms);
+	if (r == 0) {
+		long long left = deadline - monotonic_ms();
+
+		r = read_exact(fd, &pong, sizeof(pong), left > 0 ? (int)left : 0);
+	}
 	close(fd);
 	if (r == -ETIMEDOUT)
 		return sbx_error_set(err, ETIMEDOUT, "agent-sandbox-egressd at %s did not answer "
@@ -304,7 +352,9 @@ static void __attribute__((noreturn)) bridge_loop(int lfd, const struct sbx_egre
 		 * none when the session ends first (unanswered). */
 		if (o->counts)
 			__atomic_add_fetch(&o->counts->accepted, 1, __ATOMIC_RELAXED);
-		ctl = daemon_connect(5, o->socket_path, &e);
+		/* Waits its turn under a flood, up to CONNECT_QUEUE_MS; what
+		 * the bridge has handed off meanwhile is the daemon's. */
+		ctl = daemon_connect(5, o->socket_path, CONNECT_QUEUE_MS, &e);
 		if (ctl < 0 || send_hello(ctl, &h, c) != 0) {
 			/* The client sees its connection closed: as refused
 			 * as a connection can be without a daemon to say why. */

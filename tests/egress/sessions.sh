@@ -275,6 +275,42 @@ else
 	bad "daemon: 200 connections of a non-agent uid" "$((after - before)) log lines"
 fi
 
+# A local user who is no agent keeps the daemon's queue full (its socket
+# is 0666, as every agent uid must reach it): 300 connectors, while the
+# daemon is stopped so that its backlog surely fills, and the session
+# starts then; the daemon goes on 0.8 s later. The bridge waits its turn in
+# the kernel's queue of connectors, so the session still has its proxy,
+# and a request through it is answered.
+rm -f "$T/flood.stop"
+runuser -u "$NA" -- python3 -c 'import socket,sys,os,threading
+def flood():
+    while not os.path.exists(sys.argv[2]):
+        s=socket.socket(socket.AF_UNIX)
+        try: s.connect(sys.argv[1])
+        except OSError: pass
+        s.close()
+ts=[threading.Thread(target=flood, daemon=True) for _ in range(300)]
+[t.start() for t in ts]; [t.join() for t in ts]' "$S" "$T/flood.stop" >/dev/null 2>&1 &
+flood=$!
+PIDS="$PIDS $flood"
+sleep 0.5
+kill -STOP "$DPID"
+sleep 0.5
+(sleep 0.8; kill -CONT "$DPID") &
+cont=$!
+out=$(sbx "curl -sS --max-time 8 --cacert $CA https://127.0.0.2:$P1/")
+touch "$T/flood.stop"
+wait "$cont"
+wait "$flood"
+if why=$(report_has 'e["network_egress"]["achieved"] and e["network_egress"]["verified"] and r["level"] == "full"'); then
+	case "$out" in
+	"ok $P1") ok "session: a flood of connects from another user delays the bridge, not stops it" ;;
+	*) bad "session: a flood of connects from another user delays the bridge, not stops it" "$out" ;;
+	esac
+else
+	bad "session: a flood of connects from another user delays the bridge, not stops it" "$why / $out"
+fi
+
 # Every slot of the uid held by one session (8 tunnels, the daemon's
 # max_per_uid here): another session of the uid still starts with its
 # bridge (PING has a reserve of its own), and a ninth request is refused,
