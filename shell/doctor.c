@@ -1034,6 +1034,52 @@ static void check_egress(struct doctor *d, const struct doc_agent *a, const stru
 		    "loopback (report: network_egress not achieved)", p->name, err.msg);
 }
 
+/*
+ * A secret another mount shows under another path (a bind of it, of a
+ * directory above it, of /): sessions that see that path report deny_read
+ * as not verified, until it is a deny_read entry too or the mount goes.
+ * Searched as root here; a session searches as the agent.
+ */
+static void check_secret_mounts(struct doctor *d, const struct doc_agent *a,
+				const char *profile, const struct sbx_profile *p)
+{
+	struct sbx_secret_mounts *sm = malloc(sizeof(*sm));
+	char shown[SBX_PATH_MAX * 2] = "";
+	bool more = false;
+	const char *next;
+
+	if (!sm) {
+		d->out_of_memory = true;
+		return;
+	}
+	sbx_secret_mounts_find(p, sm);
+	for (next = sm->paths; *next;) {
+		size_t len = strcspn(next, "\n"), used = strlen(shown);
+		char path[SBX_PATH_MAX];
+		bool covered = false;
+
+		snprintf(path, sizeof(path), "%.*s", (int)len, next);
+		next += len + (next[len] == '\n');
+		for (size_t k = 0; k < p->n_deny_read && !covered; k++)
+			covered = sbx_path_is_under(path, p->deny_read[k]);
+		if (!covered && sbx_snprintf(shown + used, sizeof(shown) - used, "%s%s",
+					     used ? ", " : "", path) != 0) {
+			shown[used] = '\0';
+			more = true;
+		}
+	}
+	if (shown[0])
+		row(d, DOC_WARN, "paths", a->user, "add each path to deny_read, or remove the mount",
+		    "profile %s: a secret also shows through another mount at %s%s: sessions "
+		    "that see it there report deny_read not verified", profile, shown,
+		    more ? " (and more)" : "");
+	if (sm->unsearched[0])
+		row(d, DOC_WARN, "paths", a->user, "see the detail",
+		    "profile %s: other mounts of its secrets not searched: %s", profile,
+		    sm->unsearched);
+	free(sm);
+}
+
 static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 {
 	struct sbx_error err = { 0 };
@@ -1078,6 +1124,7 @@ static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 		    "profile %s: root %s %s: %s: every session is refused", named->name, rt->path,
 		    rt->write == SBX_ACCESS_ALLOW ? "rw" : "ro", strerror(e));
 	}
+	check_secret_mounts(d, a, named->name, p);
 	check_ceiling_narrows(d, a, named, p, id.home);
 	check_egress(d, a, p);
 out:

@@ -981,6 +981,41 @@ static char *doctor_with_nsswitch(const char *text, const char *pam, const char 
 	return out;
 }
 
+/* A secret (the built-in /etc/ssh) bound elsewhere, in the doctor's own
+ * mount namespace: a paths row names the other mount and the fix; the
+ * control without the bind has no such row. */
+static void test_doctor_secret_mounts(void **state)
+{
+	char *out, pam[PATH_MAX], alias[PATH_MAX], want[PATH_MAX + 128];
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	enroll_user3();
+	snprintf(pam, sizeof(pam), "%s/pam-mounts", fx.tmp);
+	write_pam_dir(pam, true);
+	snprintf(alias, sizeof(alias), "%s/ssh-alias", fx.tmp);
+	assert_int_equal(mkdir(alias, 0755), 0);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd",
+		   "/nonexistent/sshd");
+	assert_true(code == 0 || code == 1);
+	assert_null(strstr(out, "also shows through another mount"));
+	free(out);
+	run_bind_src = "/etc/ssh";
+	run_bind_dst = alias;
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd",
+		   "/nonexistent/sshd");
+	run_bind_src = NULL;
+	assert_true(code == 0 || code == 1);
+	snprintf(want, sizeof(want), "a secret also shows through another mount at %s: sessions "
+		 "that see it there report deny_read not verified", alias);
+	assert_contains(out, want);
+	assert_contains(out, "\"fix\":\"add each path to deny_read, or remove the mount\"");
+	assert_row(out, "paths", fx.user3, "WARN");
+	free(out);
+	assert_int_equal(rmdir(alias), 0);
+}
+
 static void test_doctor_nss_groups(void **state)
 {
 	char *out, pam[PATH_MAX], cand[PATH_MAX], dropin[PATH_MAX];
@@ -1654,6 +1689,7 @@ int main(void)
 		cmocka_unit_test(test_doctor_subids),
 		cmocka_unit_test(test_doctor_suid_dumpable),
 		cmocka_unit_test(test_doctor_nss_groups),
+		cmocka_unit_test(test_doctor_secret_mounts),
 		cmocka_unit_test(test_doctor_config_breakers),
 		cmocka_unit_test(test_candidate_config),
 		cmocka_unit_test(test_doctor_probe_child_is_fresh),
