@@ -46,6 +46,7 @@ struct opts {
 	unsigned max_conns;
 	unsigned max_per_uid;
 	int handshake_ms;
+	int half_closed_ms;	/* one side ended: how long the other may stay idle */
 	int peek_ms;		/* wait for a client's first bytes on ports other than 443 */
 	bool log_stderr;
 	bool allow_direct;	/* serve clients that send no bridge hello (tests) */
@@ -56,6 +57,7 @@ static struct opts o = {
 	.max_conns = 512,
 	.max_per_uid = 64,
 	.handshake_ms = 10000,
+	.half_closed_ms = 60000,
 	.peek_ms = 300,
 };
 
@@ -906,6 +908,11 @@ static void relay(struct dir d[2], int a, int b)
 	fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
 	while (!(d[0].done && d[1].done)) {
 		struct pollfd p[2] = { { .fd = a }, { .fd = b } };
+		/* Once one side has ended, the other may finish sending, but
+		 * not hold the connection (and a slot of the uid) for ever: a
+		 * server that never closes after its client did would keep a
+		 * slot past its session's end. */
+		int idle_ms = d[0].done != d[1].done ? o.half_closed_ms : -1, r;
 
 		for (i = 0; i < 2; i++) {
 			if (wants_input(&d[i]))
@@ -920,11 +927,11 @@ static void relay(struct dir d[2], int a, int b)
 		for (i = 0; i < 2; i++)
 			if (!p[i].events)
 				p[i].fd = -1;
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
+		r = poll(p, 2, idle_ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;	/* an error, or half-closed and idle too long */
 		if ((p[0].revents | p[1].revents) & POLLNVAL)
 			break;
 		if (pump(&d[0], p[0].revents & (POLLIN | POLLHUP | POLLERR)) < 0 ||
@@ -1263,7 +1270,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: agent-sandbox-egressd [--config PATH] [--socket PATH] [--user NAME]\n"
 		   "                             [--max-conns N] [--max-per-uid N]\n"
-		   "                             [--handshake-timeout MS] [--log-stderr]\n"
+		   "                             [--handshake-timeout MS] [--half-closed-timeout MS]\n"
+		   "                             [--log-stderr]\n"
 		   "                             [--allow-direct]\n");
 }
 
@@ -1287,6 +1295,7 @@ int main(int argc, char **argv)
 		{ "max-conns", required_argument, NULL, 'm' },
 		{ "max-per-uid", required_argument, NULL, 'p' },
 		{ "handshake-timeout", required_argument, NULL, 't' },
+		{ "half-closed-timeout", required_argument, NULL, 'H' },
 		{ "log-stderr", no_argument, NULL, 'l' },
 		{ "allow-direct", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1306,6 +1315,7 @@ int main(int argc, char **argv)
 		case 'm': o.max_conns = num(optarg, 1u << 16); break;
 		case 'p': o.max_per_uid = num(optarg, 1u << 16); break;
 		case 't': o.handshake_ms = (int)num(optarg, 600000); break;
+		case 'H': o.half_closed_ms = (int)num(optarg, 86400000); break;
 		case 'l': o.log_stderr = true; break;
 		case 'd': o.allow_direct = true; break;
 		case 'h': usage(stdout); return 0;

@@ -31,7 +31,7 @@ sys.exit(0 if ok else 1)' "$T/r.json" 2>&1
 # that a session can hold all of its uid's slots within a test.
 start_daemon() {	# [daemon options]
 	"$D" --config "$C/agent-sandbox.conf" --user "$DU" --handshake-timeout 3000 --log-stderr \
-		--max-per-uid 8 "$@" 2>>"$T/daemon.log" &
+		--max-per-uid 8 --half-closed-timeout 1000 "$@" 2>>"$T/daemon.log" &
 	DPID=$!
 	PIDS="$PIDS $DPID"
 	for _ in $(seq 50); do
@@ -340,6 +340,16 @@ rm -f "$T/ws/go" "$T/ws/held"
 case "$(cat "$T/hold.out")" in
 *"ninth: HTTP/1.1 403"*) ok "daemon: a request over max_per_uid is refused (403)" ;;
 *) bad "daemon: a request over max_per_uid is refused (403)" "$(cat "$T/hold.out")" ;;
+esac
+# Those 8 tunnels' far end never closes. Once their session has ended (the
+# clients' side closed), each is idle for the half-closed timeout (1 s
+# here) and then closed: the uid's slots are free again.
+sleep 1.5
+out=$(sbx "curl -sS --max-time 8 --cacert $CA https://127.0.0.2:$P1/")
+line=$(logline 127.0.0.2 "$P1")
+case "$out/$line" in
+"ok $P1/"*"verdict=allowed"*) ok "daemon: tunnels half-closed by their ended session free the uid's slots" ;;
+*) bad "daemon: tunnels half-closed by their ended session free the uid's slots" "$out / $line" ;;
 esac
 
 # A connection still being decided when its session ends: the report
