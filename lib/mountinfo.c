@@ -205,89 +205,120 @@ static void secret_mount_add(struct sbx_secret_mounts *out, const char *path, in
 	out->n++;
 }
 
-/* Every other mount of the filesystem that holds this secret, through
- * which the secret (or a part of it) shows. The table is read once per
- * secret (two passes, one entry in memory): a host can have thousands of
- * mounts, a profile has a handful of secrets. */
-static void secret_other_mounts(const char *secret, const char *table, size_t len,
-				struct sbx_mount_entry *home, struct sbx_mount_entry *m,
-				struct sbx_secret_mounts *out)
+/* A secret's place: its mount, and where it lies in that filesystem. */
+struct secret_place {
+	const char *path;
+	unsigned long long mnt_id;
+	int id;
+	unsigned major, minor;
+	char where[SBX_PATH_MAX];	/* "" until its mount is found */
+};
+
+/* Through mount m (of the same filesystem as secret s, not its own),
+ * the path that shows the secret or a part of it; false if none. */
+static bool alias_through(const struct secret_place *s, const struct sbx_mount_entry *m,
+			  char *alias, size_t size, struct sbx_secret_mounts *out)
 {
-	char where[SBX_PATH_MAX], alias[SBX_PATH_MAX];
-	const char *pos, *end = table + len;
-	struct statx stx;
-	bool found = false;
+	const char *below;
 	int r;
 
-	if (statx(AT_FDCWD, secret, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) != 0)
-		return;	/* missing, or not reachable by the agent at all */
-	if (!(stx.stx_mask & STATX_MNT_ID)) {
-		secret_mounts_unsearched(out, NULL, "the kernel gives no mount id (Linux < 5.8)");
-		return;
-	}
-	for (pos = table; !found && (r = sbx_mountinfo_next(&pos, end, home)) != 0;) {
-		if (r < 0)
-			secret_mounts_unsearched(out, NULL, "/proc/self/mountinfo has a line that "
-						 "cannot be read");
-		found = r > 0 && (unsigned long long)home->id == stx.stx_mnt_id;
-	}
-	if (!found || path_in_filesystem(secret, home, where, sizeof(where)) != 0) {
-		secret_mounts_unsearched(out, secret, "its mount is not in the table");
-		return;
-	}
-	for (pos = table; (r = sbx_mountinfo_next(&pos, end, m)) != 0;) {
-		const char *below;
-
-		if (r < 0 || m->id == home->id || m->major != home->major ||
-		    m->minor != home->minor)
-			continue;
-		if (sbx_path_is_under(where, m->root)) {
-			/* The other mount shows the whole secret. */
-			below = strcmp(m->root, "/") == 0 ? where : where + strlen(m->root);
-			if (strcmp(m->point, "/") == 0)
-				r = sbx_strlcpy(alias, sizeof(alias), below[0] ? below : "/");
-			else
-				r = sbx_snprintf(alias, sizeof(alias), "%s%s", m->point,
-						 strcmp(below, "/") == 0 ? "" : below);
-			if (r != 0) {
-				secret_mounts_unsearched(out, secret,
-							 "another mount's path is too long");
-				continue;
-			}
-		} else if (sbx_path_is_under(m->root, where)) {
-			/* The other mount shows a part of it. */
-			sbx_strlcpy(alias, sizeof(alias), m->point);
-		} else {
-			continue;
+	if (sbx_path_is_under(s->where, m->root)) {
+		/* The other mount shows the whole secret. */
+		below = strcmp(m->root, "/") == 0 ? s->where : s->where + strlen(m->root);
+		if (strcmp(m->point, "/") == 0)
+			r = sbx_strlcpy(alias, size, below[0] ? below : "/");
+		else
+			r = sbx_snprintf(alias, size, "%s%s", m->point,
+					 strcmp(below, "/") == 0 ? "" : below);
+		if (r != 0) {
+			secret_mounts_unsearched(out, s->path, "another mount's path is too long");
+			return false;
 		}
-		if (strcmp(alias, secret) != 0)
-			secret_mount_add(out, alias, m->id);
+		return true;
 	}
+	if (sbx_path_is_under(m->root, s->where)) {
+		/* The other mount shows a part of it. */
+		return sbx_strlcpy(alias, size, m->point) == 0;
+	}
+	return false;
 }
 
+/*
+ * Two passes over the table whatever the number of secrets (a host can
+ * have thousands of mounts): the first finds each secret's own mount, the
+ * second every other mount of the same filesystem, keeping one entry in
+ * memory at a time.
+ */
 void sbx_secret_mounts_find(const struct sbx_profile *p, struct sbx_secret_mounts *out)
 {
+	struct secret_place *s = NULL;
 	struct sbx_mount_entry *m = NULL;
-	char *table = NULL;
-	size_t len;
+	const char *pos, *end;
+	char *table = NULL, alias[SBX_PATH_MAX];
+	size_t n = 0, len;
+	int r;
 
 	out->paths[0] = '\0';
 	out->unsearched[0] = '\0';
 	out->n = 0;
 	if (p->n_deny_read == 0)
 		return;
-	m = malloc(2 * sizeof(*m));
-	if (!m) {
+	s = calloc(p->n_deny_read, sizeof(*s));
+	m = malloc(sizeof(*m));
+	if (!s || !m) {
 		secret_mounts_unsearched(out, NULL, "out of memory");
-		return;
+		goto out;
 	}
+	for (size_t i = 0; i < p->n_deny_read; i++) {
+		struct statx stx;
+
+		if (statx(AT_FDCWD, p->deny_read[i], AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) != 0)
+			continue;	/* missing, or not reachable by the agent at all */
+		if (!(stx.stx_mask & STATX_MNT_ID)) {
+			secret_mounts_unsearched(out, NULL, "the kernel gives no mount id "
+						 "(Linux < 5.8)");
+			goto out;
+		}
+		s[n].path = p->deny_read[i];
+		s[n++].mnt_id = stx.stx_mnt_id;
+	}
+	if (n == 0)
+		goto out;
 	if (sbx_read_file("/proc/self/mountinfo", MOUNTINFO_MAX, &table, &len, NULL) != 0) {
 		secret_mounts_unsearched(out, NULL, "/proc/self/mountinfo is not readable");
-		free(m);
-		return;
+		goto out;
 	}
-	for (size_t i = 0; i < p->n_deny_read; i++)
-		secret_other_mounts(p->deny_read[i], table, len, &m[0], &m[1], out);
+	end = table + len;
+	for (pos = table; (r = sbx_mountinfo_next(&pos, end, m)) != 0;) {
+		if (r < 0) {
+			secret_mounts_unsearched(out, NULL, "/proc/self/mountinfo has a line that "
+						 "cannot be read");
+			continue;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (s[i].where[0] || s[i].mnt_id != (unsigned long long)m->id)
+				continue;
+			s[i].id = m->id;
+			s[i].major = m->major;
+			s[i].minor = m->minor;
+			if (path_in_filesystem(s[i].path, m, s[i].where, sizeof(s[i].where)) != 0)
+				s[i].where[0] = '\0';
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!s[i].where[0])
+			secret_mounts_unsearched(out, s[i].path, "its mount is not in the table");
+	for (pos = table; (r = sbx_mountinfo_next(&pos, end, m)) != 0;) {
+		for (size_t i = 0; r > 0 && i < n; i++) {
+			if (!s[i].where[0] || m->id == s[i].id || m->major != s[i].major ||
+			    m->minor != s[i].minor || !alias_through(&s[i], m, alias, sizeof(alias), out))
+				continue;
+			if (strcmp(alias, s[i].path) != 0)
+				secret_mount_add(out, alias, m->id);
+		}
+	}
+out:
 	free(table);
 	free(m);
+	free(s);
 }
