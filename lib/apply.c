@@ -904,7 +904,7 @@ static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_r
 	pl->canary.host_ns_cgroup = sbx_ns_inode("cgroup");
 	pl->canary.keep_fd = REPORT_FD;
 	find_secret_aliases(p, pl->canary.secret_aliases, sizeof(pl->canary.secret_aliases));
-	sbx_secret_mounts_find(p, &pl->canary.secret_mounts);
+	sbx_secret_places_find(p, &pl->canary.secret_places);
 	/* A file the gate leaves executable, for its canary's control. */
 	if (pl->mounts.exec) {
 		for (size_t i = 0; i < pl->mounts.exec->n && !pl->canary.exec_control[0]; i++) {

@@ -342,7 +342,8 @@ static int deny_read_one(const char *path, char *why, size_t why_size)
 /*
  * The first regular file below the directory fd (which this takes) whose
  * contents this process can read: -1 and why names it; 0 none; 1 not
- * searched to the end (past *budget entries or 8 levels), none so far.
+ * searched to the end (past *budget entries or 8 levels, or a directory
+ * it may pass through but not list: its files open by name), none so far.
  * path names fd, and has room to grow (size).
  */
 static int readable_below(int fd, char *path, size_t size, int depth, unsigned *budget,
@@ -371,11 +372,18 @@ static int readable_below(int fd, char *path, size_t size, int depth, unsigned *
 		}
 		(*budget)--;
 		/* Refused (EACCES, EPERM), or a symlink (ELOOP): nothing of the
-		 * secret's is read through it. */
+		 * secret's is read through it; but a directory the agent may
+		 * pass through and not list hides files that open by name. */
 		cfd = openat(dirfd(d), de->d_name,
 			     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-		if (cfd < 0)
+		if (cfd < 0) {
+			if ((errno == EACCES || errno == EPERM) &&
+			    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISDIR(st.st_mode) && faccessat(dirfd(d), de->d_name, R_OK, 0) != 0 &&
+			    faccessat(dirfd(d), de->d_name, X_OK, 0) == 0)
+				partial = true;
 			continue;
+		}
 		if (fstat(cfd, &st) == 0 && S_ISREG(st.st_mode)) {
 			if (read(cfd, &c, 1) == 1) {
 				sbx_text_set(why, why_size, "%s/%s is readable", path, de->d_name);
@@ -401,56 +409,97 @@ static int readable_below(int fd, char *path, size_t size, int depth, unsigned *
 	return v < 0 ? -1 : partial ? 1 : 0;
 }
 
+struct shown_check {
+	const struct sbx_profile *p;
+	const struct sbx_secret_places *sp;
+	unsigned budget;
+	char *why;
+	size_t why_size;
+};
+
 /*
- * Another mount of a secret's filesystem shows it under another path
- * (mountinfo.c found it, as the agent, before the clone). Where this
- * view still has the same file there (not a mask, not another mount on
- * top), nothing of the secret's may be readable through it. False if
- * nothing is; otherwise why says what is, or what was not searched.
+ * A mount shows a secret (or a part of it) at path, and no other mount in
+ * this view covers it: nothing of the secret's may be readable there. 0,
+ * or 1 with why set. The secret's own path is deny_read_one's.
  */
-static bool secret_mount_readable(const struct sbx_secret_mounts *sm, char *why, size_t why_size)
+static int secret_shown_refused(void *arg, size_t k, const char *path, int mnt_id)
 {
-	const char *next = sm->paths;
-	unsigned budget = 1024;
+	struct shown_check *c = arg;
+	char found[PATH_MAX + 64], walk[PATH_MAX];
+	struct stat st;
+	int fd, v = 0, e;
+	char byte;
 
-	for (size_t i = 0; i < sm->n && *next; i++) {
-		size_t len = strcspn(next, "\n");
-		char path[SBX_PATH_MAX], found[SBX_PATH_MAX + 64];
-		struct stat st;
-		int fd, v = 0;
-		char c;
-
-		snprintf(path, sizeof(path), "%.*s", (int)len, next);
-		next += len + (next[len] == '\n');
-		if (lstat(path, &st) != 0 || st.st_dev != sm->dev[i] || st.st_ino != sm->ino[i])
-			continue;	/* covered, or not in this view */
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-		if (fd < 0)
-			continue;	/* refused */
-		if (S_ISDIR(st.st_mode)) {
-			v = readable_below(fd, path, sizeof(path), 0, &budget, found,
-					   sizeof(found));
-		} else {
-			if (read(fd, &c, 1) == 1) {
-				sbx_text_set(found, sizeof(found), "%s is readable", path);
-				v = -1;
-			}
-			close(fd);
-		}
-		if (v < 0) {
-			sbx_text_set(why, why_size, "another mount shows a secret, and no mask "
-				     "covers it: %s (add the mount's path to deny_read, or remove "
-				     "the mount)", found);
-			return true;
-		}
-		if (v > 0) {
-			sbx_text_set(why, why_size, "another mount shows a secret, and no mask "
-				     "covers it: %s (over 1024 entries or 8 levels: not searched)",
-				     path);
-			return true;
-		}
+	(void)mnt_id;
+	if (strcmp(path, c->p->deny_read[c->sp->s[k].deny]) == 0)
+		return 0;
+	if (lstat(path, &st) != 0) {
+		e = errno;
+		if (e == EACCES)
+			return 0;	/* not even reachable */
+		sbx_text_set(c->why, c->why_size, "another mount shows a secret at %s, which "
+			     "could not be checked: %s", path, strerror(e));
+		return 1;
 	}
-	return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		e = errno;
+		if ((e == EACCES || e == EPERM) &&
+		    (!S_ISDIR(st.st_mode) || access(path, R_OK) == 0 || access(path, X_OK) != 0))
+			return 0;	/* refused: by a layer, or by permissions to read and pass */
+		if (e == EACCES || e == EPERM)
+			v = 1;		/* passes through, cannot list */
+		else {
+			sbx_text_set(c->why, c->why_size, "another mount shows a secret at %s, "
+				     "which could not be checked: %s", path, strerror(e));
+			return 1;
+		}
+	} else if (S_ISDIR(st.st_mode)) {
+		snprintf(walk, sizeof(walk), "%s", path);
+		v = readable_below(fd, walk, sizeof(walk), 0, &c->budget, found, sizeof(found));
+	} else {
+		if (S_ISREG(st.st_mode) && read(fd, &byte, 1) == 1) {
+			sbx_text_set(found, sizeof(found), "%s is readable", path);
+			v = -1;
+		}
+		close(fd);
+	}
+	if (v < 0)
+		sbx_text_set(c->why, c->why_size, "another mount shows a secret, and no mask "
+			     "covers it: %s (add the mount's path to deny_read, or remove the "
+			     "mount)", found);
+	else if (v > 0)
+		sbx_text_set(c->why, c->why_size, "another mount shows a secret, and no mask "
+			     "covers it: %s (not searched whole: over 1024 entries or 8 levels, "
+			     "or a directory that cannot be listed)", path);
+	return v != 0;
+}
+
+/* Every mount of this view that shows a secret: false if nothing of the
+ * secrets' is readable through them; otherwise why says what is, or what
+ * could not be searched. */
+static bool secret_mount_readable(const struct sbx_profile *p, const struct sbx_secret_places *sp,
+				  char *why, size_t why_size)
+{
+	struct shown_check c = { p, sp, 1024, why, why_size };
+	char *table = NULL, reason[200] = "";
+	size_t len;
+	int r;
+
+	if (sp->n == 0)
+		return false;
+	if (sbx_read_file("/proc/self/mountinfo", 16u << 20, &table, &len, NULL) != 0) {
+		sbx_text_set(why, why_size, "other mounts of the secrets not searched: "
+			     "/proc/self/mountinfo is not readable");
+		return true;
+	}
+	r = sbx_secret_mounts_shown(table, len, sp, secret_shown_refused, &c, reason,
+				    sizeof(reason));
+	free(table);
+	if (r < 0)
+		sbx_text_set(why, why_size, "other mounts of the secrets not searched: %s",
+			     reason[0] ? reason : strerror(-r));
+	return r != 0;
 }
 
 static void canary_deny_read(const struct sbx_profile *p, const struct sbx_canary_ctx *ctx,
@@ -468,12 +517,12 @@ static void canary_deny_read(const struct sbx_profile *p, const struct sbx_canar
 			    ctx->secret_aliases);
 		return;
 	}
-	if (ctx && ctx->secret_mounts.unsearched[0]) {
+	if (ctx && ctx->secret_places.unsearched[0]) {
 		canary_fail(r, SBX_F_DENY_READ, "other mounts of the secrets not searched: %s",
-			    ctx->secret_mounts.unsearched);
+			    ctx->secret_places.unsearched);
 		return;
 	}
-	if (ctx && secret_mount_readable(&ctx->secret_mounts, why, sizeof(why))) {
+	if (ctx && secret_mount_readable(p, &ctx->secret_places, why, sizeof(why))) {
 		canary_fail(r, SBX_F_DENY_READ, "%s", why);
 		return;
 	}

@@ -970,8 +970,10 @@ int sbx_jr_key(struct sbx_jr *j, const char *const *keys, size_t n, uint32_t *se
 struct sbx_mount_entry {
 	int id, parent;
 	unsigned major, minor;
-	char root[SBX_PATH_MAX];	/* of the mount, in its filesystem */
-	char point[SBX_PATH_MAX];	/* where it is mounted */
+	/* A mount's path can be as long as the kernel names (PATH_MAX), and
+	 * the agent can move a host mount below its workspace: room for it. */
+	char root[4096];	/* of the mount, in its filesystem */
+	char point[4096];	/* where it is mounted */
 	char fstype[64];
 };
 /* The line of /proc/<pid>/mountinfo at *pos (before end), decoded into m,
@@ -982,21 +984,35 @@ int sbx_mountinfo_next(const char **pos, const char *end, struct sbx_mount_entry
 bool sbx_mountinfo_is_mount_point(const char *path);
 
 /*
- * A mask covers a path: another mount of a secret's filesystem (a bind of
- * the secret, of a directory above it, of `/`) shows the secret under
- * another path. These are those paths as the caller sees them, each with
- * the device and inode found there, so that a confined process can tell
- * the secret from whatever covers it in its own view.
+ * A mask covers a path. The same filesystem can be mounted again (a bind of
+ * the secret, of a directory above it, of `/`), and the secret shows under
+ * that mount's path. The outer process finds each secret's place (the
+ * filesystem and the path in it) before the clone; the confined canary
+ * then reads its own mount table and finds every mount of that filesystem
+ * that shows the secret, or a part of it, and that no other mount covers.
  */
-struct sbx_secret_mounts {
-	char paths[1024];	/* newline-separated, or "" */
-	dev_t dev[16];
-	ino_t ino[16];
-	size_t n;
-	char unsearched[200];	/* why the search is not whole, or "" */
+struct sbx_secret_place {
+	unsigned major, minor;	/* the filesystem's device, as mountinfo shows it */
+	int own_id;		/* its mount in the finder's table, or -1: not found */
+	uint16_t where;		/* offset in text: the path inside the filesystem */
+	uint16_t deny;		/* which deny_read entry */
 };
-/* Search the mount table for every deny_read entry of p, as the caller. */
-void sbx_secret_mounts_find(const struct sbx_profile *p, struct sbx_secret_mounts *out);
+struct sbx_secret_places {
+	size_t n;
+	struct sbx_secret_place s[SBX_MAX_DENY];
+	char text[4096];
+	char unsearched[200];	/* why not every secret was placed, or "" */
+};
+/* Each existing deny_read entry of p, placed in the caller's mount table. */
+void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_places *out);
+/* For each mount in table (a mountinfo text) that shows a placed secret
+ * and that no other mount covers: fn(ctx, index in sp, the path through
+ * that mount, its id); a non-zero return stops the walk and is returned.
+ * -EINVAL or -ENAMETOOLONG (why says what) when the table cannot be read
+ * whole, -ENOMEM. */
+typedef int (*sbx_secret_shown_fn)(void *ctx, size_t secret, const char *path, int mnt_id);
+int sbx_secret_mounts_shown(const char *table, size_t len, const struct sbx_secret_places *sp,
+			    sbx_secret_shown_fn fn, void *ctx, char *why, size_t why_size);
 
 /* ---- canary.c ---------------------------------------------------------- */
 
@@ -1018,8 +1034,8 @@ struct sbx_canary_ctx {
 	/* deny_read files with more than one name (a hard link elsewhere is
 	 * not under the mask), "; "-separated, or "" */
 	char secret_aliases[256];
-	/* Other mounts that show a secret (mountinfo.c). */
-	struct sbx_secret_mounts secret_mounts;
+	/* Where each secret lies, for the mounts that show it (mountinfo.c). */
+	struct sbx_secret_places secret_places;
 	/* The mount plan applied (its pins must hold), or NULL. */
 	const struct sbx_mount_plan *mounts;
 };

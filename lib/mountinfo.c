@@ -151,12 +151,10 @@ bool sbx_mountinfo_is_mount_point(const char *path)
 /* ---- other mounts of a secret ------------------------------------------------ */
 
 /* The first reason the search is not whole: what, about path (or NULL). */
-static void secret_mounts_unsearched(struct sbx_secret_mounts *out, const char *path,
-				     const char *what)
+static void unsearched(char *why, size_t size, const char *path, const char *what)
 {
-	if (!out->unsearched[0])
-		snprintf(out->unsearched, sizeof(out->unsearched), "%s%s%s", path ? path : "",
-			 path ? ": " : "", what);
+	if (!why[0])
+		snprintf(why, size, "%s%s%s", path ? path : "", path ? ": " : "", what);
 }
 
 /* Where the path lies in its filesystem: the mount's root joined with the
@@ -179,146 +177,181 @@ static int path_in_filesystem(const char *path, const struct sbx_mount_entry *m,
 	return sbx_snprintf(out, size, "%s%s", m->root, below);
 }
 
-/* One more path through which a secret shows: kept only if the path,
- * resolved here, really lands in that mount (not covered by another). */
-static void secret_mount_add(struct sbx_secret_mounts *out, const char *path, int mnt_id)
+void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_places *out)
 {
-	struct statx stx;
-	size_t used = strlen(out->paths);
-
-	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID | STATX_INO, &stx) != 0 ||
-	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != (unsigned long long)mnt_id)
-		return;
-	for (size_t i = 0; i < out->n; i++)
-		if (out->dev[i] == makedev(stx.stx_dev_major, stx.stx_dev_minor) &&
-		    out->ino[i] == stx.stx_ino)
-			return;	/* the same place, named twice */
-	if (out->n == ARRAY_SIZE(out->dev) ||
-	    (size_t)snprintf(out->paths + used, sizeof(out->paths) - used, "%s%s",
-			     used ? "\n" : "", path) >= sizeof(out->paths) - used) {
-		out->paths[used] = '\0';
-		secret_mounts_unsearched(out, NULL, "more other mounts than the report can list");
-		return;
-	}
-	out->dev[out->n] = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-	out->ino[out->n] = stx.stx_ino;
-	out->n++;
-}
-
-/* A secret's place: its mount, and where it lies in that filesystem. */
-struct secret_place {
-	const char *path;
-	unsigned long long mnt_id;
-	int id;
-	unsigned major, minor;
-	char where[SBX_PATH_MAX];	/* "" until its mount is found */
-};
-
-/* Through mount m (of the same filesystem as secret s, not its own),
- * the path that shows the secret or a part of it; false if none. */
-static bool alias_through(const struct secret_place *s, const struct sbx_mount_entry *m,
-			  char *alias, size_t size, struct sbx_secret_mounts *out)
-{
-	const char *below;
-	int r;
-
-	if (sbx_path_is_under(s->where, m->root)) {
-		/* The other mount shows the whole secret. */
-		below = strcmp(m->root, "/") == 0 ? s->where : s->where + strlen(m->root);
-		if (strcmp(m->point, "/") == 0)
-			r = sbx_strlcpy(alias, size, below[0] ? below : "/");
-		else
-			r = sbx_snprintf(alias, size, "%s%s", m->point,
-					 strcmp(below, "/") == 0 ? "" : below);
-		if (r != 0) {
-			secret_mounts_unsearched(out, s->path, "another mount's path is too long");
-			return false;
-		}
-		return true;
-	}
-	if (sbx_path_is_under(m->root, s->where)) {
-		/* The other mount shows a part of it. */
-		return sbx_strlcpy(alias, size, m->point) == 0;
-	}
-	return false;
-}
-
-/*
- * Two passes over the table whatever the number of secrets (a host can
- * have thousands of mounts): the first finds each secret's own mount, the
- * second every other mount of the same filesystem, keeping one entry in
- * memory at a time.
- */
-void sbx_secret_mounts_find(const struct sbx_profile *p, struct sbx_secret_mounts *out)
-{
-	struct secret_place *s = NULL;
+	unsigned long long id[SBX_MAX_DENY];
 	struct sbx_mount_entry *m = NULL;
 	const char *pos, *end;
-	char *table = NULL, alias[SBX_PATH_MAX];
-	size_t n = 0, len;
+	char *table = NULL;
+	size_t used = 0, len;
 	int r;
 
-	out->paths[0] = '\0';
-	out->unsearched[0] = '\0';
 	out->n = 0;
+	out->unsearched[0] = '\0';
 	if (p->n_deny_read == 0)
 		return;
-	s = calloc(p->n_deny_read, sizeof(*s));
-	m = malloc(sizeof(*m));
-	if (!s || !m) {
-		secret_mounts_unsearched(out, NULL, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < p->n_deny_read; i++) {
+	for (size_t i = 0; i < p->n_deny_read && i < SBX_MAX_DENY; i++) {
 		struct statx stx;
 
 		if (statx(AT_FDCWD, p->deny_read[i], AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) != 0)
 			continue;	/* missing, or not reachable by the agent at all */
 		if (!(stx.stx_mask & STATX_MNT_ID)) {
-			secret_mounts_unsearched(out, NULL, "the kernel gives no mount id "
-						 "(Linux < 5.8)");
-			goto out;
+			unsearched(out->unsearched, sizeof(out->unsearched), NULL,
+				   "the kernel gives no mount id (Linux < 5.8)");
+			return;
 		}
-		s[n].path = p->deny_read[i];
-		s[n++].mnt_id = stx.stx_mnt_id;
+		id[out->n] = stx.stx_mnt_id;
+		out->s[out->n++] = (struct sbx_secret_place){ .deny = (uint16_t)i, .own_id = -1 };
 	}
-	if (n == 0)
-		goto out;
-	if (sbx_read_file("/proc/self/mountinfo", MOUNTINFO_MAX, &table, &len, NULL) != 0) {
-		secret_mounts_unsearched(out, NULL, "/proc/self/mountinfo is not readable");
+	if (out->n == 0)
+		return;
+	m = malloc(sizeof(*m));
+	if (!m || sbx_read_file("/proc/self/mountinfo", MOUNTINFO_MAX, &table, &len, NULL) != 0) {
+		unsearched(out->unsearched, sizeof(out->unsearched), NULL,
+			   "/proc/self/mountinfo is not readable");
 		goto out;
 	}
 	end = table + len;
 	for (pos = table; (r = sbx_mountinfo_next(&pos, end, m)) != 0;) {
-		if (r < 0) {
-			secret_mounts_unsearched(out, NULL, "/proc/self/mountinfo has a line that "
-						 "cannot be read");
-			continue;
-		}
-		for (size_t i = 0; i < n; i++) {
-			if (s[i].where[0] || s[i].mnt_id != (unsigned long long)m->id)
+		for (size_t i = 0; r > 0 && i < out->n; i++) {
+			struct sbx_secret_place *sp = &out->s[i];
+			char *where = out->text + used;
+
+			if (sp->own_id >= 0 || id[i] != (unsigned long long)m->id)
 				continue;
-			s[i].id = m->id;
-			s[i].major = m->major;
-			s[i].minor = m->minor;
-			if (path_in_filesystem(s[i].path, m, s[i].where, sizeof(s[i].where)) != 0)
-				s[i].where[0] = '\0';
+			sp->own_id = m->id;
+			sp->major = m->major;
+			sp->minor = m->minor;
+			if (path_in_filesystem(p->deny_read[sp->deny], m, where,
+					       sizeof(out->text) - used) != 0) {
+				unsearched(out->unsearched, sizeof(out->unsearched),
+					   p->deny_read[sp->deny], "where it lies in its filesystem "
+					   "is not known");
+				continue;
+			}
+			sp->where = (uint16_t)used;
+			used += strlen(where) + 1;
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		if (!s[i].where[0])
-			secret_mounts_unsearched(out, s[i].path, "its mount is not in the table");
-	for (pos = table; (r = sbx_mountinfo_next(&pos, end, m)) != 0;) {
-		for (size_t i = 0; r > 0 && i < n; i++) {
-			if (!s[i].where[0] || m->id == s[i].id || m->major != s[i].major ||
-			    m->minor != s[i].minor || !alias_through(&s[i], m, alias, sizeof(alias), out))
-				continue;
-			if (strcmp(alias, s[i].path) != 0)
-				secret_mount_add(out, alias, m->id);
-		}
-	}
+	for (size_t i = 0; i < out->n; i++)
+		if (out->s[i].own_id < 0)
+			unsearched(out->unsearched, sizeof(out->unsearched),
+				   p->deny_read[out->s[i].deny], "its mount is not in the table");
 out:
 	free(table);
 	free(m);
-	free(s);
+}
+
+/* One mount of the table, as shown() needs it. */
+struct mount_node {
+	int id, parent;
+	unsigned major, minor;
+	char *root, *point;
+};
+
+/* No other mount covers path (in node e): none mounted on e over it, and
+ * none over e's mountpoint in e's parent, and so on up to the root. A
+ * mount at the very mountpoint of its sibling is not taken as covering it
+ * (which of the two is on top the table does not say). */
+static bool node_visible(const struct mount_node *t, size_t n, size_t e, const char *path)
+{
+	for (unsigned depth = 0; depth < 4096; depth++) {
+		size_t parent = n;
+
+		for (size_t i = 0; i < n; i++) {
+			if (i == e || t[i].parent != t[e].id)
+				continue;
+			if (sbx_path_is_under(path, t[i].point) &&
+			    (depth == 0 || strcmp(path, t[i].point) != 0))
+				return false;
+		}
+		for (size_t i = 0; i < n && parent == n; i++)
+			if (t[i].id == t[e].parent && i != e)
+				parent = i;
+		if (parent == n)
+			return true;	/* the namespace's root */
+		path = t[e].point;
+		e = parent;
+	}
+	return true;
+}
+
+int sbx_secret_mounts_shown(const char *table, size_t len, const struct sbx_secret_places *sp,
+			    sbx_secret_shown_fn fn, void *ctx, char *why, size_t why_size)
+{
+	struct sbx_mount_entry *m = malloc(sizeof(*m));
+	struct mount_node *t = NULL;
+	const char *pos = table, *end = table + len;
+	size_t n = 0, cap = 0;
+	int r, ret = 0;
+
+	if (!m)
+		return -ENOMEM;
+	while ((r = sbx_mountinfo_next(&pos, end, m)) != 0) {
+		if (r < 0) {
+			unsearched(why, why_size, NULL, "a line of the mount table cannot be read");
+			ret = -EINVAL;
+			goto out;
+		}
+		if (n == cap) {
+			struct mount_node *grown = realloc(t, (cap ? cap * 2 : 64) * sizeof(*t));
+
+			if (!grown) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			t = grown;
+			cap = cap ? cap * 2 : 64;
+		}
+		t[n] = (struct mount_node){ m->id, m->parent, m->major, m->minor,
+					    strdup(m->root), strdup(m->point) };
+		if (!t[n++].root || !t[n - 1].point) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t k = 0; k < sp->n && ret == 0; k++) {
+		const struct sbx_secret_place *s = &sp->s[k];
+		const char *where = sp->text + s->where;
+
+		if (s->own_id < 0)
+			continue;
+		for (size_t e = 0; e < n && ret == 0; e++) {
+			char path[PATH_MAX];
+			const char *below;
+
+			if (t[e].major != s->major || t[e].minor != s->minor)
+				continue;
+			if (sbx_path_is_under(where, t[e].root)) {
+				/* The mount shows the whole secret. */
+				below = strcmp(t[e].root, "/") == 0 ? where :
+					where + strlen(t[e].root);
+				if (strcmp(below, "/") == 0)
+					below = "";
+				r = strcmp(t[e].point, "/") == 0 ?
+				    sbx_strlcpy(path, sizeof(path), below[0] ? below : "/") :
+				    sbx_snprintf(path, sizeof(path), "%s%s", t[e].point, below);
+				if (r != 0) {
+					unsearched(why, why_size, t[e].point, "too long a path");
+					ret = -ENAMETOOLONG;
+					break;
+				}
+			} else if (sbx_path_is_under(t[e].root, where)) {
+				/* The mount shows a part of it. */
+				sbx_strlcpy(path, sizeof(path), t[e].point);
+			} else {
+				continue;
+			}
+			if (node_visible(t, n, e, path))
+				ret = fn(ctx, k, path, t[e].id);
+		}
+	}
+out:
+	for (size_t i = 0; i < n; i++) {
+		free(t[i].root);
+		free(t[i].point);
+	}
+	free(t);
+	free(m);
+	return ret;
 }

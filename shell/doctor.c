@@ -1034,50 +1034,71 @@ static void check_egress(struct doctor *d, const struct doc_agent *a, const stru
 		    "loopback (report: network_egress not achieved)", p->name, err.msg);
 }
 
+struct shown_list {
+	const struct sbx_profile *p;
+	const struct sbx_secret_places *sp;
+	char text[SBX_PATH_MAX * 2];
+	bool more;
+};
+
+/* A mount other than the secret's own that shows it: named in the list. */
+static int note_shown(void *arg, size_t k, const char *path, int mnt_id)
+{
+	struct shown_list *l = arg;
+	size_t used = strlen(l->text);
+
+	if (mnt_id == l->sp->s[k].own_id)
+		return 0;
+	for (size_t i = 0; i < l->p->n_deny_read; i++)
+		if (sbx_path_is_under(path, l->p->deny_read[i]))
+			return 0;	/* masked in a session as a secret of its own */
+	if (sbx_snprintf(l->text + used, sizeof(l->text) - used, "%s%s", used ? ", " : "",
+			 path) != 0) {
+		l->text[used] = '\0';
+		l->more = true;
+	}
+	return 0;
+}
+
 /*
  * A secret another mount shows under another path (a bind of it, of a
  * directory above it, of /): sessions that see that path report deny_read
  * as not verified, until it is a deny_read entry too or the mount goes.
- * Searched as root here; a session searches as the agent.
+ * Searched as root in the host's table; a session searches its own view.
  */
 static void check_secret_mounts(struct doctor *d, const struct doc_agent *a,
 				const char *profile, const struct sbx_profile *p)
 {
-	struct sbx_secret_mounts *sm = malloc(sizeof(*sm));
-	char shown[SBX_PATH_MAX * 2] = "";
-	bool more = false;
-	const char *next;
+	struct sbx_secret_places *sp = malloc(sizeof(*sp));
+	struct shown_list *l = calloc(1, sizeof(*l));
+	char *table = NULL, why[200] = "";
+	size_t len;
 
-	if (!sm) {
+	if (!sp || !l) {
 		d->out_of_memory = true;
-		return;
+		goto out;
 	}
-	sbx_secret_mounts_find(p, sm);
-	for (next = sm->paths; *next;) {
-		size_t len = strcspn(next, "\n"), used = strlen(shown);
-		char path[SBX_PATH_MAX];
-		bool covered = false;
-
-		snprintf(path, sizeof(path), "%.*s", (int)len, next);
-		next += len + (next[len] == '\n');
-		for (size_t k = 0; k < p->n_deny_read && !covered; k++)
-			covered = sbx_path_is_under(path, p->deny_read[k]);
-		if (!covered && sbx_snprintf(shown + used, sizeof(shown) - used, "%s%s",
-					     used ? ", " : "", path) != 0) {
-			shown[used] = '\0';
-			more = true;
-		}
-	}
-	if (shown[0])
+	sbx_secret_places_find(p, sp);
+	l->p = p;
+	l->sp = sp;
+	if (!sp->unsearched[0] &&
+	    (sbx_read_file("/proc/self/mountinfo", 16u << 20, &table, &len, NULL) != 0 ||
+	     sbx_secret_mounts_shown(table, len, sp, note_shown, l, why, sizeof(why)) != 0))
+		snprintf(sp->unsearched, sizeof(sp->unsearched), "%s",
+			 why[0] ? why : "/proc/self/mountinfo is not readable");
+	if (l->text[0])
 		row(d, DOC_WARN, "paths", a->user, "add each path to deny_read, or remove the mount",
 		    "profile %s: a secret also shows through another mount at %s%s: sessions "
-		    "that see it there report deny_read not verified", profile, shown,
-		    more ? " (and more)" : "");
-	if (sm->unsearched[0])
+		    "that see it there report deny_read not verified", profile, l->text,
+		    l->more ? " (and more)" : "");
+	if (sp->unsearched[0])
 		row(d, DOC_WARN, "paths", a->user, "see the detail",
 		    "profile %s: other mounts of its secrets not searched: %s", profile,
-		    sm->unsearched);
-	free(sm);
+		    sp->unsearched);
+out:
+	free(table);
+	free(l);
+	free(sp);
 }
 
 static void check_profile_paths(struct doctor *d, const struct doc_agent *a)

@@ -1810,6 +1810,16 @@ static void test_secret_aliases(void **state)
  */
 static int host_mnt_ns = -1;
 
+/* A mount namespace of the test's own, left by leave_test_mnt_ns (or by
+ * teardown_mounts when the test fails). */
+static void enter_test_mnt_ns(void)
+{
+	host_mnt_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	assert_true(host_mnt_ns >= 0);
+	assert_int_equal(unshare(CLONE_NEWNS), 0);
+	assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+}
+
 /* Back in the host's mount namespace, in the same directory (setns
  * moves the caller to the namespace's root). */
 static int leave_test_mnt_ns(void)
@@ -1827,7 +1837,7 @@ static int leave_test_mnt_ns(void)
 static int teardown_mounts(void **state)
 {
 	const struct fixture *fx = *state;
-	const char *names[] = { "alias", "part", "above" };
+	const char *names[] = { "alias", "part", "above", "alias2", "alias3", "nl\nx" };
 	char path[160];
 
 	for (size_t i = 0; fx && i < ARRAY_SIZE(names); i++) {
@@ -1848,10 +1858,7 @@ static void test_secret_mounts(void **state)
 
 	if (!ready(fx, false))
 		skip();
-	host_mnt_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-	assert_true(host_mnt_ns >= 0);
-	assert_int_equal(unshare(CLONE_NEWNS), 0);
-	assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	enter_test_mnt_ns();
 	snprintf(secret, sizeof(secret), "%s/keys", fx->host);
 	assert_int_equal(mkdir(secret, 0755), 0);
 	snprintf(path, sizeof(path), "%s/prod", secret);
@@ -1926,6 +1933,93 @@ static void test_secret_mounts(void **state)
 			fail_msg("round %d: '%s' does not name '%s'", round, detail, path);
 		if (round != 0)
 			assert_int_equal(umount2(point, 0), 0);
+	}
+	assert_int_equal(leave_test_mnt_ns(), 0);
+}
+
+/*
+ * What an attacker review did to the first search, each now caught: a
+ * second bind of the secret when the first is listed as deny_read (the
+ * search kept one path per inode); a directory the agent may pass through
+ * but not list (0711), whose file opens by name; a mountpoint whose name
+ * holds a newline. Each reads the secret in the session, and the report
+ * says deny_read is not verified.
+ */
+static void test_secret_mounts_evasions(void **state)
+{
+	const struct fixture *fx = *state;
+	char secret[160], secret2[160], point[160], path[600], script[1400], where[400];
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	enter_test_mnt_ns();
+	snprintf(secret, sizeof(secret), "%s/keys", fx->host);
+	snprintf(secret2, sizeof(secret2), "%s/keys2", fx->host);
+	assert_int_equal(mkdir(secret, 0755), 0);
+	snprintf(path, sizeof(path), "%s/key", secret);
+	write_text(path, SECRET_TEXT);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(mkdir(secret2, 0755), 0);
+	snprintf(path, sizeof(path), "%s/sub", secret2);
+	assert_int_equal(mkdir(path, 0711), 0);
+	assert_int_equal(chmod(path, 0711), 0);
+	snprintf(path, sizeof(path), "%s/sub/id_key", secret2);
+	write_text(path, SECRET_TEXT);
+	assert_int_equal(chmod(path, 0644), 0);
+	for (int round = 0; round < 3; round++) {
+		static const char *const name[] = { "alias2", "alias3", "nl\nx" };
+		const char *detail;
+
+		snprintf(point, sizeof(point), "%s/%s", fx->host, name[round]);
+		(void)mkdir(point, 0755);
+		assert_int_equal(mount(round == 1 ? secret2 : secret, point, NULL, MS_BIND, NULL), 0);
+		snprintf(where, sizeof(where), "%s/%s", point, round == 1 ? "sub/id_key" : "key");
+		scenario_init(&sc, fx);
+		sc.profile.host_read = SBX_ACCESS_ALLOW;
+		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
+			    sizeof(sc.profile.deny_read[0]), secret);
+		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
+			    sizeof(sc.profile.deny_read[0]), secret2);
+		if (round == 0) {
+			/* The first bind, listed as the report advised. */
+			snprintf(path, sizeof(path), "%s/alias", fx->host);
+			(void)mkdir(path, 0755);
+			assert_int_equal(mount(secret, path, NULL, MS_BIND, NULL), 0);
+			sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
+				    sizeof(sc.profile.deny_read[0]), path);
+		}
+		/* The newline as a glob's ? (no shell quoting names it). */
+		snprintf(path, sizeof(path), "%s", where);
+		if (strchr(path, '\n'))
+			*strchr(path, '\n') = '?';
+		snprintf(script, sizeof(script),
+			 "grep -q PUBLIC %s || exit 2\n"
+			 "cat %s/key >/dev/null 2>&1 && exit 5\n"
+			 "grep -q TOPSECRET %s 2>/dev/null && exit 3\n"
+			 "exit 4\n", fx->public, secret, path);
+		sc.script = script;
+		run_scenario(&sc, &o);
+		if (o.ret != 0)
+			fail_msg("round %d: %d %s", round, o.ret, o.err);
+		detail = o.report.entry[SBX_F_DENY_READ].detail;
+		if (o.exit_code != 3)
+			fail_msg("round %d: exit %d (3: the secret read through %s): %s", round,
+				 o.exit_code, point, detail);
+		if (!o.report.entry[SBX_F_DENY_READ].achieved ||
+		    o.report.entry[SBX_F_DENY_READ].verified)
+			fail_msg("round %d: deny_read verified: %s", round, detail);
+		if (round < 2) {
+			snprintf(path, sizeof(path), "no mask covers it: %s", round == 1 ? point : where);
+			if (!contains(detail, path))
+				fail_msg("round %d: '%s' does not name '%s'", round, detail, path);
+		}
+		assert_int_equal(umount2(point, 0), 0);
+		if (round == 0) {
+			snprintf(path, sizeof(path), "%s/alias", fx->host);
+			assert_int_equal(umount2(path, 0), 0);
+		}
 	}
 	assert_int_equal(leave_test_mnt_ns(), 0);
 }
@@ -2383,6 +2477,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pinned_above_narrower_mounts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_aliases, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_mounts, setup, teardown_mounts),
+		cmocka_unit_test_setup_teardown(test_secret_mounts_evasions, setup, teardown_mounts),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),

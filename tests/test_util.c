@@ -153,6 +153,58 @@ static void test_mountinfo(void **state)
 	free(m);
 }
 
+struct shown_seen {
+	char paths[1024];
+};
+
+static int shown_note(void *arg, size_t k, const char *path, int mnt_id)
+{
+	struct shown_seen *seen = arg;
+	size_t used = strlen(seen->paths);
+
+	snprintf(seen->paths + used, sizeof(seen->paths) - used, "%zu:%d:%s;", k, mnt_id, path);
+	return 0;
+}
+
+/*
+ * Which mounts show a secret (on 8:1, at /srv/keys in its filesystem) and
+ * are covered by none: the secret's own mount under a mask (hidden); a
+ * bind of it with a mask on top (hidden); a bind of / under a tmpfs on
+ * /home (hidden by the tmpfs in its parent); a bind of /srv at /var/x
+ * (shown, at /var/x/keys); a bind of /srv/keys/sub (shown); another
+ * device (not its filesystem). A line that cannot be read stops it all.
+ */
+static void test_secret_mounts_shown(void **state)
+{
+	static const char table[] =
+		"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
+		"2 1 0:40 / /srv/keys ro - tmpfs mask ro\n"
+		"3 1 8:1 /srv/keys /mnt/a rw - ext4 /dev/sda1 rw\n"
+		"4 3 0:41 / /mnt/a ro - tmpfs mask ro\n"
+		"5 1 8:1 / /home/u/root rw - ext4 /dev/sda1 rw\n"
+		"6 1 0:42 / /home rw - tmpfs home rw\n"
+		"7 1 8:1 /srv /var/x rw - ext4 /dev/sda1 rw\n"
+		"8 1 8:1 /srv/keys/sub /opt/s\\040t rw - ext4 /dev/sda1 rw\n"
+		"9 1 8:2 /srv/keys /mnt/other rw - ext4 /dev/sdb1 rw\n";
+	struct sbx_secret_places *sp = calloc(1, sizeof(*sp));
+	struct shown_seen seen = { "" };
+	char why[200] = "";
+
+	(void)state;
+	assert_non_null(sp);
+	sp->n = 1;
+	sp->s[0] = (struct sbx_secret_place){ .major = 8, .minor = 1, .own_id = 1 };
+	strcpy(sp->text, "/srv/keys");
+	assert_int_equal(sbx_secret_mounts_shown(table, sizeof(table) - 1, sp, shown_note, &seen,
+						 why, sizeof(why)), 0);
+	assert_string_equal(seen.paths, "0:7:/var/x/keys;0:8:/opt/s t;");
+	seen.paths[0] = '\0';
+	assert_int_equal(sbx_secret_mounts_shown("1 0 8:1 / / rw\n", 15, sp, shown_note, &seen,
+						 why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "a line of the mount table cannot be read");
+	free(sp);
+}
+
 static void test_status_text_field(void **state)
 {
 	static const char text[] = "Name:\tsh\nNoNewPrivs:\t1\nSeccomp:\t2\n"
@@ -189,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_copy_used),
 		cmocka_unit_test(test_status_text_field),
 		cmocka_unit_test(test_mountinfo),
+		cmocka_unit_test(test_secret_mounts_shown),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
