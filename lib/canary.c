@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/keyctl.h>
 #include <linux/magic.h>
 #include <netinet/in.h>
@@ -22,6 +23,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -339,12 +341,20 @@ static int deny_read_one(const char *path, char *why, size_t why_size)
 	return -1;
 }
 
+/* May the agent (this uid) change st: chmod it, or it is its own? */
+static bool agents_own(const struct stat *st)
+{
+	return st->st_uid == getuid();
+}
+
 /*
- * The first regular file below the directory fd (which this takes) whose
- * contents this process can read: -1 and why names it; 0 none; 1 not
- * searched to the end (past *budget entries or 8 levels, or a directory
- * it may pass through but not list: its files open by name), none so far.
- * path names fd, and has room to grow (size).
+ * The first thing below the directory fd (which this takes) that gives
+ * away the secret's: a regular file whose contents this process reads, a
+ * socket it may connect to, a FIFO or device it opens. -1 and why names
+ * it; 0 none; 1 not searched to the end, none so far: past *budget
+ * entries or 8 levels, or something refused that the agent could open up
+ * (its own, which it may chmod; a directory it may pass through but not
+ * list, whose files open by name). path names fd, with room to grow.
  */
 static int readable_below(int fd, char *path, size_t size, int depth, unsigned *budget,
 			  char *why, size_t why_size)
@@ -371,20 +381,31 @@ static int readable_below(int fd, char *path, size_t size, int depth, unsigned *
 			break;
 		}
 		(*budget)--;
-		/* Refused (EACCES, EPERM), or a symlink (ELOOP): nothing of the
-		 * secret's is read through it; but a directory the agent may
-		 * pass through and not list hides files that open by name. */
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;	/* gone meanwhile */
+		if (S_ISLNK(st.st_mode))
+			continue;	/* decided where it points */
+		if (S_ISSOCK(st.st_mode)) {
+			if (faccessat(dirfd(d), de->d_name, W_OK, 0) == 0 || agents_own(&st)) {
+				sbx_text_set(why, why_size, "%s/%s is a socket it may connect to",
+					     path, de->d_name);
+				v = -1;
+			}
+			continue;
+		}
 		cfd = openat(dirfd(d), de->d_name,
 			     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 		if (cfd < 0) {
+			/* Refused: unless it is the agent's to open up, or a
+			 * directory it may pass through without listing. */
 			if ((errno == EACCES || errno == EPERM) &&
-			    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISDIR(st.st_mode) && faccessat(dirfd(d), de->d_name, R_OK, 0) != 0 &&
-			    faccessat(dirfd(d), de->d_name, X_OK, 0) == 0)
+			    (agents_own(&st) ||
+			     (S_ISDIR(st.st_mode) && faccessat(dirfd(d), de->d_name, R_OK, 0) != 0 &&
+			      faccessat(dirfd(d), de->d_name, X_OK, 0) == 0)))
 				partial = true;
 			continue;
 		}
-		if (fstat(cfd, &st) == 0 && S_ISREG(st.st_mode)) {
+		if (S_ISREG(st.st_mode)) {
 			if (read(cfd, &c, 1) == 1) {
 				sbx_text_set(why, why_size, "%s/%s is readable", path, de->d_name);
 				v = -1;
@@ -392,9 +413,17 @@ static int readable_below(int fd, char *path, size_t size, int depth, unsigned *
 			close(cfd);
 			continue;
 		}
-		if (!S_ISDIR(st.st_mode) || depth >= 8 ||
-		    sbx_snprintf(path + len, size - len, "/%s", de->d_name) != 0) {
-			partial |= S_ISDIR(st.st_mode);
+		if (!S_ISDIR(st.st_mode)) {
+			/* A FIFO or a device; /dev/null is a file secret's mask. */
+			if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
+				sbx_text_set(why, why_size, "%s/%s opens", path, de->d_name);
+				v = -1;
+			}
+			close(cfd);
+			continue;
+		}
+		if (depth >= 8 || sbx_snprintf(path + len, size - len, "/%s", de->d_name) != 0) {
+			partial = true;
 			close(cfd);
 			continue;
 		}
@@ -409,6 +438,72 @@ static int readable_below(int fd, char *path, size_t size, int depth, unsigned *
 	return v < 0 ? -1 : partial ? 1 : 0;
 }
 
+/*
+ * The directory that holds path's last component, opened from / one
+ * component at a time without following a link (O_PATH), and that last
+ * component in *last. -EACCES when a directory on the way refuses the
+ * agent passage; *stable then says whether that holds whatever the agent
+ * does: no directory on the way is its own, nor one where it may rename
+ * (a writable one; in a sticky one, only its own entries).
+ */
+static int walk_to_parent(const char *path, const char **last, bool *stable)
+{
+	const char *p = path, *next;
+	bool movable = false;
+	int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	*stable = false;
+	if (dir < 0)
+		return -errno;
+	for (;;) {
+		char comp[NAME_MAX + 1];
+		struct stat dst, cst;
+		size_t n;
+		int fd;
+
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		next = p + n;
+		while (*next == '/')
+			next++;
+		if (n == 0 || n > NAME_MAX) {
+			close(dir);
+			return n ? -ENAMETOOLONG : -EINVAL;
+		}
+		if (fstat(dir, &dst) != 0) {
+			close(dir);
+			return -EIO;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		if (agents_own(&dst))
+			movable = true;
+		/* Writable, or not known not to be (any error but a refusal). */
+		if ((faccessat(dir, "", W_OK, AT_EMPTY_PATH) == 0 ||
+		     (errno != EACCES && errno != EROFS && errno != EPERM)) &&
+		    (!(dst.st_mode & S_ISVTX) ||
+		     fstatat(dir, comp, &cst, AT_SYMLINK_NOFOLLOW) != 0 || agents_own(&cst)))
+			movable = true;
+		if (*next == '\0') {
+			*last = p;
+			*stable = !movable;
+			return dir;
+		}
+		fd = openat(dir, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			int e = errno;
+
+			close(dir);
+			*stable = !movable;
+			return -e;
+		}
+		close(dir);
+		dir = fd;
+		p = next;
+	}
+}
+
 struct shown_check {
 	const struct sbx_profile *p;
 	const struct sbx_secret_places *sp;
@@ -418,61 +513,99 @@ struct shown_check {
 };
 
 /*
- * A mount shows a secret (or a part of it) at path, and no other mount in
- * this view covers it: nothing of the secret's may be readable there. 0,
- * or 1 with why set. The secret's own path is deny_read_one's.
+ * A mount (mnt_id) shows a secret, or a part of it, at path, and no other
+ * mount in this view covers it: nothing of the secret's may be reachable
+ * there. 0, or 1 with why set. Opened one component at a time, and what
+ * is opened must be on that mount: a rename racing the check (another
+ * session of the agent) cannot send it elsewhere. A refusal counts only
+ * where the agent cannot undo it.
  */
 static int secret_shown_refused(void *arg, size_t k, const char *path, int mnt_id)
 {
 	struct shown_check *c = arg;
 	char found[PATH_MAX + 64], walk[PATH_MAX];
+	const char *last = NULL, *problem = NULL;
+	struct statx stx;
 	struct stat st;
-	int fd, v = 0, e;
+	int dir, fd, v = 0, e = 0;
+	bool stable;
 	char byte;
 
-	(void)mnt_id;
-	if (strcmp(path, c->p->deny_read[c->sp->s[k].deny]) == 0)
-		return 0;
-	if (lstat(path, &st) != 0) {
+	if (sbx_path_is_under(path, c->p->deny_read[c->sp->s[k].deny]))
+		return 0;	/* the secret's own path, or below it: deny_read_one's */
+	dir = walk_to_parent(path, &last, &stable);
+	if (dir == -EACCES && stable)
+		return 0;	/* a passage the agent is refused, and cannot open */
+	if (dir < 0) {
+		e = -dir;
+		goto unchecked;
+	}
+	if (fstatat(dir, last, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 		e = errno;
-		if (e == EACCES)
-			return 0;	/* not even reachable */
+		close(dir);
+		goto unchecked;
+	}
+	if (S_ISSOCK(st.st_mode)) {
+		v = faccessat(dir, last, W_OK, 0) == 0 || agents_own(&st) ? -1 : 0;
+		sbx_text_set(found, sizeof(found), "%s is a socket it may connect to", path);
+		close(dir);
+		goto verdict;
+	}
+	fd = openat(dir, last, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	e = errno;
+	if (fd < 0 && (e == EACCES || e == EPERM)) {
+		bool lists = S_ISDIR(st.st_mode) && faccessat(dir, last, R_OK, 0) == 0;
+		bool passes = S_ISDIR(st.st_mode) && faccessat(dir, last, X_OK, 0) == 0;
+
+		close(dir);
+		/* Refused by a layer (permissions would let it read), or by
+		 * permissions the agent cannot change, to read and to pass. */
+		if (!agents_own(&st) && (lists || !passes) && stable)
+			return 0;
+		if (!stable || agents_own(&st))
+			problem = "a refusal the agent can undo";
+		else
+			problem = "passes through, cannot list";
+		v = 1;
+		goto verdict;
+	}
+	close(dir);
+	if (fd < 0)
+		goto unchecked;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) != 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != (unsigned long long)mnt_id) {
+		close(fd);
 		sbx_text_set(c->why, c->why_size, "another mount shows a secret at %s, which "
-			     "could not be checked: %s", path, strerror(e));
+			     "changed while checked", path);
 		return 1;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0) {
-		e = errno;
-		if ((e == EACCES || e == EPERM) &&
-		    (!S_ISDIR(st.st_mode) || access(path, R_OK) == 0 || access(path, X_OK) != 0))
-			return 0;	/* refused: by a layer, or by permissions to read and pass */
-		if (e == EACCES || e == EPERM)
-			v = 1;		/* passes through, cannot list */
-		else {
-			sbx_text_set(c->why, c->why_size, "another mount shows a secret at %s, "
-				     "which could not be checked: %s", path, strerror(e));
-			return 1;
-		}
-	} else if (S_ISDIR(st.st_mode)) {
+	if (S_ISDIR(st.st_mode)) {
 		snprintf(walk, sizeof(walk), "%s", path);
 		v = readable_below(fd, walk, sizeof(walk), 0, &c->budget, found, sizeof(found));
+		problem = "over 1024 entries or 8 levels, or a refusal the agent can undo";
 	} else {
-		if (S_ISREG(st.st_mode) && read(fd, &byte, 1) == 1) {
-			sbx_text_set(found, sizeof(found), "%s is readable", path);
+		if (!S_ISREG(st.st_mode))
 			v = -1;
-		}
+		else if (read(fd, &byte, 1) == 1)
+			v = -1;
+		sbx_text_set(found, sizeof(found), "%s %s", path,
+			     S_ISREG(st.st_mode) ? "is readable" : "opens");
 		close(fd);
 	}
+verdict:
 	if (v < 0)
 		sbx_text_set(c->why, c->why_size, "another mount shows a secret, and no mask "
 			     "covers it: %s (add the mount's path to deny_read, or remove the "
 			     "mount)", found);
 	else if (v > 0)
 		sbx_text_set(c->why, c->why_size, "another mount shows a secret, and no mask "
-			     "covers it: %s (not searched whole: over 1024 entries or 8 levels, "
-			     "or a directory that cannot be listed)", path);
+			     "covers it: %s (not searched whole: %s)", path,
+			     problem ? problem : "a refusal the agent can undo");
 	return v != 0;
+unchecked:
+	sbx_text_set(c->why, c->why_size, "another mount shows a secret at %s, which could "
+		     "not be checked: %s", path, strerror(e));
+	return 1;
 }
 
 /* Every mount of this view that shows a secret: false if nothing of the

@@ -967,6 +967,10 @@ int sbx_jr_key(struct sbx_jr *j, const char *const *keys, size_t n, uint32_t *se
 
 /* ---- mountinfo.c: the mount table, and other mounts of a secret ---------- */
 
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U	/* Linux 5.8 */
+#endif
+
 struct sbx_mount_entry {
 	int id, parent;
 	unsigned major, minor;
@@ -999,11 +1003,12 @@ struct sbx_secret_place {
 };
 struct sbx_secret_places {
 	size_t n;
-	struct sbx_secret_place s[SBX_MAX_DENY];
+	struct sbx_secret_place s[2 * SBX_MAX_DENY];	/* secrets, then mounts inside them */
 	char text[4096];
 	char unsearched[200];	/* why not every secret was placed, or "" */
 };
-/* Each existing deny_read entry of p, placed in the caller's mount table. */
+/* Each existing deny_read entry of p, placed in the caller's mount table,
+ * and each filesystem mounted inside one (a part of that secret). */
 void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_places *out);
 /* For each mount in table (a mountinfo text) that shows a placed secret
  * and that no other mount covers: fn(ctx, index in sp, the path through

@@ -20,9 +20,6 @@
 
 #include "internal.h"
 
-#ifndef STATX_MNT_ID
-#define STATX_MNT_ID 0x00001000U	/* Linux 5.8 */
-#endif
 
 /* A mount table bigger than this is not searched (and said so). */
 #define MOUNTINFO_MAX (4u << 20)
@@ -237,6 +234,30 @@ void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_place
 		if (out->s[i].own_id < 0)
 			unsearched(out->unsearched, sizeof(out->unsearched),
 				   p->deny_read[out->s[i].deny], "its mount is not in the table");
+	/* A filesystem mounted inside a secret is part of it: where else it
+	 * is mounted shows that part too. Each is placed as a secret. */
+	for (pos = table, r = 0; (r = sbx_mountinfo_next(&pos, end, m)) != 0;) {
+		for (size_t i = 0; r > 0 && i < p->n_deny_read; i++) {
+			struct sbx_secret_place *sp = &out->s[out->n];
+			size_t room = sizeof(out->text) - used;
+
+			if (!sbx_path_is_under(m->point, p->deny_read[i]) ||
+			    strcmp(m->point, p->deny_read[i]) == 0)
+				continue;
+			if (out->n == ARRAY_SIZE(out->s) || sbx_strlcpy(out->text + used, room,
+									m->root) != 0) {
+				unsearched(out->unsearched, sizeof(out->unsearched),
+					   p->deny_read[i], "more mounts inside the secrets than "
+					   "can be searched");
+				goto out;
+			}
+			*sp = (struct sbx_secret_place){ .major = m->major, .minor = m->minor,
+				.own_id = m->id, .where = (uint16_t)used, .deny = (uint16_t)i };
+			used += strlen(m->root) + 1;
+			out->n++;
+			break;
+		}
+	}
 out:
 	free(table);
 	free(m);

@@ -1837,11 +1837,16 @@ static int leave_test_mnt_ns(void)
 static int teardown_mounts(void **state)
 {
 	const struct fixture *fx = *state;
-	const char *names[] = { "alias", "part", "above", "alias2", "alias3", "nl\nx" };
-	char path[160];
+	const char *names[] = { "alias", "part", "above", "alias2", "alias3", "nl\nx",
+				"alias4", "alias5", "keys/sub" };
+	char path[300];
 
 	for (size_t i = 0; fx && i < ARRAY_SIZE(names); i++) {
 		snprintf(path, sizeof(path), "%s/%s", fx->host, names[i]);
+		(void)umount2(path, MNT_DETACH);
+	}
+	if (fx) {
+		snprintf(path, sizeof(path), "%s/d/alias", fx->ws);
 		(void)umount2(path, MNT_DETACH);
 	}
 	if (host_mnt_ns >= 0 && leave_test_mnt_ns() != 0)
@@ -1938,17 +1943,21 @@ static void test_secret_mounts(void **state)
 }
 
 /*
- * What an attacker review did to the first search, each now caught: a
+ * What attacker reviews did to the earlier searches, each now caught: a
  * second bind of the secret when the first is listed as deny_read (the
  * search kept one path per inode); a directory the agent may pass through
  * but not list (0711), whose file opens by name; a mountpoint whose name
- * holds a newline. Each reads the secret in the session, and the report
- * says deny_read is not verified.
+ * holds a newline; a bind below the agent's own directory, made 000 to
+ * hide it from the check and opened up again; a filesystem mounted inside
+ * the secret and bound elsewhere; a socket in the secret. Each reads (or
+ * could reach) the secret in the session, and the report says deny_read
+ * is not verified.
  */
 static void test_secret_mounts_evasions(void **state)
 {
 	const struct fixture *fx = *state;
-	char secret[160], secret2[160], point[160], path[600], script[1400], where[400];
+	char secret[160], secret2[160], secret3[160], point[300], path[600], script[1600];
+	char where[400];
 	struct scenario sc;
 	struct outcome o;
 
@@ -1968,20 +1977,62 @@ static void test_secret_mounts_evasions(void **state)
 	snprintf(path, sizeof(path), "%s/sub/id_key", secret2);
 	write_text(path, SECRET_TEXT);
 	assert_int_equal(chmod(path, 0644), 0);
-	for (int round = 0; round < 3; round++) {
-		static const char *const name[] = { "alias2", "alias3", "nl\nx" };
-		const char *detail;
+	snprintf(secret3, sizeof(secret3), "%s/keys3", fx->host);
+	assert_int_equal(mkdir(secret3, 0755), 0);
+	snprintf(path, sizeof(path), "%s/sub", secret);
+	assert_int_equal(mkdir(path, 0755), 0);
+	for (int round = 0; round < 6; round++) {
+		static const char *const name[] = { "alias2", "alias3", "nl\nx", NULL, "alias4",
+						    "alias5" };
+		const char *detail, *source = round == 1 ? secret2 : round == 5 ? secret3 : secret;
+		char agent_dir[300] = "", sub[200] = "";
+		int listener = -1;
 
-		snprintf(point, sizeof(point), "%s/%s", fx->host, name[round]);
-		(void)mkdir(point, 0755);
-		assert_int_equal(mount(round == 1 ? secret2 : secret, point, NULL, MS_BIND, NULL), 0);
-		snprintf(where, sizeof(where), "%s/%s", point, round == 1 ? "sub/id_key" : "key");
+		if (round == 3) {
+			/* Below the agent's own directory, which it made 000 in
+			 * a session before and opens up again in this one. */
+			snprintf(agent_dir, sizeof(agent_dir), "%s/d", fx->ws);
+			assert_int_equal(mkdir(agent_dir, 0755), 0);
+			snprintf(point, sizeof(point), "%s/alias", agent_dir);
+			assert_int_equal(mkdir(point, 0755), 0);
+			assert_int_equal(chown(agent_dir, sbx_test_uid(), sbx_test_gid()), 0);
+		} else {
+			snprintf(point, sizeof(point), "%s/%s", fx->host, name[round]);
+			(void)mkdir(point, 0755);
+		}
+		if (round == 4) {
+			/* A filesystem of its own inside the secret. */
+			snprintf(sub, sizeof(sub), "%s/sub", secret);
+			assert_int_equal(mount("sbx-test-sub", sub, "tmpfs", 0, "mode=0755"), 0);
+			snprintf(path, sizeof(path), "%s/k", sub);
+			write_text(path, SECRET_TEXT);
+			assert_int_equal(chmod(path, 0644), 0);
+			source = sub;
+		}
+		if (round == 5) {
+			struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+			assert_int_equal(sbx_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock",
+						      secret3), 0);
+			listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			assert_true(listener >= 0);
+			assert_int_equal(bind(listener, (struct sockaddr *)&sa, sizeof(sa)), 0);
+			assert_int_equal(chmod(sa.sun_path, 0666), 0);
+			assert_int_equal(listen(listener, 4), 0);
+		}
+		assert_int_equal(mount(source, point, NULL, MS_BIND, NULL), 0);
+		if (round == 3)
+			assert_int_equal(chmod(agent_dir, 0), 0);
+		snprintf(where, sizeof(where), "%s/%s", point, round == 1 ? "sub/id_key" :
+			 round == 4 ? "k" : round == 5 ? "sock" : "key");
 		scenario_init(&sc, fx);
 		sc.profile.host_read = SBX_ACCESS_ALLOW;
 		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
 			    sizeof(sc.profile.deny_read[0]), secret);
 		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
 			    sizeof(sc.profile.deny_read[0]), secret2);
+		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
+			    sizeof(sc.profile.deny_read[0]), secret3);
 		if (round == 0) {
 			/* The first bind, listed as the report advised. */
 			snprintf(path, sizeof(path), "%s/alias", fx->host);
@@ -1997,25 +2048,36 @@ static void test_secret_mounts_evasions(void **state)
 		snprintf(script, sizeof(script),
 			 "grep -q PUBLIC %s || exit 2\n"
 			 "cat %s/key >/dev/null 2>&1 && exit 5\n"
+			 "%s%s%s"
 			 "grep -q TOPSECRET %s 2>/dev/null && exit 3\n"
-			 "exit 4\n", fx->public, secret, path);
+			 "exit 4\n", fx->public, secret, agent_dir[0] ? "chmod 755 " : "",
+			 agent_dir, agent_dir[0] ? " || exit 6\n" : "", path);
 		sc.script = script;
 		run_scenario(&sc, &o);
+		if (listener >= 0)
+			close(listener);
 		if (o.ret != 0)
 			fail_msg("round %d: %d %s", round, o.ret, o.err);
 		detail = o.report.entry[SBX_F_DENY_READ].detail;
-		if (o.exit_code != 3)
+		/* 3: the secret read through the other mount (a socket is
+		 * not read: 4). */
+		if (o.exit_code != (round == 5 ? 4 : 3))
 			fail_msg("round %d: exit %d (3: the secret read through %s): %s", round,
 				 o.exit_code, point, detail);
 		if (!o.report.entry[SBX_F_DENY_READ].achieved ||
 		    o.report.entry[SBX_F_DENY_READ].verified)
 			fail_msg("round %d: deny_read verified: %s", round, detail);
-		if (round < 2) {
-			snprintf(path, sizeof(path), "no mask covers it: %s", round == 1 ? point : where);
+		if (round != 2) {
+			snprintf(path, sizeof(path), round == 1 || round == 3 ? "%s" :
+				 round == 5 ? "no mask covers it: %s is a socket it may connect to" :
+				 "no mask covers it: %s is readable", round == 1 || round == 3 ?
+				 point : where);
 			if (!contains(detail, path))
 				fail_msg("round %d: '%s' does not name '%s'", round, detail, path);
 		}
 		assert_int_equal(umount2(point, 0), 0);
+		if (sub[0])
+			assert_int_equal(umount2(sub, 0), 0);
 		if (round == 0) {
 			snprintf(path, sizeof(path), "%s/alias", fx->host);
 			assert_int_equal(umount2(path, 0), 0);
