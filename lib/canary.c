@@ -355,7 +355,7 @@ static bool agents_own(const struct stat *st)
  * entries or 8 levels, or something refused that the agent could open up
  * (its own, which it may chmod; a directory it may pass through but not
  * list, whose files open by name). path names fd, with room to grow.
- */
+ * Recursion: at most 8 directories deep. NOLINTNEXTLINE(misc-no-recursion) */
 static int readable_below(int fd, char *path, size_t size, int depth, unsigned *budget,
 			  char *why, size_t why_size)
 {
@@ -524,7 +524,7 @@ static int secret_shown_refused(void *arg, size_t k, const char *path, int mnt_i
 {
 	struct shown_check *c = arg;
 	char found[PATH_MAX + 64], walk[PATH_MAX];
-	const char *last = NULL, *problem = NULL;
+	const char *last = "", *problem = NULL;
 	struct statx stx;
 	struct stat st;
 	int dir, fd, v = 0, e = 0;
@@ -584,9 +584,7 @@ static int secret_shown_refused(void *arg, size_t k, const char *path, int mnt_i
 		v = readable_below(fd, walk, sizeof(walk), 0, &c->budget, found, sizeof(found));
 		problem = "over 1024 entries or 8 levels, or a refusal the agent can undo";
 	} else {
-		if (!S_ISREG(st.st_mode))
-			v = -1;
-		else if (read(fd, &byte, 1) == 1)
+		if (!S_ISREG(st.st_mode) || read(fd, &byte, 1) == 1)
 			v = -1;
 		sbx_text_set(found, sizeof(found), "%s %s", path,
 			     S_ISREG(st.st_mode) ? "is readable" : "opens");

@@ -176,7 +176,7 @@ static int path_in_filesystem(const char *path, const struct sbx_mount_entry *m,
 
 void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_places *out)
 {
-	unsigned long long id[SBX_MAX_DENY];
+	unsigned long long id[SBX_MAX_DENY] = { 0 };
 	struct sbx_mount_entry *m = NULL;
 	const char *pos, *end;
 	char *table = NULL;

@@ -205,7 +205,7 @@ int shell_report_dir_open(char *out, size_t size)
 	static bool warned;
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	char base[SBX_PATH_MAX], squatted[64], how[64];
-	struct stat st, seen;
+	struct stat st, seen = { 0 };
 	int fd, r;
 
 	if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) &&
@@ -218,7 +218,7 @@ int shell_report_dir_open(char *out, size_t size)
 		/* Someone else's: not ours (EPERM), not even ours to open
 		 * (EACCES), or not a directory at all (ENOTDIR, ELOOP). */
 		if (fd == -EPERM || fd == -EACCES || fd == -ENOTDIR || fd == -ELOOP) {
-			if (fd != -EPERM && lstat(base, &seen) != 0)
+			if ((fd != -EPERM || !seen.st_mode) && lstat(base, &seen) != 0)
 				seen.st_mode = 0;
 			if (S_ISDIR(seen.st_mode))
 				snprintf(how, sizeof(how), "owner uid %u, mode %04o",
