@@ -227,6 +227,72 @@ static int plan_pins(struct sbx_mount_plan *plan, struct sbx_error *err)
 	return 0;
 }
 
+/*
+ * May uid rename the entry whose stat is child inside directory parent?
+ * Write on the parent (its owner may chmod it; group or other write bits,
+ * taken as the agent's whatever its groups; an ACL, which access sees),
+ * and in a sticky directory only its own entries. Conservative: a pin too
+ * many costs a mount, one too few a secret.
+ */
+static bool may_rename_in(const char *parent, const struct stat *pst, const struct stat *cst,
+			  uid_t uid)
+{
+	bool writable = pst->st_uid == uid || (pst->st_mode & 0022) ||
+			(getuid() == uid && access(parent, W_OK) == 0);
+
+	if (!writable)
+		return false;
+	return !(pst->st_mode & S_ISVTX) || pst->st_uid == uid || cst->st_uid == uid;
+}
+
+/*
+ * A secret's mask is found by path again in every session, so no
+ * directory above it may move. plan_pins keeps those inside the plan's
+ * writable trees; but a directory the agent may rename in is writable
+ * through any other name of it too (a workspace that is a bind of the
+ * secret's parent tree: an attacker review moved the secret's parent from
+ * there, and the next session masked an empty decoy and said verified).
+ * Each directory above a secret whose parent the agent may rename in is
+ * pinned, whatever path reaches it: a mountpoint cannot be renamed
+ * through any name (EBUSY).
+ */
+static int plan_secret_pins(struct sbx_mount_plan *plan, const struct sbx_profile *p, uid_t uid,
+			    struct sbx_error *err)
+{
+	/* Root is never an agent account, and would count every directory
+	 * (the plan's unit tests build for a session of uid 0). */
+	if (uid == 0)
+		return 0;
+	for (size_t i = 0; i < p->n_deny_read; i++) {
+		char dir[SBX_PATH_MAX], parent[SBX_PATH_MAX];
+		char *slash;
+
+		if (sbx_strlcpy(dir, sizeof(dir), p->deny_read[i]) != 0)
+			continue;
+		while ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+			struct stat pst, cst;
+			int r;
+
+			*slash = '\0';
+			snprintf(parent, sizeof(parent), "%.*s",
+				 strrchr(dir, '/') == dir ? 1 : (int)(strrchr(dir, '/') - dir), dir);
+			if (sbx_path_is_under(dir, "/dev") || sbx_path_is_under(dir, "/proc") ||
+			    lstat(dir, &cst) != 0 || !S_ISDIR(cst.st_mode) ||
+			    stat(parent, &pst) != 0 || !may_rename_in(parent, &pst, &cst, uid))
+				continue;
+			r = plan_add(plan, SBX_MOUNT_PIN, NULL, dir, 0, 0, true, err);
+			if (r == -E2BIG)
+				return sbx_error_set(err, E2BIG, "mount plan: more than %d mounts with "
+						     "the directories pinned above %s (one for each "
+						     "directory whose parent the agent may rename in)",
+						     SBX_MAX_MOUNTS, p->deny_read[i]);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
 static const struct sbx_list_field mount_plan_lists[] = {
 	SBX_LIST_FIELD(struct sbx_mount_plan, m, n),
 };
@@ -334,6 +400,9 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 		if (r < 0)
 			goto out;
 	}
+	r = plan_secret_pins(tmp, p, s->uid, err);
+	if (r < 0)
+		goto out;
 	r = plan_pins(tmp, err);
 	if (r < 0)
 		goto out;

@@ -1723,7 +1723,9 @@ static void test_pinned_above_narrower_mounts(void **state)
 			dump_report(&o.report);
 			fail_msg("round %d: exit %d (see the script's steps)", round, o.exit_code);
 		}
-		assert_true(contains(o.report.entry[SBX_F_MOUNT_VIEW].detail, ", 2 pinned"));
+		/* config and lib; and the fixture's host directory, the
+		 * agent's own in sticky /var/tmp, above its secret.txt. */
+		assert_true(contains(o.report.entry[SBX_F_MOUNT_VIEW].detail, ", 3 pinned"));
 		assert_true(sbx_report_holds(&o.report, SBX_F_MOUNT_VIEW));
 		assert_true(sbx_report_holds(&o.report, SBX_F_DENY_READ));
 	}
@@ -1848,6 +1850,8 @@ static int teardown_mounts(void **state)
 	if (fx) {
 		snprintf(path, sizeof(path), "%s/d/alias", fx->ws);
 		(void)umount2(path, MNT_DETACH);
+		snprintf(path, sizeof(path), "%s/realalias", fx->host);
+		(void)umount2(path, MNT_DETACH);
 	}
 	if (host_mnt_ns >= 0 && leave_test_mnt_ns() != 0)
 		return -1;
@@ -1857,7 +1861,7 @@ static int teardown_mounts(void **state)
 static void test_secret_mounts(void **state)
 {
 	const struct fixture *fx = *state;
-	char secret[160], point[160], path[400], script[1200];
+	char secret[160], point[160], path[600], script[2000];
 	struct scenario sc;
 	struct outcome o;
 
@@ -1985,7 +1989,7 @@ static void test_secret_mounts_evasions(void **state)
 		static const char *const name[] = { "alias2", "alias3", "nl\nx", NULL, "alias4",
 						    "alias5" };
 		const char *detail, *source = round == 1 ? secret2 : round == 5 ? secret3 : secret;
-		char agent_dir[300] = "", sub[200] = "";
+		char agent_dir[200] = "", sub[200] = "";
 		int listener = -1;
 
 		if (round == 3) {
@@ -2083,6 +2087,53 @@ static void test_secret_mounts_evasions(void **state)
 			assert_int_equal(umount2(path, 0), 0);
 		}
 	}
+	assert_int_equal(leave_test_mnt_ns(), 0);
+}
+
+/*
+ * The workspace reaches the secret's parent tree under another name (the
+ * workspace is a bind of it): the agent could move the secret's
+ * parent from there, and the next session would mask an empty decoy at
+ * the old path (an attacker review did). The secret's parent, whose own
+ * parent is the agent's, is pinned: the move fails with EBUSY through any
+ * name; a sibling not above a secret still moves (the control).
+ */
+static void test_secret_parent_pinned_through_alias(void **state)
+{
+	const struct fixture *fx = *state;
+	char real[160], path[1200], alias[300], script[1200];
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	enter_test_mnt_ns();
+	snprintf(real, sizeof(real), "%s/real", fx->host);
+	snprintf(path, sizeof(path), "mkdir -p %s/proj/.env %s/other && echo TOPSECRET >"
+		 "%s/proj/.env/key && chown %u %s %s/proj %s/other", real, real, real,
+		 (unsigned)sbx_test_uid(), real, real, real);
+	assert_int_equal(system(path), 0);
+	snprintf(alias, sizeof(alias), "%s/realalias", fx->host);
+	assert_int_equal(mkdir(alias, 0755), 0);
+	assert_int_equal(mount(real, alias, NULL, MS_BIND, NULL), 0);
+	scenario_init(&sc, fx);
+	sc.workspace = alias;	/* the secret's parent tree, under another name */
+	snprintf(path, sizeof(path), "%s/proj/.env", real);
+	sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
+		    sizeof(sc.profile.deny_read[0]), path);
+	snprintf(script, sizeof(script),
+		 "cd %s || exit 2\n"
+		 "mv other other2 && mv other2 other || exit 3\n"
+		 "mv proj stash 2>e && exit 4\n"
+		 "grep -q 'Device or resource busy' e || exit 5\n"
+		 "exit 0\n", alias);
+	sc.script = script;
+	run_scenario(&sc, &o);
+	if (o.ret != 0 || o.exit_code != 0)
+		fail_msg("%d %s, exit %d (4: the secret's parent moved)", o.ret, o.err, o.exit_code);
+	snprintf(path, sizeof(path), "%s/proj/.env/key", real);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(umount2(alias, 0), 0);
 	assert_int_equal(leave_test_mnt_ns(), 0);
 }
 
@@ -2540,6 +2591,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_secret_aliases, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_mounts, setup, teardown_mounts),
 		cmocka_unit_test_setup_teardown(test_secret_mounts_evasions, setup, teardown_mounts),
+		cmocka_unit_test_setup_teardown(test_secret_parent_pinned_through_alias, setup,
+						teardown_mounts),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
