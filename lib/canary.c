@@ -506,11 +506,32 @@ static int walk_to_parent(const char *path, const char **last, bool *stable)
 
 struct shown_check {
 	const struct sbx_profile *p;
+	const struct sbx_session *s;
 	const struct sbx_secret_places *sp;
 	unsigned budget;
 	char *why;
 	size_t why_size;
 };
+
+/*
+ * What the session itself puts within the agent's reach, and may take from
+ * inside a secret: its home (an isolated home lives in the state directory,
+ * often a secret), its workspace, its /tmp, a root it may read. Exactly
+ * there: a mount below one of them is not the session's own.
+ */
+static bool session_grants(const struct shown_check *c, const char *path)
+{
+	const struct sbx_session *s = c->s;
+
+	if (s && ((s->home[0] && strcmp(path, s->home) == 0) ||
+		  (s->workspace[0] && strcmp(path, s->workspace) == 0) ||
+		  (s->tmp_source[0] && strcmp(path, "/tmp") == 0)))
+		return true;
+	for (size_t i = 0; i < c->p->n_roots; i++)
+		if (c->p->roots[i].read == SBX_ACCESS_ALLOW && strcmp(path, c->p->roots[i].path) == 0)
+			return true;
+	return false;
+}
 
 /*
  * A mount (mnt_id) shows a secret, or a part of it, at path, and no other
@@ -531,8 +552,8 @@ static int secret_shown_refused(void *arg, size_t k, const char *path, int mnt_i
 	bool stable;
 	char byte;
 
-	if (sbx_path_is_under(path, c->p->deny_read[c->sp->s[k].deny]))
-		return 0;	/* the secret's own path, or below it: deny_read_one's */
+	if (sbx_path_is_under(path, c->p->deny_read[c->sp->s[k].deny]) || session_grants(c, path))
+		return 0;	/* deny_read_one's, or the session's own grant */
 	dir = walk_to_parent(path, &last, &stable);
 	if (dir == -EACCES && stable)
 		return 0;	/* a passage the agent is refused, and cannot open */
@@ -609,10 +630,10 @@ unchecked:
 /* Every mount of this view that shows a secret: false if nothing of the
  * secrets' is readable through them; otherwise why says what is, or what
  * could not be searched. */
-static bool secret_mount_readable(const struct sbx_profile *p, const struct sbx_secret_places *sp,
-				  char *why, size_t why_size)
+static bool secret_mount_readable(const struct sbx_profile *p, const struct sbx_session *s,
+				  const struct sbx_secret_places *sp, char *why, size_t why_size)
 {
-	struct shown_check c = { p, sp, 1024, why, why_size };
+	struct shown_check c = { p, s, sp, 1024, why, why_size };
 	char *table = NULL, reason[200] = "";
 	size_t len;
 	int r;
@@ -633,7 +654,8 @@ static bool secret_mount_readable(const struct sbx_profile *p, const struct sbx_
 	return r != 0;
 }
 
-static void canary_deny_read(const struct sbx_profile *p, const struct sbx_canary_ctx *ctx,
+static void canary_deny_read(const struct sbx_profile *p, const struct sbx_session *s,
+			     const struct sbx_canary_ctx *ctx,
 			     struct sbx_report *r)
 {
 	char why[SBX_PATH_MAX + 200];
@@ -653,7 +675,7 @@ static void canary_deny_read(const struct sbx_profile *p, const struct sbx_canar
 			    ctx->secret_places.unsearched);
 		return;
 	}
-	if (ctx && secret_mount_readable(p, &ctx->secret_places, why, sizeof(why))) {
+	if (ctx && secret_mount_readable(p, s, &ctx->secret_places, why, sizeof(why))) {
 		canary_fail(r, SBX_F_DENY_READ, "%s", why);
 		return;
 	}
@@ -1355,7 +1377,7 @@ void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
 	canary_env(ctx, r);
 	canary_namespaces(ctx, r);
 	canary_write_boundary(p, s, r);
-	canary_deny_read(p, ctx, r);
+	canary_deny_read(p, s, ctx, r);
 	canary_pins(p, ctx, r);
 	canary_landlock_net(r);
 	canary_network_egress(r);

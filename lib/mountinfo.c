@@ -177,10 +177,12 @@ static int path_in_filesystem(const char *path, const struct sbx_mount_entry *m,
 void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_places *out)
 {
 	unsigned long long id[SBX_MAX_DENY] = { 0 };
+	int under[SBX_MAX_DENY];	/* a mount covering the secret: the one below, or -1 */
+	bool null_mask[SBX_MAX_DENY] = { false };
 	struct sbx_mount_entry *m = NULL;
 	const char *pos, *end;
 	char *table = NULL;
-	size_t used = 0, len;
+	size_t used = 0, len, first;
 	int r;
 
 	out->n = 0;
@@ -190,7 +192,8 @@ void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_place
 	for (size_t i = 0; i < p->n_deny_read && i < SBX_MAX_DENY; i++) {
 		struct statx stx;
 
-		if (statx(AT_FDCWD, p->deny_read[i], AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) != 0)
+		if (statx(AT_FDCWD, p->deny_read[i], AT_SYMLINK_NOFOLLOW,
+			  STATX_MNT_ID | STATX_TYPE, &stx) != 0)
 			continue;	/* missing, or not reachable by the agent at all */
 		if (!(stx.stx_mask & STATX_MNT_ID)) {
 			unsearched(out->unsearched, sizeof(out->unsearched), NULL,
@@ -198,10 +201,15 @@ void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_place
 			return;
 		}
 		id[out->n] = stx.stx_mnt_id;
+		under[out->n] = -1;
+		/* The PAM stage's mask of a file secret: /dev/null bound over it. */
+		null_mask[out->n] = S_ISCHR(stx.stx_mode) && stx.stx_rdev_major == 1 &&
+				    stx.stx_rdev_minor == 3;
 		out->s[out->n++] = (struct sbx_secret_place){ .deny = (uint16_t)i, .own_id = -1 };
 	}
 	if (out->n == 0)
 		return;
+	first = out->n;
 	m = malloc(sizeof(*m));
 	if (!m || sbx_read_file("/proc/self/mountinfo", MOUNTINFO_MAX, &table, &len, NULL) != 0) {
 		unsearched(out->unsearched, sizeof(out->unsearched), NULL,
@@ -219,6 +227,13 @@ void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_place
 			sp->own_id = m->id;
 			sp->major = m->major;
 			sp->minor = m->minor;
+			/* Something is mounted on the secret itself (the PAM
+			 * stage's mask, or a filesystem of its own): the secret
+			 * is also what it covers, in the mount below. */
+			if (strcmp(m->point, p->deny_read[sp->deny]) == 0)
+				under[i] = m->parent;
+			if (null_mask[i])
+				continue;	/* no secret of its own: only the one below */
 			if (path_in_filesystem(p->deny_read[sp->deny], m, where,
 					       sizeof(out->text) - used) != 0) {
 				unsearched(out->unsearched, sizeof(out->unsearched),
@@ -234,6 +249,30 @@ void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_place
 		if (out->s[i].own_id < 0)
 			unsearched(out->unsearched, sizeof(out->unsearched),
 				   p->deny_read[out->s[i].deny], "its mount is not in the table");
+	for (size_t i = 0; i < first; i++) {
+		if (null_mask[i])
+			out->s[i].own_id = -2;	/* a mask: nothing to place */
+	}
+	for (pos = table; (r = sbx_mountinfo_next(&pos, end, m)) != 0;) {
+		for (size_t i = 0; r > 0 && i < first; i++) {
+			const char *secret;
+			size_t room = sizeof(out->text) - used;
+
+			if (under[i] < 0 || under[i] != m->id)
+				continue;
+			secret = p->deny_read[out->s[i].deny];
+			if (out->n == ARRAY_SIZE(out->s) ||
+			    path_in_filesystem(secret, m, out->text + used, room) != 0) {
+				unsearched(out->unsearched, sizeof(out->unsearched), secret,
+					   "the mount below its mask cannot be placed");
+				continue;
+			}
+			out->s[out->n++] = (struct sbx_secret_place){ .major = m->major,
+				.minor = m->minor, .own_id = m->id, .where = (uint16_t)used,
+				.deny = out->s[i].deny };
+			used += strlen(out->text + used) + 1;
+		}
+	}
 	/* A filesystem mounted inside a secret is part of it: where else it
 	 * is mounted shows that part too. Each is placed as a secret. */
 	for (pos = table, r = 0; (r = sbx_mountinfo_next(&pos, end, m)) != 0;) {

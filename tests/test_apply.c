@@ -1840,7 +1840,7 @@ static int teardown_mounts(void **state)
 {
 	const struct fixture *fx = *state;
 	const char *names[] = { "alias", "part", "above", "alias2", "alias3", "nl\nx",
-				"alias4", "alias5", "keys/sub" };
+				"alias4", "alias5", "keys/sub", "alias6", "key.pem" };
 	char path[300];
 
 	for (size_t i = 0; fx && i < ARRAY_SIZE(names); i++) {
@@ -1953,7 +1953,9 @@ static void test_secret_mounts(void **state)
  * but not list (0711), whose file opens by name; a mountpoint whose name
  * holds a newline; a bind below the agent's own directory, made 000 to
  * hide it from the check and opened up again; a filesystem mounted inside
- * the secret and bound elsewhere; a socket in the secret. Each reads (or
+ * the secret and bound elsewhere; a socket in the secret; a file secret
+ * bound elsewhere and already masked where the session starts (as the PAM
+ * stage masks it). Each reads (or
  * could reach) the secret in the session, and the report says deny_read
  * is not verified.
  */
@@ -1961,7 +1963,7 @@ static void test_secret_mounts_evasions(void **state)
 {
 	const struct fixture *fx = *state;
 	char secret[160], secret2[160], secret3[160], point[300], path[600], script[1600];
-	char where[400];
+	char where[400], file_secret[160];
 	struct scenario sc;
 	struct outcome o;
 
@@ -1985,10 +1987,14 @@ static void test_secret_mounts_evasions(void **state)
 	assert_int_equal(mkdir(secret3, 0755), 0);
 	snprintf(path, sizeof(path), "%s/sub", secret);
 	assert_int_equal(mkdir(path, 0755), 0);
-	for (int round = 0; round < 6; round++) {
+	snprintf(file_secret, sizeof(file_secret), "%s/key.pem", fx->host);
+	write_text(file_secret, SECRET_TEXT);
+	assert_int_equal(chmod(file_secret, 0644), 0);
+	for (int round = 0; round < 7; round++) {
 		static const char *const name[] = { "alias2", "alias3", "nl\nx", NULL, "alias4",
-						    "alias5" };
-		const char *detail, *source = round == 1 ? secret2 : round == 5 ? secret3 : secret;
+						    "alias5", "alias6" };
+		const char *detail, *source = round == 1 ? secret2 : round == 5 ? secret3 :
+					      round == 6 ? file_secret : secret;
 		char agent_dir[200] = "", sub[200] = "";
 		int listener = -1;
 
@@ -2000,6 +2006,9 @@ static void test_secret_mounts_evasions(void **state)
 			snprintf(point, sizeof(point), "%s/alias", agent_dir);
 			assert_int_equal(mkdir(point, 0755), 0);
 			assert_int_equal(chown(agent_dir, sbx_test_uid(), sbx_test_gid()), 0);
+		} else if (round == 6) {
+			snprintf(point, sizeof(point), "%s/%s", fx->host, name[round]);
+			write_text(point, "");
 		} else {
 			snprintf(point, sizeof(point), "%s/%s", fx->host, name[round]);
 			(void)mkdir(point, 0755);
@@ -2027,8 +2036,13 @@ static void test_secret_mounts_evasions(void **state)
 		assert_int_equal(mount(source, point, NULL, MS_BIND, NULL), 0);
 		if (round == 3)
 			assert_int_equal(chmod(agent_dir, 0), 0);
-		snprintf(where, sizeof(where), "%s/%s", point, round == 1 ? "sub/id_key" :
-			 round == 4 ? "k" : round == 5 ? "sock" : "key");
+		/* The file secret already masked where the session starts, as
+		 * the PAM stage masks it (/dev/null bound over it). */
+		if (round == 6)
+			assert_int_equal(mount("/dev/null", file_secret, NULL, MS_BIND, NULL), 0);
+		snprintf(where, sizeof(where), "%s%s%s", point, round == 6 ? "" : "/",
+			 round == 1 ? "sub/id_key" : round == 4 ? "k" : round == 5 ? "sock" :
+			 round == 6 ? "" : "key");
 		scenario_init(&sc, fx);
 		sc.profile.host_read = SBX_ACCESS_ALLOW;
 		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
@@ -2037,6 +2051,8 @@ static void test_secret_mounts_evasions(void **state)
 			    sizeof(sc.profile.deny_read[0]), secret2);
 		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
 			    sizeof(sc.profile.deny_read[0]), secret3);
+		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
+			    sizeof(sc.profile.deny_read[0]), file_secret);
 		if (round == 0) {
 			/* The first bind, listed as the report advised. */
 			snprintf(path, sizeof(path), "%s/alias", fx->host);
@@ -2082,6 +2098,8 @@ static void test_secret_mounts_evasions(void **state)
 		assert_int_equal(umount2(point, 0), 0);
 		if (sub[0])
 			assert_int_equal(umount2(sub, 0), 0);
+		if (round == 6)
+			assert_int_equal(umount2(file_secret, 0), 0);
 		if (round == 0) {
 			snprintf(path, sizeof(path), "%s/alias", fx->host);
 			assert_int_equal(umount2(path, 0), 0);
