@@ -37,7 +37,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -104,14 +103,6 @@ int sbx_egress_socket_pin(const char *path, int *out_fd, struct sbx_error *err)
 	return 0;
 }
 
-static long long monotonic_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * A connection to the daemon through its pinned socket (an O_PATH fd from
  * sbx_egress_socket_pin), non-blocking once made. The socket is 0666 (every
@@ -125,7 +116,7 @@ static long long monotonic_ms(void)
 static int daemon_connect(int pin, const char *path, int timeout_ms, struct sbx_error *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	long long deadline = monotonic_ms() + timeout_ms;
+	long long deadline = sbx_monotonic_ms() + timeout_ms;
 	int fd, e;
 
 	if (sbx_snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", pin) != 0)
@@ -135,7 +126,7 @@ static int daemon_connect(int pin, const char *path, int timeout_ms, struct sbx_
 		return sbx_error_set(err, errno, "agent-sandbox-egressd: socket: %s",
 				     strerror(errno));
 	for (;;) {
-		long long left = deadline - monotonic_ms();
+		long long left = deadline - sbx_monotonic_ms();
 		struct timeval tv = { .tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000 };
 
 		if (left <= 0) {
@@ -244,7 +235,7 @@ static int ping_pinned(int pin, const char *path, uid_t uid, const char *list_ha
 	struct sbx_egress_pong pong;
 	int fd, r;
 
-	long long deadline = monotonic_ms() + timeout_ms;
+	long long deadline = sbx_monotonic_ms() + timeout_ms;
 
 	memset(&pong, 0, sizeof(pong));
 	fd = daemon_connect(pin, path, timeout_ms, err);
@@ -253,7 +244,7 @@ static int ping_pinned(int pin, const char *path, uid_t uid, const char *list_ha
 	hello_init(&h, SBX_EGRESS_HELLO_PING, uid, NULL, list_hash);
 	r = send_hello(fd, &h, -1);
 	if (r == 0) {
-		long long left = deadline - monotonic_ms();
+		long long left = deadline - sbx_monotonic_ms();
 
 		r = read_exact(fd, &pong, sizeof(pong), left > 0 ? (int)left : 0);
 	}

@@ -160,17 +160,9 @@ static int children_open(void)
  * KILL_DESCENDANTS_MS. */
 #define KILL_DESCENDANTS_MS 10000
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void kill_descendants(int reserve)
 {
-	int64_t deadline = mono_ms() + KILL_DESCENDANTS_MS;
+	long long deadline = sbx_monotonic_ms() + KILL_DESCENDANTS_MS;
 	char buf[4096];
 	int status;
 
@@ -206,7 +198,7 @@ static void kill_descendants(int reserve)
 			;
 		if (p < 0 && errno == ECHILD)
 			break;
-		if (mono_ms() > deadline)
+		if (sbx_monotonic_ms() > deadline)
 			break;
 		usleep(1000);
 	}

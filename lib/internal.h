@@ -93,6 +93,8 @@ int sbx_read_fd(int fd, const char *what, size_t max, char **out, size_t *len,
 		struct sbx_error *err);
 /* write() until done, retrying EINTR: 0 or -errno. */
 int sbx_write_all(int fd, const char *buf, size_t len);
+/* CLOCK_MONOTONIC in milliseconds, for deadlines. */
+long long sbx_monotonic_ms(void);
 
 /* The value of the "name:" line of /proc/<pid>/status (pid 0: self),
  * leading blanks cut: 0, -ENOENT when there is no such line, or -errno. */

@@ -349,14 +349,6 @@ static void tick_set(long ms)
 	(void)timer_settime(tick_timer, 0, &it, NULL);
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The tick's handler (process-wide), and the signal blocked in the calling
  * thread, hence in every thread it makes: only a connect on behalf takes
  * it. Without the handler its default action would end the process. */
@@ -418,7 +410,7 @@ static int connect_on_behalf(const struct job *j, int domain, int fd, const void
 	 * none: no overflow in the sum. */
 	if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &own, &olen) == 0 && olen == sizeof(own) &&
 	    (own.tv_sec || own.tv_usec) && own.tv_sec >= 0 && own.tv_sec < (1L << 30))
-		deadline = now_ms() + (long long)own.tv_sec * 1000 + own.tv_usec / 1000;
+		deadline = sbx_monotonic_ms() + (long long)own.tv_sec * 1000 + own.tv_usec / 1000;
 	sigemptyset(&tick);
 	sigaddset(&tick, CONNECT_SIGNAL);
 	tick_set(CONNECT_TICK_MS);
@@ -436,7 +428,7 @@ static int connect_on_behalf(const struct job *j, int domain, int fd, const void
 			break;
 		if (domain != AF_UNIX)
 			started = true;	/* the handshake goes on */
-		if (deadline && now_ms() >= deadline) {
+		if (deadline && sbx_monotonic_ms() >= deadline) {
 			r = domain == AF_UNIX ? -EAGAIN : -EINPROGRESS;
 			break;
 		}

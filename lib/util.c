@@ -611,3 +611,11 @@ int sbx_run_capture(char *const argv[], char *const envp[], void (*in_child)(voi
 	*out = buf;
 	return 0;
 }
+
+long long sbx_monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
