@@ -222,18 +222,20 @@ void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_place
 			struct sbx_secret_place *sp = &out->s[i];
 			char *where = out->text + used;
 
-			if (sp->own_id >= 0 || id[i] != (unsigned long long)m->id)
+			if (sp->own_id != -1 || id[i] != (unsigned long long)m->id)
 				continue;
-			sp->own_id = m->id;
-			sp->major = m->major;
-			sp->minor = m->minor;
 			/* Something is mounted on the secret itself (the PAM
 			 * stage's mask, or a filesystem of its own): the secret
 			 * is also what it covers, in the mount below. */
 			if (strcmp(m->point, p->deny_read[sp->deny]) == 0)
 				under[i] = m->parent;
-			if (null_mask[i])
-				continue;	/* no secret of its own: only the one below */
+			if (null_mask[i]) {
+				sp->own_id = -2;	/* no secret of its own: only the one below */
+				continue;
+			}
+			sp->own_id = m->id;
+			sp->major = m->major;
+			sp->minor = m->minor;
 			if (path_in_filesystem(p->deny_read[sp->deny], m, where,
 					       sizeof(out->text) - used) != 0) {
 				unsearched(out->unsearched, sizeof(out->unsearched),
@@ -246,23 +248,21 @@ void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_place
 		}
 	}
 	for (size_t i = 0; i < out->n; i++)
-		if (out->s[i].own_id < 0)
+		if (out->s[i].own_id == -1)
 			unsearched(out->unsearched, sizeof(out->unsearched),
 				   p->deny_read[out->s[i].deny], "its mount is not in the table");
-	for (size_t i = 0; i < first; i++) {
-		if (null_mask[i])
-			out->s[i].own_id = -2;	/* a mask: nothing to place */
-	}
+	/* Placed too: the mount below a secret's mask, where the secret
+	 * really is; and a filesystem mounted inside a secret, which is part
+	 * of it (where else it is mounted shows that part). */
 	for (pos = table; (r = sbx_mountinfo_next(&pos, end, m)) != 0;) {
 		for (size_t i = 0; r > 0 && i < first; i++) {
-			const char *secret;
-			size_t room = sizeof(out->text) - used;
+			const char *secret = p->deny_read[out->s[i].deny];
 
-			if (under[i] < 0 || under[i] != m->id)
+			if (under[i] != m->id)
 				continue;
-			secret = p->deny_read[out->s[i].deny];
 			if (out->n == ARRAY_SIZE(out->s) ||
-			    path_in_filesystem(secret, m, out->text + used, room) != 0) {
+			    path_in_filesystem(secret, m, out->text + used,
+					       sizeof(out->text) - used) != 0) {
 				unsearched(out->unsearched, sizeof(out->unsearched), secret,
 					   "the mount below its mask cannot be placed");
 				continue;
@@ -272,28 +272,21 @@ void sbx_secret_places_find(const struct sbx_profile *p, struct sbx_secret_place
 				.deny = out->s[i].deny };
 			used += strlen(out->text + used) + 1;
 		}
-	}
-	/* A filesystem mounted inside a secret is part of it: where else it
-	 * is mounted shows that part too. Each is placed as a secret. */
-	for (pos = table, r = 0; (r = sbx_mountinfo_next(&pos, end, m)) != 0;) {
 		for (size_t i = 0; r > 0 && i < p->n_deny_read; i++) {
-			struct sbx_secret_place *sp = &out->s[out->n];
-			size_t room = sizeof(out->text) - used;
-
 			if (!sbx_path_is_under(m->point, p->deny_read[i]) ||
 			    strcmp(m->point, p->deny_read[i]) == 0)
 				continue;
-			if (out->n == ARRAY_SIZE(out->s) || sbx_strlcpy(out->text + used, room,
-									m->root) != 0) {
+			if (out->n == ARRAY_SIZE(out->s) ||
+			    sbx_strlcpy(out->text + used, sizeof(out->text) - used, m->root) != 0) {
 				unsearched(out->unsearched, sizeof(out->unsearched),
 					   p->deny_read[i], "more mounts inside the secrets than "
 					   "can be searched");
 				goto out;
 			}
-			*sp = (struct sbx_secret_place){ .major = m->major, .minor = m->minor,
-				.own_id = m->id, .where = (uint16_t)used, .deny = (uint16_t)i };
+			out->s[out->n++] = (struct sbx_secret_place){ .major = m->major,
+				.minor = m->minor, .own_id = m->id, .where = (uint16_t)used,
+				.deny = (uint16_t)i };
 			used += strlen(m->root) + 1;
-			out->n++;
 			break;
 		}
 	}
