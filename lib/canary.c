@@ -347,6 +347,52 @@ static bool agents_own(const struct stat *st)
 	return st->st_uid == getuid();
 }
 
+/* A socket the agent may connect to: it may write it, or make it so. */
+static bool socket_reachable(int dir, const char *name, const struct stat *st)
+{
+	return faccessat(dir, name, W_OK, 0) == 0 || agents_own(st);
+}
+
+/*
+ * An entry whose open was refused (EACCES, EPERM): does that hold? Not if
+ * the agent may undo it: its own entry (chmod), a place it may change
+ * (!stable), or a directory it may pass through but not list, whose files
+ * open by name. Permissions that would let it read mean a layer refused.
+ */
+static bool refusal_holds(int dir, const char *name, const struct stat *st, bool stable)
+{
+	if (!stable || agents_own(st))
+		return false;
+	return !S_ISDIR(st->st_mode) || faccessat(dir, name, R_OK, 0) == 0 ||
+	       faccessat(dir, name, X_OK, 0) != 0;
+}
+
+/*
+ * An entry that opened and is not a directory (fd, which this closes):
+ * -1 if it gives the secret away (a file it reads, a FIFO or a device
+ * that opens; below a secret, /dev/null is a file secret's mask), why
+ * naming it as path[/name]; 0 otherwise.
+ */
+static int opened_gives_away(int fd, const struct stat *st, const char *path, const char *name,
+			     char *why, size_t why_size)
+{
+	bool null_mask = name && S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3);
+	const char *what = NULL;
+	char c;
+
+	if (S_ISREG(st->st_mode)) {
+		if (read(fd, &c, 1) == 1)
+			what = "is readable";
+	} else if (!null_mask) {
+		what = "opens";
+	}
+	close(fd);
+	if (!what)
+		return 0;
+	sbx_text_set(why, why_size, "%s%s%s %s", path, name ? "/" : "", name ? name : "", what);
+	return -1;
+}
+
 /*
  * The first thing below the directory fd (which this takes) that gives
  * away the secret's: a regular file whose contents this process reads, a
@@ -372,7 +418,6 @@ static int readable_below(int fd, char *path, size_t size, int depth, unsigned *
 	while (v == 0 && (de = readdir(d)) != NULL) {
 		struct stat st;
 		int cfd;
-		char c;
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -386,7 +431,7 @@ static int readable_below(int fd, char *path, size_t size, int depth, unsigned *
 		if (S_ISLNK(st.st_mode))
 			continue;	/* decided where it points */
 		if (S_ISSOCK(st.st_mode)) {
-			if (faccessat(dirfd(d), de->d_name, W_OK, 0) == 0 || agents_own(&st)) {
+			if (socket_reachable(dirfd(d), de->d_name, &st)) {
 				sbx_text_set(why, why_size, "%s/%s is a socket it may connect to",
 					     path, de->d_name);
 				v = -1;
@@ -396,30 +441,13 @@ static int readable_below(int fd, char *path, size_t size, int depth, unsigned *
 		cfd = openat(dirfd(d), de->d_name,
 			     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 		if (cfd < 0) {
-			/* Refused: unless it is the agent's to open up, or a
-			 * directory it may pass through without listing. */
 			if ((errno == EACCES || errno == EPERM) &&
-			    (agents_own(&st) ||
-			     (S_ISDIR(st.st_mode) && faccessat(dirfd(d), de->d_name, R_OK, 0) != 0 &&
-			      faccessat(dirfd(d), de->d_name, X_OK, 0) == 0)))
+			    !refusal_holds(dirfd(d), de->d_name, &st, true))
 				partial = true;
-			continue;
-		}
-		if (S_ISREG(st.st_mode)) {
-			if (read(cfd, &c, 1) == 1) {
-				sbx_text_set(why, why_size, "%s/%s is readable", path, de->d_name);
-				v = -1;
-			}
-			close(cfd);
-			continue;
+			continue;	/* else refused, or gone meanwhile */
 		}
 		if (!S_ISDIR(st.st_mode)) {
-			/* A FIFO or a device; /dev/null is a file secret's mask. */
-			if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
-				sbx_text_set(why, why_size, "%s/%s opens", path, de->d_name);
-				v = -1;
-			}
-			close(cfd);
+			v = opened_gives_away(cfd, &st, path, de->d_name, why, why_size);
 			continue;
 		}
 		if (depth >= 8 || sbx_snprintf(path + len, size - len, "/%s", de->d_name) != 0) {
@@ -550,7 +578,6 @@ static int secret_shown_refused(void *arg, size_t k, const char *path, int mnt_i
 	struct stat st;
 	int dir, fd, v = 0, e = 0;
 	bool stable;
-	char byte;
 
 	if (sbx_path_is_under(path, c->p->deny_read[c->sp->s[k].deny]) || session_grants(c, path))
 		return 0;	/* deny_read_one's, or the session's own grant */
@@ -567,7 +594,7 @@ static int secret_shown_refused(void *arg, size_t k, const char *path, int mnt_i
 		goto unchecked;
 	}
 	if (S_ISSOCK(st.st_mode)) {
-		v = faccessat(dir, last, W_OK, 0) == 0 || agents_own(&st) ? -1 : 0;
+		v = socket_reachable(dir, last, &st) ? -1 : 0;
 		sbx_text_set(found, sizeof(found), "%s is a socket it may connect to", path);
 		close(dir);
 		goto verdict;
@@ -575,18 +602,13 @@ static int secret_shown_refused(void *arg, size_t k, const char *path, int mnt_i
 	fd = openat(dir, last, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	e = errno;
 	if (fd < 0 && (e == EACCES || e == EPERM)) {
-		bool lists = S_ISDIR(st.st_mode) && faccessat(dir, last, R_OK, 0) == 0;
-		bool passes = S_ISDIR(st.st_mode) && faccessat(dir, last, X_OK, 0) == 0;
+		bool holds = refusal_holds(dir, last, &st, stable);
 
 		close(dir);
-		/* Refused by a layer (permissions would let it read), or by
-		 * permissions the agent cannot change, to read and to pass. */
-		if (!agents_own(&st) && (lists || !passes) && stable)
+		if (holds)
 			return 0;
-		if (!stable || agents_own(&st))
-			problem = "a refusal the agent can undo";
-		else
-			problem = "passes through, cannot list";
+		problem = !stable || agents_own(&st) ? "a refusal the agent can undo" :
+			  "passes through, cannot list";
 		v = 1;
 		goto verdict;
 	}
@@ -605,11 +627,7 @@ static int secret_shown_refused(void *arg, size_t k, const char *path, int mnt_i
 		v = readable_below(fd, walk, sizeof(walk), 0, &c->budget, found, sizeof(found));
 		problem = "over 1024 entries or 8 levels, or a refusal the agent can undo";
 	} else {
-		if (!S_ISREG(st.st_mode) || read(fd, &byte, 1) == 1)
-			v = -1;
-		sbx_text_set(found, sizeof(found), "%s %s", path,
-			     S_ISREG(st.st_mode) ? "is readable" : "opens");
-		close(fd);
+		v = opened_gives_away(fd, &st, path, NULL, found, sizeof(found));
 	}
 verdict:
 	if (v < 0)
