@@ -377,6 +377,14 @@ static void scenario_init(struct scenario *sc, const struct fixture *fx)
 	base_profile(fx, &sc->profile);
 }
 
+/* One more secret for the scenario's profile. */
+static void scenario_deny_read(struct scenario *sc, const char *path)
+{
+	assert_true(sc->profile.n_deny_read < SBX_MAX_DENY);
+	assert_int_equal(sbx_strlcpy(sc->profile.deny_read[sc->profile.n_deny_read++],
+				     sizeof(sc->profile.deny_read[0]), path), 0);
+}
+
 /* ---- the agent child ---------------------------------------------------------- */
 
 static int host_listener(int type, unsigned *port)
@@ -1707,9 +1715,7 @@ static void test_pinned_above_narrower_mounts(void **state)
 	for (int round = 0; round < 2; round++) {
 		scenario_init(&sc, fx);
 		sc.profile.host_read = SBX_ACCESS_ALLOW;
-		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read],
-			    sizeof(sc.profile.deny_read[0]), keys);
-		sc.profile.n_deny_read++;
+		scenario_deny_read(&sc, keys);
 		sbx_strlcpy(sc.profile.roots[1].path, sizeof(sc.profile.roots[1].path), frozen);
 		sc.profile.roots[1].read = SBX_ACCESS_ALLOW;
 		sc.profile.roots[1].write = SBX_ACCESS_DENY;
@@ -1778,9 +1784,7 @@ static void test_secret_aliases(void **state)
 		}
 		scenario_init(&sc, fx);
 		sc.profile.host_read = SBX_ACCESS_ALLOW;
-		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read],
-			    sizeof(sc.profile.deny_read[0]), dir);
-		sc.profile.n_deny_read++;
+		scenario_deny_read(&sc, dir);
 		sc.script = "exit 0";
 		run_scenario(&sc, &o);
 		if (o.ret != 0 || o.exit_code != 0)
@@ -1902,11 +1906,9 @@ static void test_secret_mounts(void **state)
 			sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
 		}
 		sc.profile.host_read = SBX_ACCESS_ALLOW;
-		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
-			    sizeof(sc.profile.deny_read[0]), secret);
+		scenario_deny_read(&sc, secret);
 		if (round == 1)
-			sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
-				    sizeof(sc.profile.deny_read[0]), point);
+			scenario_deny_read(&sc, point);
 		/* 3: the secret read through the other mount; 4: not at all
 		 * (masked or no such file); the public file is the control. */
 		snprintf(script, sizeof(script),
@@ -2045,21 +2047,16 @@ static void test_secret_mounts_evasions(void **state)
 			 round == 6 ? "" : "key");
 		scenario_init(&sc, fx);
 		sc.profile.host_read = SBX_ACCESS_ALLOW;
-		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
-			    sizeof(sc.profile.deny_read[0]), secret);
-		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
-			    sizeof(sc.profile.deny_read[0]), secret2);
-		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
-			    sizeof(sc.profile.deny_read[0]), secret3);
-		sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
-			    sizeof(sc.profile.deny_read[0]), file_secret);
+		scenario_deny_read(&sc, secret);
+		scenario_deny_read(&sc, secret2);
+		scenario_deny_read(&sc, secret3);
+		scenario_deny_read(&sc, file_secret);
 		if (round == 0) {
 			/* The first bind, listed as the report advised. */
 			snprintf(path, sizeof(path), "%s/alias", fx->host);
 			(void)mkdir(path, 0755);
 			assert_int_equal(mount(secret, path, NULL, MS_BIND, NULL), 0);
-			sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
-				    sizeof(sc.profile.deny_read[0]), path);
+			scenario_deny_read(&sc, path);
 		}
 		/* The newline as a glob's ? (no shell quoting names it). */
 		snprintf(path, sizeof(path), "%s", where);
@@ -2137,8 +2134,7 @@ static void test_secret_parent_pinned_through_alias(void **state)
 	scenario_init(&sc, fx);
 	sc.workspace = alias;	/* the secret's parent tree, under another name */
 	snprintf(path, sizeof(path), "%s/proj/.env", real);
-	sbx_strlcpy(sc.profile.deny_read[sc.profile.n_deny_read++],
-		    sizeof(sc.profile.deny_read[0]), path);
+	scenario_deny_read(&sc, path);
 	snprintf(script, sizeof(script),
 		 "cd %s || exit 2\n"
 		 "mv other other2 && mv other2 other || exit 3\n"
