@@ -127,6 +127,9 @@ int sbx_proc_start_time(pid_t pid, uint64_t *out);
  * narrowest value wins; a path at or under any deny_read entry is DENY. */
 enum sbx_access sbx_profile_access_at(const struct sbx_profile *p, const char *ws,
 				      const char *path, bool want_write);
+/* Is path at or under a deny_read entry (by name)? A secret stays hidden
+ * whatever the profile grants inside it: neither plan grants such a root. */
+bool sbx_profile_in_secret(const struct sbx_profile *p, const char *path);
 /* Expand %u, %h and %% of one template into out (no canonical check);
  * -EINVAL on any other '%' sequence, -ENAMETOOLONG when it does not fit. */
 int sbx_path_expand(const char *tmpl, const char *user, const char *home,

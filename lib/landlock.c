@@ -223,8 +223,11 @@ int sbx_landlock_plan_build(const struct sbx_profile *p, const struct sbx_sessio
 	    (r = plan_add_tree(out, s->workspace, p->workspace_read,
 			       p->workspace_write, exec_right, err)) != 0)
 		goto out;
+	/* A root inside a secret is not granted: the secret wins (the mount
+	 * view leaves it under the mask, mounts.c). */
 	for (i = 0; i < p->n_roots; i++)
-		if ((r = plan_add_tree(out, p->roots[i].path, p->roots[i].read,
+		if (!sbx_profile_in_secret(p, p->roots[i].path) &&
+		    (r = plan_add_tree(out, p->roots[i].path, p->roots[i].read,
 				       p->roots[i].write, exec_right, err)) != 0)
 			goto out;
 

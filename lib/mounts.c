@@ -360,6 +360,10 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 	plan_role(tmp, "/tmp", SBX_ROLE_SCRATCH);
 	plan_role(tmp, "/dev/shm", SBX_ROLE_SCRATCH);
 	for (i = 0; i < p->n_roots; i++) {
+		/* A root inside a secret stays under its mask: no bind of it
+		 * shows what the secret holds. */
+		if (sbx_profile_in_secret(p, p->roots[i].path))
+			continue;
 		r = plan_add_access(tmp, p->roots[i].path, p->roots[i].read,
 				    p->roots[i].write, noexec, err);
 		if (r < 0)

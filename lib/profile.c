@@ -509,6 +509,14 @@ static enum sbx_access access_min(enum sbx_access a, enum sbx_access b)
 	return a < b ? a : b;
 }
 
+bool sbx_profile_in_secret(const struct sbx_profile *p, const char *path)
+{
+	for (size_t i = 0; i < p->n_deny_read && i < SBX_MAX_DENY; i++)
+		if (sbx_path_is_under(path, p->deny_read[i]))
+			return true;
+	return false;
+}
+
 enum sbx_access sbx_profile_access_at(const struct sbx_profile *p, const char *ws,
 				      const char *path, bool want_write)
 {
@@ -518,9 +526,8 @@ enum sbx_access sbx_profile_access_at(const struct sbx_profile *p, const char *w
 
 	/* A secret stays hidden whatever is nested in it: the mount view masks
 	 * the whole tree and Landlock treats it as a hole. */
-	for (i = 0; i < p->n_deny_read && i < SBX_MAX_DENY; i++)
-		if (sbx_path_is_under(path, p->deny_read[i]))
-			return SBX_ACCESS_DENY;
+	if (sbx_profile_in_secret(p, path))
+		return SBX_ACCESS_DENY;
 	for (i = 0; i <= p->n_roots && i <= SBX_MAX_ROOTS; i++) {
 		const char *prefix;
 		enum sbx_access v;

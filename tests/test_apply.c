@@ -385,6 +385,18 @@ static void scenario_deny_read(struct scenario *sc, const char *path)
 				     sizeof(sc->profile.deny_read[0]), path), 0);
 }
 
+/* One more read-only root for the scenario's profile. */
+static void scenario_root_ro(struct scenario *sc, const char *path)
+{
+	struct sbx_profile *p = &sc->profile;
+
+	assert_true(p->n_roots < SBX_MAX_ROOTS);
+	assert_int_equal(sbx_strlcpy(p->roots[p->n_roots].path, sizeof(p->roots[0].path), path), 0);
+	p->roots[p->n_roots].read = SBX_ACCESS_ALLOW;
+	p->roots[p->n_roots].write = SBX_ACCESS_DENY;
+	p->n_roots++;
+}
+
 /* ---- the agent child ---------------------------------------------------------- */
 
 static int host_listener(int type, unsigned *port)
@@ -1716,10 +1728,7 @@ static void test_pinned_above_narrower_mounts(void **state)
 		scenario_init(&sc, fx);
 		sc.profile.host_read = SBX_ACCESS_ALLOW;
 		scenario_deny_read(&sc, keys);
-		sbx_strlcpy(sc.profile.roots[1].path, sizeof(sc.profile.roots[1].path), frozen);
-		sc.profile.roots[1].read = SBX_ACCESS_ALLOW;
-		sc.profile.roots[1].write = SBX_ACCESS_DENY;
-		sc.profile.n_roots = 2;
+		scenario_root_ro(&sc, frozen);
 		sc.profile.require |= SBX_G_READ_BOUNDARY | SBX_G_WRITE_BOUNDARY;
 		sc.script = script;
 		run_scenario(&sc, &o);
@@ -2149,6 +2158,62 @@ static void test_secret_parent_pinned_through_alias(void **state)
 	assert_int_equal(access(path, F_OK), 0);
 	assert_int_equal(umount2(alias, 0), 0);
 	assert_int_equal(leave_test_mnt_ns(), 0);
+}
+
+/*
+ * A secret stays hidden whatever the profile grants inside it (design
+ * section 4.3): a root below a deny_read directory is left under the mask
+ * in the mount view, and without a user namespace Landlock does not grant
+ * it either. Both sessions read keys/pub/note before (the mount view's
+ * with deny_read verified: its canary looked at one level of regular
+ * files). A FIFO in it must not open either. The control: the public file.
+ */
+static void test_secret_nested_grant(void **state)
+{
+	const struct fixture *fx = *state;
+	char secret[160], pub[200], path[300], script[1200];
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	snprintf(secret, sizeof(secret), "%s/keys", fx->host);
+	snprintf(pub, sizeof(pub), "%s/pub", secret);
+	assert_int_equal(mkdir(secret, 0755), 0);
+	assert_int_equal(mkdir(pub, 0755), 0);
+	snprintf(path, sizeof(path), "%s/note", pub);
+	write_text(path, SECRET_TEXT);
+	assert_int_equal(chmod(path, 0644), 0);
+	snprintf(path, sizeof(path), "%s/fifo", pub);
+	assert_int_equal(mkfifo(path, 0666), 0);
+	snprintf(path, sizeof(path), "%s/key", secret);
+	write_text(path, SECRET_TEXT);
+	assert_int_equal(chmod(path, 0644), 0);
+	snprintf(script, sizeof(script),
+		 "grep -q PUBLIC %s || exit 2\n"
+		 "cat %s/key >/dev/null 2>&1 && exit 5\n"
+		 "grep -q TOPSECRET %s/note 2>/dev/null && exit 3\n"
+		 "(: <>%s/fifo) 2>/dev/null && exit 6\n"
+		 "exit 0\n", fx->public, secret, pub, pub);
+	for (int round = 0; round < 2; round++) {
+		scenario_init(&sc, fx);
+		if (round == 1) {
+			sc.probe = PROBE_NO_USERNS;
+			sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
+		}
+		sc.profile.host_read = SBX_ACCESS_ALLOW;
+		scenario_deny_read(&sc, secret);
+		scenario_root_ro(&sc, pub);
+		sc.script = script;
+		run_scenario(&sc, &o);
+		if (o.ret != 0)
+			fail_msg("round %d: sbx_run_confined: %d %s", round, o.ret, o.err);
+		if (o.exit_code != 0) {
+			dump_report(&o.report);
+			fail_msg("round %d: exit %d (see the script's steps)", round, o.exit_code);
+		}
+		assert_true(sbx_report_holds(&o.report, SBX_F_DENY_READ));
+	}
 }
 
 /* The engine's own fds (report pipe, unix supervisor channel) must not
@@ -2607,6 +2672,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_secret_mounts_evasions, setup, teardown_mounts),
 		cmocka_unit_test_setup_teardown(test_secret_parent_pinned_through_alias, setup,
 						teardown_mounts),
+		cmocka_unit_test_setup_teardown(test_secret_nested_grant, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
