@@ -260,87 +260,6 @@ static void canary_write_boundary(const struct sbx_profile *p,
 
 /* ---- deny_read -------------------------------------------------------------- */
 
-/* 1: proven hidden (mask or Landlock), 0: unreadable but only by DAC or
- * absent (no proof either way), -1: readable. */
-static int deny_read_one(const char *path, char *why, size_t why_size)
-{
-	struct stat st;
-	struct dirent *de;
-	DIR *d;
-	char c;
-	ssize_t n;
-	int fd, dac, e;
-
-	dac = access(path, R_OK) == 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0) {
-		e = errno;
-		if (e == ENOENT)
-			return 0;
-		if (e == EACCES || e == EPERM)
-			return dac ? 1 : 0;
-		sbx_text_set(why, why_size, "%s: open: %s", path, strerror(e));
-		return -1;
-	}
-	if (fstat(fd, &st) != 0) {
-		close(fd);
-		sbx_text_set(why, why_size, "%s: fstat failed", path);
-		return -1;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		d = fdopendir(fd);
-		if (!d) {
-			close(fd);
-			sbx_text_set(why, why_size, "%s: not listable", path);
-			return -1;
-		}
-		/* Masked: an empty directory. Without a mount view Landlock
-		 * grants READ_DIR on the ancestors, which also lists the
-		 * secret directory's names (a Landlock limit): then every
-		 * file in it must still refuse its contents. */
-		int listed = 0, refused = 0, checked = 0;
-
-		while ((de = readdir(d)) != NULL && checked < 64) {
-			int efd;
-
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			listed++;
-			efd = openat(dirfd(d), de->d_name,
-				     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-			if (efd < 0) {
-				e = errno;
-				if ((e == EACCES || e == EPERM) &&
-				    faccessat(dirfd(d), de->d_name, R_OK, AT_SYMLINK_NOFOLLOW) == 0)
-					refused++;
-				continue;
-			}
-			checked++;
-			if (fstat(efd, &st) == 0 && S_ISREG(st.st_mode) &&
-			    read(efd, &c, 1) == 1) {
-				close(efd);
-				sbx_text_set(why, why_size, "%s/%s is readable", path, de->d_name);
-				closedir(d);
-				return -1;
-			}
-			close(efd);
-		}
-		closedir(d);
-		if (listed == 0)
-			return 1;
-		return refused > 0 ? 1 : 0;
-	}
-	n = read(fd, &c, 1);
-	e = errno;
-	close(fd);
-	if (n == 0)
-		return 1;	/* masked: reads as empty */
-	if (n < 0 && (e == EACCES || e == EPERM))
-		return 1;
-	sbx_text_set(why, why_size, "%s is readable", path);
-	return -1;
-}
-
 /* May the agent (this uid) change st: chmod it, or it is its own? */
 static bool agents_own(const struct stat *st)
 {
@@ -390,6 +309,136 @@ static int opened_gives_away(int fd, const struct stat *st, const char *path, co
 	if (!what)
 		return 0;
 	sbx_text_set(why, why_size, "%s%s%s %s", path, name ? "/" : "", name ? name : "", what);
+	return -1;
+}
+
+/* How much of one secret directory whose names are listed (Landlock's
+ * holes) deny_read_one searches: as much as the outer process searches
+ * for other names of its files (apply.c), and as deep as readable_below. */
+#define HOLE_SEARCH_MAX 4096
+#define HOLE_SEARCH_DEPTH 8
+
+/*
+ * Below a secret directory the session lists (fd, which this takes; path
+ * names it, with room to grow): every entry, down the tree. -1 and why
+ * when one gives the secret away (a regular file it reads, a FIFO or a
+ * device that opens), or when the tree is larger than the budget or
+ * deeper than HOLE_SEARCH_DEPTH: not searched whole is not hidden.
+ * Otherwise 0, and *refused counts the entries a layer refused though
+ * file permissions would let this process read them. Sockets are the
+ * unix supervisor's to refuse: deny_read is in its policy, and its own
+ * canary shows it answers. Recursion: at most HOLE_SEARCH_DEPTH deep.
+ * NOLINTNEXTLINE(misc-no-recursion) */
+static int hole_search(int fd, char *path, size_t size, int depth, unsigned *budget,
+		       unsigned *refused, char *why, size_t why_size)
+{
+	size_t len = strlen(path);
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	int v = 0;
+
+	if (!d) {
+		close(fd);
+		sbx_text_set(why, why_size, "%s: not listable", path);
+		return -1;
+	}
+	while (v == 0 && (de = readdir(d)) != NULL) {
+		struct stat st;
+		int cfd;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (*budget == 0) {
+			sbx_text_set(why, why_size, "%s: not searched whole (more than %u "
+				     "entries below the secret)", path, HOLE_SEARCH_MAX);
+			v = -1;
+			break;
+		}
+		(*budget)--;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    S_ISLNK(st.st_mode) || S_ISSOCK(st.st_mode))
+			continue;	/* gone meanwhile; a link is decided where it points */
+		cfd = openat(dirfd(d), de->d_name,
+			     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+		if (cfd < 0) {
+			if ((errno == EACCES || errno == EPERM) &&
+			    faccessat(dirfd(d), de->d_name, R_OK, AT_SYMLINK_NOFOLLOW) == 0)
+				(*refused)++;
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			v = opened_gives_away(cfd, &st, path, de->d_name, why, why_size);
+			continue;
+		}
+		if (depth >= HOLE_SEARCH_DEPTH ||
+		    sbx_snprintf(path + len, size - len, "/%s", de->d_name) != 0) {
+			close(cfd);
+			sbx_text_set(why, why_size, "%s/%s: not searched whole (too deep)",
+				     path, de->d_name);
+			v = -1;
+			continue;
+		}
+		v = hole_search(cfd, path, size, depth + 1, budget, refused, why, why_size);
+		path[len] = '\0';
+	}
+	closedir(d);
+	return v;
+}
+
+/* 1: proven hidden (mask or Landlock), 0: unreadable but only by DAC or
+ * absent (no proof either way), -1: readable, or not searched whole. */
+static int deny_read_one(const char *path, char *why, size_t why_size)
+{
+	struct stat st;
+	char c;
+	ssize_t n;
+	int fd, dac, e;
+
+	dac = access(path, R_OK) == 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		e = errno;
+		if (e == ENOENT)
+			return 0;
+		if (e == EACCES || e == EPERM)
+			return dac ? 1 : 0;
+		sbx_text_set(why, why_size, "%s: open: %s", path, strerror(e));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		sbx_text_set(why, why_size, "%s: fstat failed", path);
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		/* Masked: an empty directory. Without a mount view Landlock
+		 * grants READ_DIR on the ancestors, which also lists the
+		 * secret directory's names, and its subdirectories' (a
+		 * Landlock limit): then nothing below it may read. */
+		char sub[SBX_PATH_MAX];
+		unsigned budget = HOLE_SEARCH_MAX, refused = 0;
+		int v;
+
+		if (sbx_strlcpy(sub, sizeof(sub), path) != 0) {
+			close(fd);
+			sbx_text_set(why, why_size, "%s: path too long to search", path);
+			return -1;
+		}
+		v = hole_search(fd, sub, sizeof(sub), 0, &budget, &refused, why, why_size);
+		if (v < 0)
+			return -1;
+		if (budget == HOLE_SEARCH_MAX)
+			return 1;	/* nothing listed: the mask */
+		return refused > 0 ? 1 : 0;
+	}
+	n = read(fd, &c, 1);
+	e = errno;
+	close(fd);
+	if (n == 0)
+		return 1;	/* masked: reads as empty */
+	if (n < 0 && (e == EACCES || e == EPERM))
+		return 1;
+	sbx_text_set(why, why_size, "%s is readable", path);
 	return -1;
 }
 
@@ -555,8 +604,11 @@ static bool session_grants(const struct shown_check *c, const char *path)
 		  (s->workspace[0] && strcmp(path, s->workspace) == 0) ||
 		  (s->tmp_source[0] && strcmp(path, "/tmp") == 0)))
 		return true;
+	/* A root inside a secret is no grant: the secret wins (mounts.c). */
 	for (size_t i = 0; i < c->p->n_roots; i++)
-		if (c->p->roots[i].read == SBX_ACCESS_ALLOW && strcmp(path, c->p->roots[i].path) == 0)
+		if (c->p->roots[i].read == SBX_ACCESS_ALLOW &&
+		    strcmp(path, c->p->roots[i].path) == 0 &&
+		    !sbx_profile_in_secret(c->p, path))
 			return true;
 	return false;
 }
