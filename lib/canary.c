@@ -400,6 +400,14 @@ static int deny_read_one(const char *path, char *why, size_t why_size)
 		e = errno;
 		if (e == ENOENT)
 			return 0;
+		/* Refused by file permissions only, on a directory of its
+		 * own that it may chmod back: not hidden (its mask may have
+		 * been skipped as unreachable at that moment). */
+		if ((e == EACCES || e == EPERM) && !dac && sbx_path_owned_above(path, getuid())) {
+			sbx_text_set(why, why_size, "%s: refused only by permissions the agent "
+				     "may change", path);
+			return -1;
+		}
 		if (e == EACCES || e == EPERM)
 			return dac ? 1 : 0;
 		sbx_text_set(why, why_size, "%s: open: %s", path, strerror(e));

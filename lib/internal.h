@@ -83,6 +83,9 @@ bool sbx_path_is_canonical(const char *path);
 /* Component-wise prefix: "/a/b" is under "/a" and "/a/b", not under "/a/bc";
  * everything is under "/". */
 bool sbx_path_is_under(const char *path, const char *prefix);
+/* Is a directory above path (not path itself) owned by uid? Its owner may
+ * chmod it: a refusal there is one the owner can undo. */
+bool sbx_path_owned_above(const char *path, uid_t uid);
 
 /* Read a whole small file (bounded by max) into a NUL-terminated buffer. */
 int sbx_read_file(const char *path, size_t max, char **out, size_t *len,

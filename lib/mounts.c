@@ -752,8 +752,20 @@ static int apply_one(struct apply_state *st, size_t i, struct sbx_error *err)
 		tfd = open_nofollow(AT_FDCWD, m->target, O_PATH);
 	}
 	if (tfd < 0) {
+		int e = errno;
+
 		/* An optional mask the agent cannot even reach (EACCES on a
-		 * parent it may not search) hides nothing it could read. */
+		 * parent it may not search) hides nothing it could read,
+		 * unless that parent is the agent's: it may chmod it back
+		 * (and may have closed it only for this moment), so the
+		 * secret would be read unmasked. Root (the PAM stage) is
+		 * not refused a search by file permissions. */
+		if (e == EACCES && m->secret && getuid() != 0 &&
+		    sbx_path_owned_above(m->target, getuid()))
+			return sbx_error_set(err, EACCES, "deny_read %s: not reachable to mask, "
+					     "behind a directory the agent owns and may "
+					     "open again", m->target);
+		errno = e;
 		/* A secret behind a symlink is not skipped: the Landlock
 		 * rules leave masked secrets to this mask. */
 		if (m->optional && (errno == ENOENT || errno == EACCES ||

@@ -203,6 +203,22 @@ bool sbx_path_is_under(const char *path, const char *prefix)
 	return path[n] == '\0' || path[n] == '/';
 }
 
+bool sbx_path_owned_above(const char *path, uid_t uid)
+{
+	char dir[SBX_PATH_MAX];
+	struct stat sb;
+	char *slash;
+
+	if (sbx_strlcpy(dir, sizeof(dir), path) != 0)
+		return true;
+	while ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+		*slash = '\0';
+		if (lstat(dir, &sb) == 0 && sb.st_uid == uid)
+			return true;
+	}
+	return false;
+}
+
 int sbx_read_fd(int fd, const char *what, size_t max, char **out, size_t *len,
 		struct sbx_error *err)
 {

@@ -2216,6 +2216,80 @@ static void test_secret_nested_grant(void **state)
 	}
 }
 
+/*
+ * The agent alone, racing its own sessions: a secret below a directory it
+ * owns (config, here with a group the session's user namespace does not
+ * map, so the init's capabilities do not pass it) that a second process
+ * keeps closing (chmod 0) and opening. The outer process found the secret
+ * reachable; the init, a moment later, could not open it and skipped the
+ * mask as unreachable; the session opened config again and read the key
+ * while the report said deny_read verified (3 sessions in 55 before). A
+ * mask behind a directory the agent owns is now never skipped: the
+ * session is refused, and the canary fails a secret refused only by
+ * permissions the agent may change. No session may read the key and
+ * claim deny_read; some must run (the control).
+ */
+static void test_secret_mask_race(void **state)
+{
+	const struct fixture *fx = *state;
+	char cfg[200], secret[240], path[300], script[1200];
+	int ran = 0, leaked = 0;
+	struct scenario sc;
+	struct outcome o;
+	pid_t flipper;
+
+	if (!ready(fx, false))
+		skip();
+	snprintf(cfg, sizeof(cfg), "%s/config", fx->ws);
+	snprintf(secret, sizeof(secret), "%s/keys", cfg);
+	assert_int_equal(mkdir(cfg, 0755), 0);
+	assert_int_equal(mkdir(secret, 0755), 0);
+	snprintf(path, sizeof(path), "%s/key", secret);
+	write_text(path, SECRET_TEXT);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(chown(path, sbx_test_uid(), sbx_test_gid()), 0);
+	assert_int_equal(chown(secret, sbx_test_uid(), sbx_test_gid()), 0);
+	assert_int_equal(chown(cfg, sbx_test_uid(), 100), 0);
+	flipper = fork();
+	assert_true(flipper >= 0);
+	if (flipper == 0) {
+		sbx_test_drop_to_agent();
+		for (unsigned i = 0;; i++) {
+			(void)chmod(cfg, 0755);
+			for (volatile int k = 0; k < 20000 + (int)(i * 7919 % 200000); k++)
+				;
+			(void)chmod(cfg, 0);
+			for (volatile int k = 0; k < 20000 + (int)(i * 104729 % 400000); k++)
+				;
+		}
+	}
+	snprintf(script, sizeof(script),
+		 "chmod 755 %s || exit 9\n"
+		 "grep -q TOPSECRET %s/key 2>/dev/null && exit 3\n"
+		 "exit 0\n", cfg, secret);
+	for (int round = 0; round < 200; round++) {
+		scenario_init(&sc, fx);
+		sc.profile.host_read = SBX_ACCESS_ALLOW;
+		scenario_deny_read(&sc, secret);
+		sc.script = script;
+		run_scenario(&sc, &o);
+		if (o.ret != 0)
+			continue;	/* refused: unreachable when placed or masked */
+		ran++;
+		if (o.exit_code == 3 && sbx_report_holds(&o.report, SBX_F_DENY_READ)) {
+			leaked++;
+			print_message("  round %d: read the key, deny_read verified: %s\n", round,
+				      o.report.entry[SBX_F_DENY_READ].detail);
+		}
+	}
+	kill(flipper, SIGKILL);
+	waitpid(flipper, NULL, 0);
+	(void)chmod(cfg, 0755);
+	print_message("  %d of 200 sessions ran\n", ran);
+	assert_int_equal(leaked, 0);
+	assert_true(ran > 0);
+}
+
 /* The engine's own fds (report pipe, unix supervisor channel) must not
  * land on each other when it starts with fd 3 free: moving the report
  * pipe to 3 closed the channel there, and every session with the network
@@ -2673,6 +2747,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_secret_parent_pinned_through_alias, setup,
 						teardown_mounts),
 		cmocka_unit_test_setup_teardown(test_secret_nested_grant, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_secret_mask_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),

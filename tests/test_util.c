@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "testlib.h"
 
@@ -57,6 +58,29 @@ static void test_under(void **state)
 	assert_true(sbx_path_is_under("/a", "/"));
 	assert_false(sbx_path_is_under("/ab", "/a"));
 	assert_false(sbx_path_is_under("/a", "/a/b"));
+}
+
+/* A directory above the path owned by the uid counts; the path itself
+ * does not; nor do others' directories. */
+static void test_owned_above(void **state)
+{
+	char *dir = sbx_test_mkdtemp("owned");
+	char sub[300], leaf[320];
+	struct stat st;
+
+	(void)state;
+	assert_non_null(dir);
+	assert_int_equal(stat(dir, &st), 0);
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	snprintf(leaf, sizeof(leaf), "%s/leaf", sub);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	assert_true(sbx_path_owned_above(leaf, st.st_uid));	/* sub and dir */
+	assert_true(sbx_path_owned_above(sub, st.st_uid));	/* dir */
+	assert_false(sbx_path_owned_above(dir, st.st_uid + 1));
+	assert_false(sbx_path_owned_above("/etc/passwd", 65533));	/* /etc is root's */
+	assert_false(sbx_path_owned_above("/", st.st_uid + 1));
+	sbx_test_rmtree(dir);
+	free(dir);
 }
 
 /* Copy and clear move every byte but the lists' unused room: the
@@ -238,6 +262,7 @@ int main(void)
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_canonical),
 		cmocka_unit_test(test_under),
+		cmocka_unit_test(test_owned_above),
 		cmocka_unit_test(test_copy_used),
 		cmocka_unit_test(test_status_text_field),
 		cmocka_unit_test(test_mountinfo),
