@@ -599,26 +599,21 @@ struct shown_check {
 };
 
 /*
- * What the session itself puts within the agent's reach, and may take from
- * inside a secret: its home (an isolated home lives in the state directory,
- * often a secret), its workspace, its /tmp, a root it may read. Exactly
- * there: a mount below one of them is not the session's own.
+ * What the session itself puts within the agent's reach from inside a
+ * secret: its home (an isolated home lives in the state directory, often
+ * a secret) and its /tmp (the PAM stage's, there too). Exactly there: a
+ * mount below one of them is not the session's own. A workspace or a root
+ * that is another mount of a secret's part is not: the profile names a
+ * path, not what the host mounted there, and deny_read says the secret
+ * stays hidden whatever else allows it (an attacker review read a key
+ * through such a root while this said deny_read held).
  */
 static bool session_grants(const struct shown_check *c, const char *path)
 {
 	const struct sbx_session *s = c->s;
 
-	if (s && ((s->home[0] && strcmp(path, s->home) == 0) ||
-		  (s->workspace[0] && strcmp(path, s->workspace) == 0) ||
-		  (s->tmp_source[0] && strcmp(path, "/tmp") == 0)))
-		return true;
-	/* A root inside a secret is no grant: the secret wins (mounts.c). */
-	for (size_t i = 0; i < c->p->n_roots; i++)
-		if (c->p->roots[i].read == SBX_ACCESS_ALLOW &&
-		    strcmp(path, c->p->roots[i].path) == 0 &&
-		    !sbx_profile_in_secret(c->p, path))
-			return true;
-	return false;
+	return s && ((s->home[0] && strcmp(path, s->home) == 0) ||
+		     (s->tmp_source[0] && strcmp(path, "/tmp") == 0));
 }
 
 /*

@@ -2161,6 +2161,64 @@ static void test_secret_parent_pinned_through_alias(void **state)
 }
 
 /*
+ * A root, or the workspace, that is the host's other mount of a part of
+ * a secret (here a bind of <secret>/pub): the profile names a path, and
+ * what the host mounted there shows the secret. The session reads the
+ * note through it (the report must say so); an attacker review found the
+ * report saying deny_read held, because the canary took a mount exactly
+ * at a root or the workspace for the session's own grant. The control
+ * is test_secret_mounts' round without another mount.
+ */
+static void test_secret_shown_by_a_grant(void **state)
+{
+	const struct fixture *fx = *state;
+	char secret[160], pub[200], point[200], path[300], script[1200];
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	enter_test_mnt_ns();
+	snprintf(secret, sizeof(secret), "%s/keys", fx->host);
+	snprintf(pub, sizeof(pub), "%s/pub", secret);
+	assert_int_equal(mkdir(secret, 0755), 0);
+	assert_int_equal(mkdir(pub, 0777), 0);
+	assert_int_equal(chmod(pub, 0777), 0);
+	snprintf(path, sizeof(path), "%s/note", pub);
+	write_text(path, SECRET_TEXT);
+	assert_int_equal(chmod(path, 0644), 0);
+	snprintf(point, sizeof(point), "%s/alias", fx->host);
+	assert_int_equal(mkdir(point, 0755), 0);
+	assert_int_equal(mount(pub, point, NULL, MS_BIND, NULL), 0);
+	snprintf(script, sizeof(script),
+		 "grep -q PUBLIC %s || exit 2\n"
+		 "grep -q TOPSECRET %s/note 2>/dev/null && exit 3\n"
+		 "exit 0\n", fx->public, point);
+	for (int round = 0; round < 2; round++) {
+		/* 0: a read-only root; 1: the workspace. */
+		scenario_init(&sc, fx);
+		sc.profile.host_read = SBX_ACCESS_ALLOW;
+		scenario_deny_read(&sc, secret);
+		if (round == 0) {
+			scenario_root_ro(&sc, point);
+		} else {
+			sc.workspace = point;
+			sbx_strlcpy(sc.profile.workspace_root, sizeof(sc.profile.workspace_root),
+				    point);
+		}
+		sc.script = script;
+		run_scenario(&sc, &o);
+		if (o.ret != 0)
+			fail_msg("round %d: sbx_run_confined: %d %s", round, o.ret, o.err);
+		assert_int_equal(o.exit_code, 3);
+		assert_false(sbx_report_holds(&o.report, SBX_F_DENY_READ));
+		assert_true(contains(o.report.entry[SBX_F_DENY_READ].detail, point));
+	}
+	assert_int_equal(umount2(point, MNT_DETACH), 0);
+	assert_int_equal(leave_test_mnt_ns(), 0);
+}
+
+/*
  * A secret stays hidden whatever the profile grants inside it (design
  * section 4.3): a root below a deny_read directory is left under the mask
  * in the mount view, and without a user namespace Landlock does not grant
@@ -2746,6 +2804,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_secret_mounts_evasions, setup, teardown_mounts),
 		cmocka_unit_test_setup_teardown(test_secret_parent_pinned_through_alias, setup,
 						teardown_mounts),
+		cmocka_unit_test_setup_teardown(test_secret_shown_by_a_grant, setup, teardown_mounts),
 		cmocka_unit_test_setup_teardown(test_secret_nested_grant, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_mask_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
