@@ -465,6 +465,36 @@ static int open_session_pty(struct plans *pl, int *slave_out)
 	return master;
 }
 
+/*
+ * The masks as the view holds them. A mask covers what is at the path
+ * when the session starts: a file secret's /dev/null stays on that
+ * file, so one renamed over it on the host during the session is seen
+ * unmasked, and so is a missing secret made then. The detail says so
+ * where it applies, with what was missing.
+ */
+static void note_masks(const struct sbx_profile *p, struct sbx_report *r)
+{
+	size_t missing = 0, files = 0;
+	struct stat st;
+
+	for (size_t i = 0; i < p->n_deny_read; i++) {
+		if (lstat(p->deny_read[i], &st) != 0)
+			missing++;
+		else if (!S_ISDIR(st.st_mode))
+			files++;
+	}
+	if (!missing && !files)
+		sbx_report_set(r, SBX_F_DENY_READ, true, false,
+			       "%zu secret(s) masked and left out of Landlock rules",
+			       p->n_deny_read);
+	else
+		sbx_report_set(r, SBX_F_DENY_READ, true, false,
+			       "%zu secret(s) masked, %zu missing, left out of Landlock "
+			       "rules; masks hold what was there at the start (not a file "
+			       "renamed over one, or one made, on the host after)",
+			       p->n_deny_read - missing, missing);
+}
+
 /* PID 1 of the new pid namespace: never returns. */
 static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struct plans *pl,
 						struct sbx_report *r, int report_fd)
@@ -488,9 +518,7 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 			       run->session->home_source[0] ? run->session->home_source :
 			       "fresh tmpfs", run->session->home);
 	if (run->profile->n_deny_read)
-		sbx_report_set(r, SBX_F_DENY_READ, true, false,
-			       "%zu secret(s) masked and left out of Landlock rules",
-			       run->profile->n_deny_read);
+		note_masks(run->profile, r);
 
 	/* In the sandbox's mount view and network namespace, so it resolves
 	 * and connects exactly as the program would. A thread of this init

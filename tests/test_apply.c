@@ -2348,6 +2348,52 @@ static void test_secret_mask_race(void **state)
 	assert_true(ran > 0);
 }
 
+/*
+ * What a mask covers, said in the report: the fixture's secret is a file
+ * (its /dev/null stays on that file; one renamed over it on the host
+ * during the session is not covered), and a missing secret is counted as
+ * missing, not as masked. A profile of directory secrets alone keeps the
+ * short detail.
+ */
+static void test_mask_scope_in_report(void **state)
+{
+	const struct fixture *fx = *state;
+	char missing[200], dir[200];
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	snprintf(missing, sizeof(missing), "%s/not-yet", fx->host);
+	snprintf(dir, sizeof(dir), "%s/keys", fx->host);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	for (int round = 0; round < 2; round++) {
+		const char *d;
+
+		scenario_init(&sc, fx);
+		/* The built-in secrets vary by host: only the test's own. */
+		sc.profile.n_deny_read = 0;
+		if (round == 0) {
+			scenario_deny_read(&sc, fx->secret);
+			scenario_deny_read(&sc, missing);
+		} else {
+			scenario_deny_read(&sc, dir);
+		}
+		sc.script = "exit 0";
+		run_scenario(&sc, &o);
+		if (o.ret != 0)
+			fail_msg("round %d: sbx_run_confined: %d %s", round, o.ret, o.err);
+		d = o.report.entry[SBX_F_DENY_READ].detail;
+		assert_true(sbx_report_holds(&o.report, SBX_F_DENY_READ));
+		if (round == 0) {
+			assert_true(contains(d, "1 secret(s) masked, 1 missing"));
+			assert_true(contains(d, "masks hold what was there at the start"));
+		} else {
+			assert_true(contains(d, "1 secret(s) masked and left out of Landlock rules"));
+		}
+	}
+}
+
 /* The engine's own fds (report pipe, unix supervisor channel) must not
  * land on each other when it starts with fd 3 free: moving the report
  * pipe to 3 closed the channel there, and every session with the network
@@ -2807,6 +2853,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_secret_shown_by_a_grant, setup, teardown_mounts),
 		cmocka_unit_test_setup_teardown(test_secret_nested_grant, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_mask_race, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mask_scope_in_report, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
