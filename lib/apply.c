@@ -727,6 +727,13 @@ static void __attribute__((noreturn)) setup_main(const struct sbx_run *run, stru
 #define SECRET_SCAN_MAX 4096
 #define SECRET_SCAN_DEPTH 32
 
+/* Anything but a directory or a link with a second name: a file read, a
+ * FIFO or device opened, a socket connected to under that name. */
+static bool has_other_names(const struct stat *st)
+{
+	return !S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode) && st->st_nlink > 1;
+}
+
 static void note_alias(char *buf, size_t size, const char *path, nlink_t n)
 {
 	size_t used = strlen(buf);
@@ -735,9 +742,9 @@ static void note_alias(char *buf, size_t size, const char *path, nlink_t n)
 		 (unsigned long)n);
 }
 
-/* Every regular file below fd (which this takes) with more than one
- * name; false once the budget is spent or the tree is too deep to
- * search. A stack of open directories, one per level, not recursion. */
+/* Every entry below fd (which this takes) with another name
+ * (has_other_names); false once the budget is spent or the tree is too
+ * deep to search. A stack of open directories, one per level, not recursion. */
 static bool scan_secret_dir(int fd, const char *top, unsigned *budget, char *buf, size_t size)
 {
 	DIR *stack[SECRET_SCAN_DEPTH];
@@ -773,14 +780,16 @@ static bool scan_secret_dir(int fd, const char *top, unsigned *budget, char *buf
 			whole = false;
 			continue;
 		}
-		if (de->d_type != DT_REG && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+		/* A link's other names give nothing away (it is resolved by
+		 * path); a FIFO's, a socket's or a device's do, like a file's. */
+		if (de->d_type == DT_LNK)
 			continue;
 		if (fstatat(dirfd(stack[depth]), de->d_name, &est, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
 		/* Too long to name: named by its directory. */
 		if (sbx_snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) != 0)
 			(void)sbx_strlcpy(sub, sizeof(sub), path);
-		if (S_ISREG(est.st_mode) && est.st_nlink > 1)
+		if (has_other_names(&est))
 			note_alias(buf, size, sub, est.st_nlink);
 		if (!S_ISDIR(est.st_mode))
 			continue;
@@ -822,7 +831,7 @@ static void find_secret_aliases(const struct sbx_profile *p, char *buf, size_t s
 
 		if (lstat(p->deny_read[i], &st) != 0)
 			continue;
-		if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+		if (has_other_names(&st))
 			note_alias(buf, size, p->deny_read[i], st.st_nlink);
 		if (!S_ISDIR(st.st_mode))
 			continue;

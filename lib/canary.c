@@ -325,12 +325,15 @@ static int opened_gives_away(int fd, const struct stat *st, const char *path, co
  * device that opens), or when the tree is larger than the budget or
  * deeper than HOLE_SEARCH_DEPTH: not searched whole is not hidden.
  * Otherwise 0, and *refused counts the entries a layer refused though
- * file permissions would let this process read them. Sockets are the
- * unix supervisor's to refuse: deny_read is in its policy, and its own
- * canary shows it answers. Recursion: at most HOLE_SEARCH_DEPTH deep.
+ * file permissions would let this process read them. A socket is the
+ * unix supervisor's to refuse where it mediates connect() (deny_read is
+ * in its policy, and its own canary shows it answers); elsewhere (network
+ * allow: no supervisor, and Landlock below ABI 9 does not govern connect)
+ * one it may connect to gives the secret away. Recursion: at most
+ * HOLE_SEARCH_DEPTH deep.
  * NOLINTNEXTLINE(misc-no-recursion) */
 static int hole_search(int fd, char *path, size_t size, int depth, unsigned *budget,
-		       unsigned *refused, char *why, size_t why_size)
+		       unsigned *refused, bool mediated, char *why, size_t why_size)
 {
 	size_t len = strlen(path);
 	DIR *d = fdopendir(fd);
@@ -356,8 +359,16 @@ static int hole_search(int fd, char *path, size_t size, int depth, unsigned *bud
 		}
 		(*budget)--;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-		    S_ISLNK(st.st_mode) || S_ISSOCK(st.st_mode))
+		    S_ISLNK(st.st_mode))
 			continue;	/* gone meanwhile; a link is decided where it points */
+		if (S_ISSOCK(st.st_mode)) {
+			if (!mediated && socket_reachable(dirfd(d), de->d_name, &st)) {
+				sbx_text_set(why, why_size, "%s/%s is a socket it may connect to",
+					     path, de->d_name);
+				v = -1;
+			}
+			continue;
+		}
 		cfd = openat(dirfd(d), de->d_name,
 			     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 		if (cfd < 0) {
@@ -378,7 +389,8 @@ static int hole_search(int fd, char *path, size_t size, int depth, unsigned *bud
 			v = -1;
 			continue;
 		}
-		v = hole_search(cfd, path, size, depth + 1, budget, refused, why, why_size);
+		v = hole_search(cfd, path, size, depth + 1, budget, refused, mediated, why,
+				why_size);
 		path[len] = '\0';
 	}
 	closedir(d);
@@ -387,7 +399,7 @@ static int hole_search(int fd, char *path, size_t size, int depth, unsigned *bud
 
 /* 1: proven hidden (mask or Landlock), 0: unreadable but only by DAC or
  * absent (no proof either way), -1: readable, or not searched whole. */
-static int deny_read_one(const char *path, char *why, size_t why_size)
+static int deny_read_one(const char *path, bool mediated, char *why, size_t why_size)
 {
 	struct stat st;
 	char c;
@@ -432,7 +444,8 @@ static int deny_read_one(const char *path, char *why, size_t why_size)
 			sbx_text_set(why, why_size, "%s: path too long to search", path);
 			return -1;
 		}
-		v = hole_search(fd, sub, sizeof(sub), 0, &budget, &refused, why, why_size);
+		v = hole_search(fd, sub, sizeof(sub), 0, &budget, &refused, mediated, why,
+				why_size);
 		if (v < 0)
 			return -1;
 		if (budget == HOLE_SEARCH_MAX)
@@ -732,7 +745,7 @@ static void canary_deny_read(const struct sbx_profile *p, const struct sbx_sessi
 			     struct sbx_report *r)
 {
 	char why[SBX_PATH_MAX + 200];
-	bool proof = false;
+	bool proof = false, mediated = achieved(r, SBX_F_UNIX_SOCKETS);
 	size_t i;
 
 	if (!achieved(r, SBX_F_DENY_READ))
@@ -753,7 +766,7 @@ static void canary_deny_read(const struct sbx_profile *p, const struct sbx_sessi
 		return;
 	}
 	for (i = 0; i < p->n_deny_read; i++) {
-		int v = deny_read_one(p->deny_read[i], why, sizeof(why));
+		int v = deny_read_one(p->deny_read[i], mediated, why, sizeof(why));
 
 		if (v < 0) {
 			canary_fail(r, SBX_F_DENY_READ, "%s", why);

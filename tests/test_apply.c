@@ -2394,6 +2394,118 @@ static void test_mask_scope_in_report(void **state)
 	}
 }
 
+/* A listening socket at path (0777) whose every connection is sent the
+ * secret, served by a child of root's; the caller kills it. */
+static pid_t secret_server(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	pid_t pid;
+
+	assert_true(s >= 0);
+	assert_true(strlen(path) < sizeof(a.sun_path));
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(chmod(path, 0777), 0);
+	assert_int_equal(listen(s, 16), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* Gone with the test, and holding none of its output open
+		 * when an assertion skips the caller's kill. */
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		(void)close(STDOUT_FILENO);
+		(void)close(STDERR_FILENO);
+		for (;;) {
+			int c = accept(s, NULL, NULL);
+
+			if (c >= 0) {
+				if (write(c, SECRET_TEXT, strlen(SECRET_TEXT)) < 0)
+					_exit(1);
+				close(c);
+			}
+		}
+	}
+	close(s);
+	return pid;
+}
+
+/* Exit 3 when the socket at $1 hands over the secret. */
+#define CONNECT_SCRIPT "python3 -c 'import socket,sys\n" \
+	"s=socket.socket(socket.AF_UNIX)\n" \
+	"try: s.connect(sys.argv[1])\n" \
+	"except OSError: sys.exit(0)\n" \
+	"sys.exit(3 if b\"TOPSECRET\" in s.recv(64) else 0)' "
+
+/*
+ * A FIFO and a socket are part of a secret as much as its files (an
+ * attacker review). Round 0, 1: a socket in the secret directory and
+ * network allow, so no unix supervisor mediates connect(); with the mount
+ * view the mask hides it (the control), without a user namespace
+ * Landlock does not govern connect() and the session reads the secret
+ * through it: the canary must say so (it left sockets to the supervisor).
+ * Round 2, 3: the secret's FIFO and socket, each with a second name
+ * outside it: the search for other names must name them (it looked at
+ * regular files only), in both modes.
+ */
+static void test_secret_nonregular(void **state)
+{
+	const struct fixture *fx = *state;
+	char secret[160], pub[160], sock[200], lsock[200], fifo[200], lfifo[200], script[1500];
+	struct scenario sc;
+	struct outcome o;
+	pid_t srv;
+
+	if (!ready(fx, false))
+		skip();
+	snprintf(secret, sizeof(secret), "%s/keys", fx->host);
+	snprintf(pub, sizeof(pub), "%s/pub", fx->host);
+	assert_int_equal(mkdir(secret, 0755), 0);
+	assert_int_equal(mkdir(pub, 0755), 0);
+	snprintf(sock, sizeof(sock), "%s/agent.sock", secret);
+	snprintf(lsock, sizeof(lsock), "%s/agent.sock", pub);
+	snprintf(fifo, sizeof(fifo), "%s/feed", secret);
+	snprintf(lfifo, sizeof(lfifo), "%s/feed", pub);
+	srv = secret_server(sock);
+	for (int round = 0; round < 4; round++) {
+		scenario_init(&sc, fx);
+		if (round & 1) {
+			sc.probe = PROBE_NO_USERNS;
+			sc.profile.require &= ~(uint32_t)SBX_G_WRITE_BOUNDARY;
+		}
+		if (round == 2) {
+			assert_int_equal(link(sock, lsock), 0);
+			assert_int_equal(mkfifo(fifo, 0644), 0);
+			assert_int_equal(link(fifo, lfifo), 0);
+		}
+		sc.profile.host_read = SBX_ACCESS_ALLOW;
+		sc.profile.network = SBX_ACCESS_ALLOW;
+		sc.profile.require &= ~(uint32_t)SBX_G_NETWORK_BOUNDARY;
+		scenario_deny_read(&sc, secret);
+		snprintf(script, sizeof(script), CONNECT_SCRIPT "%s\n", round < 2 ? sock : lsock);
+		sc.script = script;
+		run_scenario(&sc, &o);
+		if (o.ret != 0)
+			fail_msg("round %d: sbx_run_confined: %d %s", round, o.ret, o.err);
+		if (round == 0) {
+			assert_int_equal(o.exit_code, 0);	/* masked */
+			assert_true(sbx_report_holds(&o.report, SBX_F_DENY_READ));
+			continue;
+		}
+		/* Read (the report must not say otherwise), and named. */
+		assert_int_equal(o.exit_code, 3);
+		assert_false(sbx_report_holds(&o.report, SBX_F_DENY_READ));
+		assert_true(contains(o.report.entry[SBX_F_DENY_READ].detail,
+				     round == 1 ? "agent.sock is a socket it may connect to" :
+				     "other names"));
+		if (round >= 2)
+			assert_true(contains(o.report.entry[SBX_F_DENY_READ].detail,
+					     "keys/feed (2 names)"));
+	}
+	kill(srv, SIGKILL);
+	waitpid(srv, NULL, 0);
+}
+
 /* The engine's own fds (report pipe, unix supervisor channel) must not
  * land on each other when it starts with fd 3 free: moving the report
  * pipe to 3 closed the channel there, and every session with the network
@@ -2854,6 +2966,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_secret_nested_grant, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_mask_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask_scope_in_report, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_secret_nonregular, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
