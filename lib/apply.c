@@ -1026,6 +1026,12 @@ static int resolve_deny_read(struct sbx_profile *p, struct sbx_error *err)
 
 		if (r == -ENOENT)
 			continue;
+		if (r == -EACCES)
+			return sbx_error_set(err, EACCES, "deny_read %s: %s (the agent cannot "
+					     "reach this path, so where it leads cannot be "
+					     "checked: name the secret where the agent could "
+					     "reach it, or drop the entry if file permissions "
+					     "already keep it out)", p->deny_read[i], why.msg);
 		if (r)
 			return sbx_error_set(err, -r, "deny_read %s: %s", p->deny_read[i], why.msg);
 		sbx_strlcpy(p->deny_read[i], sizeof(p->deny_read[i]), real);

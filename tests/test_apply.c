@@ -2506,6 +2506,34 @@ static void test_secret_nonregular(void **state)
 	waitpid(srv, NULL, 0);
 }
 
+/*
+ * A deny_read path the agent cannot reach (below another user's 0700
+ * directory): where it leads cannot be checked from here, so the session
+ * is refused, and the message says what to do about the entry.
+ */
+static void test_secret_unreachable_refused(void **state)
+{
+	const struct fixture *fx = *state;
+	char locked[160], secret[200];
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	snprintf(locked, sizeof(locked), "%s/locked", fx->host);
+	snprintf(secret, sizeof(secret), "%s/.ssh", locked);
+	assert_int_equal(mkdir(locked, 0700), 0);
+	assert_int_equal(chown(locked, 0, 0), 0);
+	assert_int_equal(mkdir(secret, 0700), 0);
+	scenario_init(&sc, fx);
+	scenario_deny_read(&sc, secret);
+	sc.script = "exit 0";
+	run_scenario(&sc, &o);
+	assert_int_equal(o.ret, -EACCES);
+	assert_true(contains(o.err, "cannot reach this path"));
+	assert_true(contains(o.err, secret));
+}
+
 /* The engine's own fds (report pipe, unix supervisor channel) must not
  * land on each other when it starts with fd 3 free: moving the report
  * pipe to 3 closed the channel there, and every session with the network
@@ -2967,6 +2995,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_secret_mask_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mask_scope_in_report, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_nonregular, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_secret_unreachable_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
