@@ -314,35 +314,49 @@ static int opened_gives_away(int fd, const struct stat *st, const char *path, co
 
 /* How much of one secret directory whose names are listed (Landlock's
  * holes) deny_read_one searches: as much as the outer process searches
- * for other names of its files (apply.c), and as deep as readable_below. */
+ * for other names of its files (apply.c). How deep readable_below goes,
+ * for it and below another mount of a secret. */
 #define HOLE_SEARCH_MAX 4096
-#define HOLE_SEARCH_DEPTH 8
+#define SEARCH_DEPTH 8
+
+/* One search below a directory that may show a secret's contents. */
+struct below {
+	unsigned *budget;	/* entries left to look at */
+	/* deny_read_one's search of a listed secret directory: count here the
+	 * entries a layer refused though file permissions would let this
+	 * process read them, and take anything not searched whole as a
+	 * failure. NULL: the search below another mount of a secret, where
+	 * a refusal the agent could undo leaves the search partial. */
+	unsigned *refused;
+	bool mediated;		/* the unix supervisor refuses sockets here */
+	char *why;
+	size_t why_size;
+};
 
 /*
- * Below a secret directory the session lists (fd, which this takes; path
- * names it, with room to grow): every entry, down the tree. -1 and why
- * when one gives the secret away (a regular file it reads, a FIFO or a
- * device that opens), or when the tree is larger than the budget or
- * deeper than HOLE_SEARCH_DEPTH: not searched whole is not hidden.
- * Otherwise 0, and *refused counts the entries a layer refused though
- * file permissions would let this process read them. A socket is the
- * unix supervisor's to refuse where it mediates connect() (deny_read is
- * in its policy, and its own canary shows it answers); elsewhere (network
- * allow: no supervisor, and Landlock below ABI 9 does not govern connect)
- * one it may connect to gives the secret away. Recursion: at most
- * HOLE_SEARCH_DEPTH deep.
- * NOLINTNEXTLINE(misc-no-recursion) */
-static int hole_search(int fd, char *path, size_t size, int depth, unsigned *budget,
-		       unsigned *refused, bool mediated, char *why, size_t why_size)
+ * The first thing below the directory fd (which this takes) that gives
+ * away the secret's: a regular file whose contents this process reads, a
+ * socket it may connect to (unless b->mediated: the unix supervisor's to
+ * refuse, deny_read being in its policy), a FIFO or device it opens. -1
+ * and why names it; 0 none; 1 not searched to the end, none so far: past
+ * the budget or 8 levels, or something refused that the agent could open
+ * up (its own, which it may chmod; a directory it may pass through but
+ * not list, whose files open by name). With b->refused, not searched to
+ * the end is -1 too, why saying where. path names fd, with room to grow.
+ * Recursion: at most 8 directories deep. NOLINTNEXTLINE(misc-no-recursion) */
+static int readable_below(int fd, char *path, size_t size, int depth, const struct below *b)
 {
 	size_t len = strlen(path);
-	DIR *d = fdopendir(fd);
+	bool partial = false;
 	struct dirent *de;
+	DIR *d = fdopendir(fd);
 	int v = 0;
 
 	if (!d) {
 		close(fd);
-		sbx_text_set(why, why_size, "%s: not listable", path);
+		if (!b->refused)
+			return 0;
+		sbx_text_set(b->why, b->why_size, "%s: not listable", path);
 		return -1;
 	}
 	while (v == 0 && (de = readdir(d)) != NULL) {
@@ -351,20 +365,25 @@ static int hole_search(int fd, char *path, size_t size, int depth, unsigned *bud
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (*budget == 0) {
-			sbx_text_set(why, why_size, "%s: not searched whole (more than %u "
-				     "entries below the secret)", path, HOLE_SEARCH_MAX);
-			v = -1;
+		if (*b->budget == 0) {
+			if (b->refused) {
+				sbx_text_set(b->why, b->why_size, "%s: not searched whole (more "
+					     "than %u entries below the secret)", path,
+					     HOLE_SEARCH_MAX);
+				v = -1;
+			}
+			partial = true;
 			break;
 		}
-		(*budget)--;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-		    S_ISLNK(st.st_mode))
-			continue;	/* gone meanwhile; a link is decided where it points */
+		(*b->budget)--;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;	/* gone meanwhile */
+		if (S_ISLNK(st.st_mode))
+			continue;	/* decided where it points */
 		if (S_ISSOCK(st.st_mode)) {
-			if (!mediated && socket_reachable(dirfd(d), de->d_name, &st)) {
-				sbx_text_set(why, why_size, "%s/%s is a socket it may connect to",
-					     path, de->d_name);
+			if (!b->mediated && socket_reachable(dirfd(d), de->d_name, &st)) {
+				sbx_text_set(b->why, b->why_size, "%s/%s is a socket it may "
+					     "connect to", path, de->d_name);
 				v = -1;
 			}
 			continue;
@@ -372,29 +391,40 @@ static int hole_search(int fd, char *path, size_t size, int depth, unsigned *bud
 		cfd = openat(dirfd(d), de->d_name,
 			     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 		if (cfd < 0) {
-			if ((errno == EACCES || errno == EPERM) &&
-			    faccessat(dirfd(d), de->d_name, R_OK, AT_SYMLINK_NOFOLLOW) == 0)
-				(*refused)++;
+			if (errno != EACCES && errno != EPERM)
+				continue;	/* gone meanwhile */
+			if (!b->refused) {
+				if (!refusal_holds(dirfd(d), de->d_name, &st, true))
+					partial = true;
+			} else if (faccessat(dirfd(d), de->d_name, R_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+				(*b->refused)++;
+			}
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode)) {
-			v = opened_gives_away(cfd, &st, path, de->d_name, why, why_size);
+			v = opened_gives_away(cfd, &st, path, de->d_name, b->why, b->why_size);
 			continue;
 		}
-		if (depth >= HOLE_SEARCH_DEPTH ||
+		if (depth >= SEARCH_DEPTH ||
 		    sbx_snprintf(path + len, size - len, "/%s", de->d_name) != 0) {
+			if (b->refused) {
+				sbx_text_set(b->why, b->why_size, "%s/%s: not searched whole "
+					     "(too deep)", path, de->d_name);
+				v = -1;
+			}
+			partial = true;
 			close(cfd);
-			sbx_text_set(why, why_size, "%s/%s: not searched whole (too deep)",
-				     path, de->d_name);
-			v = -1;
 			continue;
 		}
-		v = hole_search(cfd, path, size, depth + 1, budget, refused, mediated, why,
-				why_size);
+		v = readable_below(cfd, path, size, depth + 1, b);
 		path[len] = '\0';
+		if (v > 0) {
+			partial = true;
+			v = 0;
+		}
 	}
 	closedir(d);
-	return v;
+	return v < 0 ? -1 : partial ? 1 : 0;
 }
 
 /* 1: proven hidden (mask or Landlock), 0: unreadable but only by DAC or
@@ -444,8 +474,9 @@ static int deny_read_one(const char *path, bool mediated, char *why, size_t why_
 			sbx_text_set(why, why_size, "%s: path too long to search", path);
 			return -1;
 		}
-		v = hole_search(fd, sub, sizeof(sub), 0, &budget, &refused, mediated, why,
-				why_size);
+		struct below b = { &budget, &refused, mediated, why, why_size };
+
+		v = readable_below(fd, sub, sizeof(sub), 0, &b);
 		if (v < 0)
 			return -1;
 		if (budget == HOLE_SEARCH_MAX)
@@ -461,79 +492,6 @@ static int deny_read_one(const char *path, bool mediated, char *why, size_t why_
 		return 1;
 	sbx_text_set(why, why_size, "%s is readable", path);
 	return -1;
-}
-
-/*
- * The first thing below the directory fd (which this takes) that gives
- * away the secret's: a regular file whose contents this process reads, a
- * socket it may connect to, a FIFO or device it opens. -1 and why names
- * it; 0 none; 1 not searched to the end, none so far: past *budget
- * entries or 8 levels, or something refused that the agent could open up
- * (its own, which it may chmod; a directory it may pass through but not
- * list, whose files open by name). path names fd, with room to grow.
- * Recursion: at most 8 directories deep. NOLINTNEXTLINE(misc-no-recursion) */
-static int readable_below(int fd, char *path, size_t size, int depth, unsigned *budget,
-			  char *why, size_t why_size)
-{
-	size_t len = strlen(path);
-	bool partial = false;
-	struct dirent *de;
-	DIR *d = fdopendir(fd);
-	int v = 0;
-
-	if (!d) {
-		close(fd);
-		return 0;
-	}
-	while (v == 0 && (de = readdir(d)) != NULL) {
-		struct stat st;
-		int cfd;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (*budget == 0) {
-			partial = true;
-			break;
-		}
-		(*budget)--;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;	/* gone meanwhile */
-		if (S_ISLNK(st.st_mode))
-			continue;	/* decided where it points */
-		if (S_ISSOCK(st.st_mode)) {
-			if (socket_reachable(dirfd(d), de->d_name, &st)) {
-				sbx_text_set(why, why_size, "%s/%s is a socket it may connect to",
-					     path, de->d_name);
-				v = -1;
-			}
-			continue;
-		}
-		cfd = openat(dirfd(d), de->d_name,
-			     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-		if (cfd < 0) {
-			if ((errno == EACCES || errno == EPERM) &&
-			    !refusal_holds(dirfd(d), de->d_name, &st, true))
-				partial = true;
-			continue;	/* else refused, or gone meanwhile */
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			v = opened_gives_away(cfd, &st, path, de->d_name, why, why_size);
-			continue;
-		}
-		if (depth >= 8 || sbx_snprintf(path + len, size - len, "/%s", de->d_name) != 0) {
-			partial = true;
-			close(cfd);
-			continue;
-		}
-		v = readable_below(cfd, path, size, depth + 1, budget, why, why_size);
-		path[len] = '\0';
-		if (v > 0) {
-			partial = true;
-			v = 0;
-		}
-	}
-	closedir(d);
-	return v < 0 ? -1 : partial ? 1 : 0;
 }
 
 /*
@@ -692,7 +650,9 @@ static int secret_shown_refused(void *arg, size_t k, const char *path, int mnt_i
 	}
 	if (S_ISDIR(st.st_mode)) {
 		snprintf(walk, sizeof(walk), "%s", path);
-		v = readable_below(fd, walk, sizeof(walk), 0, &c->budget, found, sizeof(found));
+		struct below b = { &c->budget, NULL, false, found, sizeof(found) };
+
+		v = readable_below(fd, walk, sizeof(walk), 0, &b);
 		problem = "over 1024 entries or 8 levels, or a refusal the agent can undo";
 	} else {
 		v = opened_gives_away(fd, &st, path, NULL, found, sizeof(found));
