@@ -765,17 +765,15 @@ static int apply_one(struct apply_state *st, size_t i, struct sbx_error *err)
 			return sbx_error_set(err, EACCES, "deny_read %s: not reachable to mask, "
 					     "behind a directory the agent owns and may "
 					     "open again", m->target);
-		errno = e;
 		/* A secret behind a symlink is not skipped: the Landlock
 		 * rules leave masked secrets to this mask. */
-		if (m->optional && (errno == ENOENT || errno == EACCES ||
-				    (errno == ELOOP && !m->secret))) {
-			note_skip(st, m->target, errno == ENOENT ? "missing" :
-				  errno == ELOOP ? "symlink" : "unreachable");
+		if (m->optional && (e == ENOENT || e == EACCES || (e == ELOOP && !m->secret))) {
+			note_skip(st, m->target, e == ENOENT ? "missing" :
+				  e == ELOOP ? "symlink" : "unreachable");
 			return 0;
 		}
-		return sbx_error_set(err, errno, "open mountpoint %s: %s", m->target,
-				     errno == ELOOP ? "path has a symlink" : strerror(errno));
+		return sbx_error_set(err, e, "open mountpoint %s: %s", m->target,
+				     e == ELOOP ? "path has a symlink" : strerror(e));
 	}
 	if (m->kind == SBX_MOUNT_MASK) {
 		if (fstat(tfd, &sb) != 0) {

@@ -1887,7 +1887,6 @@ static void test_secret_mounts(void **state)
 	assert_int_equal(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/prod/key", secret);
 	write_text(path, SECRET_TEXT);
-	assert_int_equal(chmod(path, 0644), 0);
 	for (int round = 0; round < 7; round++) {
 		/* 0: bind of the secret; 1: the same, listed as deny_read;
 		 * 2: bind of a directory below it; 3: bind of the directory
@@ -1986,14 +1985,12 @@ static void test_secret_mounts_evasions(void **state)
 	assert_int_equal(mkdir(secret, 0755), 0);
 	snprintf(path, sizeof(path), "%s/key", secret);
 	write_text(path, SECRET_TEXT);
-	assert_int_equal(chmod(path, 0644), 0);
 	assert_int_equal(mkdir(secret2, 0755), 0);
 	snprintf(path, sizeof(path), "%s/sub", secret2);
 	assert_int_equal(mkdir(path, 0711), 0);
 	assert_int_equal(chmod(path, 0711), 0);
 	snprintf(path, sizeof(path), "%s/sub/id_key", secret2);
 	write_text(path, SECRET_TEXT);
-	assert_int_equal(chmod(path, 0644), 0);
 	snprintf(secret3, sizeof(secret3), "%s/keys3", fx->host);
 	assert_int_equal(mkdir(secret3, 0755), 0);
 	snprintf(path, sizeof(path), "%s/sub", secret);
@@ -2030,7 +2027,6 @@ static void test_secret_mounts_evasions(void **state)
 			assert_int_equal(mount("sbx-test-sub", sub, "tmpfs", 0, "mode=0755"), 0);
 			snprintf(path, sizeof(path), "%s/k", sub);
 			write_text(path, SECRET_TEXT);
-			assert_int_equal(chmod(path, 0644), 0);
 			source = sub;
 		}
 		if (round == 5) {
@@ -2186,7 +2182,6 @@ static void test_secret_shown_by_a_grant(void **state)
 	assert_int_equal(chmod(pub, 0777), 0);
 	snprintf(path, sizeof(path), "%s/note", pub);
 	write_text(path, SECRET_TEXT);
-	assert_int_equal(chmod(path, 0644), 0);
 	snprintf(point, sizeof(point), "%s/alias", fx->host);
 	assert_int_equal(mkdir(point, 0755), 0);
 	assert_int_equal(mount(pub, point, NULL, MS_BIND, NULL), 0);
@@ -2241,12 +2236,10 @@ static void test_secret_nested_grant(void **state)
 	assert_int_equal(mkdir(pub, 0755), 0);
 	snprintf(path, sizeof(path), "%s/note", pub);
 	write_text(path, SECRET_TEXT);
-	assert_int_equal(chmod(path, 0644), 0);
 	snprintf(path, sizeof(path), "%s/fifo", pub);
 	assert_int_equal(mkfifo(path, 0666), 0);
 	snprintf(path, sizeof(path), "%s/key", secret);
 	write_text(path, SECRET_TEXT);
-	assert_int_equal(chmod(path, 0644), 0);
 	snprintf(script, sizeof(script),
 		 "grep -q PUBLIC %s || exit 2\n"
 		 "cat %s/key >/dev/null 2>&1 && exit 5\n"
@@ -2304,7 +2297,6 @@ static void test_secret_mask_race(void **state)
 	assert_int_equal(mkdir(secret, 0755), 0);
 	snprintf(path, sizeof(path), "%s/key", secret);
 	write_text(path, SECRET_TEXT);
-	assert_int_equal(chmod(path, 0644), 0);
 	assert_int_equal(chown(path, sbx_test_uid(), sbx_test_gid()), 0);
 	assert_int_equal(chown(secret, sbx_test_uid(), sbx_test_gid()), 0);
 	assert_int_equal(chown(cfg, sbx_test_uid(), 100), 0);
