@@ -271,8 +271,7 @@ static void report_unix_sockets(const struct plans *pl, struct sbx_report *r)
 {
 	char line[sizeof(r->entry[0].detail)];
 
-	sbx_unix_policy_describe(&pl->unix_policy, pl->seccomp.unix_bind_notify, line,
-				 sizeof(line));
+	sbx_unix_policy_describe(&pl->unix_policy, line, sizeof(line));
 	sbx_report_set(r, SBX_F_UNIX_SOCKETS, true, false, "%s", line);
 }
 
@@ -503,13 +502,12 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 	struct sbx_relay relay = { .master = -1, .slave = -1, .in_fd = STDIN_FILENO,
 				   .out_fd = STDOUT_FILENO };
 	char detail[256] = "";
-	struct sbx_mount_fresh fresh;
 	pid_t child, supervisor = -1;
 	int supervisor_end = -1;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		die_errno("prctl(PR_SET_PDEATHSIG)");
-	if (sbx_mount_view_apply(&pl->mounts, &fresh, detail, sizeof(detail), &err) != 0)
+	if (sbx_mount_view_apply(&pl->mounts, detail, sizeof(detail), &err) != 0)
 		die("mount view", &err);
 	sbx_report_set(r, SBX_F_MOUNT_VIEW, true, false, "%s", detail);
 	if (run->profile->home != SBX_HOME_REAL)
@@ -523,33 +521,21 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 	/* In the sandbox's mount view and network namespace, so it resolves
 	 * and connects exactly as the program would. A thread of this init
 	 * once its capabilities are gone; a process of its own where it also
-	 * decides bind(), which forks a child per socket it makes (the init
-	 * reaps every child of its own, and would take that one's status). */
-	sbx_unix_policy_own_fs(&pl->unix_policy, &fresh);
-	if (pl->unix_policy.owner_ambiguous) {
-		/* The canary's own socket goes where it is the agent's. */
-		pl->canary.unix_own_refused = fresh.n == 0;
-		for (size_t i = 0; i < fresh.n && !pl->canary.unix_own_dir; i++)
-			if (!fresh.m[i].home)
-				pl->canary.unix_own_dir = fresh.m[i].target;
-		if (!pl->canary.unix_own_dir && fresh.n)
-			pl->canary.unix_own_dir = fresh.m[0].target;
-		/* ... and where it may write but does not own, it must not
-		 * (unless unix_allow lets that place through anyway). */
-		if (run->session->workspace[0] &&
-		    run->profile->workspace_write == SBX_ACCESS_ALLOW) {
-			char probe[SBX_PATH_MAX];
-			struct stat ws;
+	 * makes bind() on the program's behalf, which forks a child per
+	 * socket it makes (the init reaps every child of its own, and would
+	 * take that one's status). */
+	if (pl->seccomp.unix_notify) {
+		/* The canary's socket bound outside the supervisor: this
+		 * init's, never the program's. It lives as long as the init. */
+		int fd = sbx_unix_foreign_listener("/tmp", pl->canary.unix_foreign,
+						   sizeof(pl->canary.unix_foreign));
 
-			if (sbx_snprintf(probe, sizeof(probe), "%s/.sbx-canary",
-					 run->session->workspace) == 0 &&
-			    stat(run->session->workspace, &ws) == 0 &&
-			    !sbx_unix_path_allowed(&pl->unix_policy, probe, run->session->uid,
-						   ws.st_dev))
-				pl->canary.unix_not_own_dir = run->session->workspace;
-		}
+		pl->canary.unix_foreign_err = fd < 0 ? -fd : 0;
+		pl->canary.unix_foreign_allowed =
+			sbx_unix_path_verdict(&pl->unix_policy, pl->canary.unix_foreign) ==
+			SBX_UNIX_ALLOW;
 	}
-	if (pl->seccomp.unix_notify && !pl->seccomp.unix_bind_notify) {
+	if (pl->seccomp.unix_notify && !pl->unix_policy.bind_on_behalf) {
 		if (sbx_unix_channel(&pl->unix_chan, &supervisor_end, &err) != 0)
 			die("unix supervisor", &err);
 	} else if (pl->seccomp.unix_notify &&
@@ -912,11 +898,14 @@ static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_r
 	pl->unix_chan = -1;
 	pl->seccomp.unix_notify = d->unix_mediated;
 	if (d->unix_mediated) {
-		ret = sbx_unix_policy_build(p, run->session, !d->unix_bind_mediated, d->ns,
+		ret = sbx_unix_policy_build(p, run->session, !d->unix_bind_mediated,
 					    &pl->unix_policy, err);
 		if (ret)
 			return ret;
-		pl->seccomp.unix_bind_notify = d->unix_bind_mediated;
+		/* Every bind() too: the supervisor records what the session
+		 * binds (its own sockets), and decides it where abstract
+		 * names are the host's. */
+		pl->seccomp.unix_bind_notify = true;
 		pl->canary.unix_bind_mediated = d->unix_bind_mediated;
 		/* A socket made on the program's behalf, only where the
 		 * program's own Landlock rules let it make one. */
@@ -1100,7 +1089,7 @@ static int run_on(const struct sbx_run *run, const struct sbx_probe *probe,
 	struct sbx_session fresh_session;
 	char fresh_home[32] = "";
 	int pipefd[2] = { -1, -1 };
-	int ret, status;
+	int ret, status, foreign_fd = -1;
 	sigset_t old_mask;
 	struct termios tty_modes;
 	bool mask_saved = false, tty_saved = false, outer_set = false, direct;
@@ -1184,6 +1173,17 @@ static int run_on(const struct sbx_run *run, const struct sbx_probe *probe,
 	outer_set = true;	/* restored on the way out, whatever failed */
 	if (ret)
 		goto out;
+	/* Without a user namespace there is no init: the canary's socket
+	 * bound outside the supervisor is this process's (an unconfined one
+	 * of the agent's uid, as a host tmux would be). */
+	if (!pl->userns && pl->seccomp.unix_notify) {
+		foreign_fd = sbx_unix_foreign_listener("/tmp", pl->canary.unix_foreign,
+						       sizeof(pl->canary.unix_foreign));
+		pl->canary.unix_foreign_err = foreign_fd < 0 ? -foreign_fd : 0;
+		pl->canary.unix_foreign_allowed =
+			sbx_unix_path_verdict(&pl->unix_policy, pl->canary.unix_foreign) ==
+			SBX_UNIX_ALLOW;
+	}
 	sbx_init_block_signals();
 	/* Point of no return: from here on children never return. */
 	direct = pl->userns && clone_init_safe(pl);
@@ -1259,6 +1259,11 @@ out:
 		close(pipefd[0]);
 	if (pipefd[1] >= 0)
 		close(pipefd[1]);
+	if (foreign_fd >= 0) {
+		/* The canary removes it; not when the session ended first. */
+		(void)unlink(pl->canary.unix_foreign);
+		close(foreign_fd);
+	}
 	if (pl) {
 		if (pl->unix_chan >= 0)
 			close(pl->unix_chan);

@@ -957,13 +957,15 @@ static int own_socket_errno(const char *dir, const char **step)
  * connect() to a path outside every place the session may write is refused
  * by the supervisor with EACCES; the kernel alone would say ECONNREFUSED
  * (/etc/passwd is no socket), so EACCES proves the supervisor decided. The
- * control: a socket this session makes for itself in /tmp connects (for
- * the overflow uid: on a fresh mount, and one in the workspace does not).
+ * control: a socket this session makes for itself in /tmp connects. And a
+ * socket of the agent's uid listening in /tmp that the session did not
+ * bind (the init's or the outer process's, as a host tmux's would be) is
+ * refused at connect(): owning the file is not enough.
  */
 static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_report *r)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	const char *own_dir, *step;
+	const char *step;
 	int srv = -1, cli = -1, e, want;
 
 	if (!achieved(r, SBX_F_UNIX_SOCKETS))
@@ -1014,27 +1016,32 @@ static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_rep
 			return;
 		}
 	}
-	own_dir = ctx && ctx->unix_own_dir ? ctx->unix_own_dir : "/tmp";
-	want = ctx && ctx->unix_own_refused ? EACCES : 0;
-	e = own_socket_errno(own_dir, &step);
-	if (e != want || (want && strcmp(step, "connect") != 0)) {
-		canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in %s: %s%s%s%s", own_dir,
-			    e ? step : "", e ? ": " : "", e ? strerror(e) : "connected",
-			    want ? ", not EACCES from connect" : "");
+	e = own_socket_errno("/tmp", &step);
+	if (e != 0) {
+		canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in /tmp: %s: %s%s", step, strerror(e),
+			    e == EACCES && !strcmp(step, "connect") ?
+			    " (the supervisor finds the session's sockets through the kernel's "
+			    "unix_diag)" : "");
 		return;
 	}
-	/* The overflow uid: owning a socket proves nothing outside the fresh
-	 * mounts, so its own socket where it may write but others could too
-	 * (the workspace) must be refused as well, by the supervisor: made
-	 * and listening, and only its connect() refused. */
-	if (ctx && ctx->unix_not_own_dir) {
-		e = own_socket_errno(ctx->unix_not_own_dir, &step);
-		if (e != EACCES || strcmp(step, "connect") != 0) {
-			canary_fail(r, SBX_F_UNIX_SOCKETS, "own socket in %s: %s%s%s, not EACCES "
-				    "from connect", ctx->unix_not_own_dir, e ? step : "",
-				    e ? ": " : "", e ? strerror(e) : "connected");
-			return;
-		}
+	if (!ctx || !ctx->unix_foreign[0]) {
+		canary_fail(r, SBX_F_UNIX_SOCKETS, "no socket bound outside the session to try: %s",
+			    ctx && ctx->unix_foreign_err ? strerror(ctx->unix_foreign_err) :
+			    "none made");
+		return;
+	}
+	cli = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	e = cli < 0 ? errno : unix_connect_errno(cli, ctx->unix_foreign);
+	if (cli >= 0)
+		close(cli);
+	(void)unlink(ctx->unix_foreign);
+	/* Under unix_allow it is let through whoever bound it. */
+	want = ctx->unix_foreign_allowed ? 0 : EACCES;
+	if (e != want) {
+		canary_fail(r, SBX_F_UNIX_SOCKETS, "a socket of this uid the session did not bind "
+			    "(%s): %s, not %s", ctx->unix_foreign, e ? strerror(e) : "connected",
+			    want ? "EACCES" : "connected (unix_allow)");
+		return;
 	}
 	canary_pass(r, SBX_F_UNIX_SOCKETS);
 }

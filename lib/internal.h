@@ -399,21 +399,9 @@ struct sbx_mount_plan {
 int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *s,
 			 struct sbx_mount_plan *plan, struct sbx_error *err);
 void sbx_mount_plan_free(struct sbx_mount_plan *plan);
-/* The tmpfs mounts the view made fresh at $HOME, /tmp and /dev/shm: no
- * file of another uid can be on them. target points into the plan. */
-struct sbx_mount_fresh {
-	size_t n;
-	struct {
-		dev_t dev;
-		const char *target;
-		bool home;	/* the $HOME tmpfs */
-	} m[3];
-};
-
-/* Apply in a private mount namespace (needs CAP_SYS_ADMIN there). fresh
- * (may be NULL) is filled with the fresh tmpfs mounts made. */
-int sbx_mount_view_apply(const struct sbx_mount_plan *plan, struct sbx_mount_fresh *fresh,
-			 char *detail, size_t detail_size, struct sbx_error *err);
+/* Apply in a private mount namespace (needs CAP_SYS_ADMIN there). */
+int sbx_mount_view_apply(const struct sbx_mount_plan *plan, char *detail, size_t detail_size,
+			 struct sbx_error *err);
 
 /* ---- home.c: root-side directory walks and the agent's home ------------
  * (docs/design.md section 8) */
@@ -702,12 +690,14 @@ int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err);
 
 /* ---- unixsock.c: connect() to pathname unix sockets, decided outside ---- */
 
-/* What the supervisor allows: sockets of the agent's uid in places the
- * session may write, sockets under unix_allow; abstract names only in a
+/* What the supervisor allows: sockets under unix_allow, and sockets the
+ * session itself bound in places it may write; abstract names only in a
  * private network namespace. */
 struct sbx_unix_policy {
-	uid_t uid;
 	bool abstract_ok;
+	/* bind() is decided and made here (no private network namespace:
+	 * abstract names are the host's); otherwise only recorded. */
+	bool bind_on_behalf;
 	/* The sandbox's own Landlock rules (the caller's plan, not owned),
 	 * applied by the child that makes a pathname socket on the
 	 * program's behalf, so it can make one only where the program could
@@ -721,35 +711,24 @@ struct sbx_unix_policy {
 	char allow[SBX_MAX_UNIX_ALLOW][SBX_PATH_MAX];
 	size_t n_deny;			/* deny_read: never, whatever else allows */
 	char deny[SBX_MAX_DENY][SBX_PATH_MAX];
-	/* In the session's user namespace only its own uid is mapped: every
-	 * other owner reads as the kernel's overflow uid. When the agent's
-	 * uid is that overflow uid (nobody), "owned by the agent" proves
-	 * nothing except on the tmpfs mounts the session's view made fresh,
-	 * where no other uid's file can be (sbx_unix_policy_own_fs). */
-	bool owner_ambiguous;
-	struct sbx_mount_fresh own_fs;
 };
 
-/* in_userns: the session runs in a user namespace of its own (only its
- * uid mapped). */
+/* private_netns: the session has a network namespace of its own (abstract
+ * names are its own, bind() needs no decision). */
 int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session *s,
-			  bool private_netns, bool in_userns, struct sbx_unix_policy *out,
-			  struct sbx_error *err);
-/* In the session's mount view, before the supervisor starts: take the
- * fresh tmpfs mounts the view made (NULL: none) as the agent's own when
- * the owner is ambiguous. A /tmp bound from a directory is not one. */
-void sbx_unix_policy_own_fs(struct sbx_unix_policy *pol, const struct sbx_mount_fresh *fresh);
-/* For the report: the own mounts ("home" or the target), ", "-separated. */
-void sbx_unix_policy_own_list(const struct sbx_unix_policy *pol, char *buf, size_t size);
-/* The report's line for the policy (SBX_F_UNIX_SOCKETS); bind_mediated:
- * bind() is decided outside too. Every case fits a report entry's detail
- * (test_unixsock). */
-void sbx_unix_policy_describe(const struct sbx_unix_policy *pol, bool bind_mediated, char *buf,
-			      size_t size);
-/* Is a socket at path (canonical, as the sandbox sees it), owned by owner
- * on the filesystem dev, one the session may connect to? */
-bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner,
-			   dev_t dev);
+			  bool private_netns, struct sbx_unix_policy *out, struct sbx_error *err);
+/* The report's line for the policy (SBX_F_UNIX_SOCKETS). Every case fits a
+ * report entry's detail (test_unixsock). */
+void sbx_unix_policy_describe(const struct sbx_unix_policy *pol, char *buf, size_t size);
+/* What a socket at path (canonical, as the sandbox sees it) is to the
+ * session: refused, allowed (unix_allow), or allowed only if the session
+ * bound it (the supervisor asks the kernel which socket is bound there). */
+enum sbx_unix_verdict { SBX_UNIX_REFUSE, SBX_UNIX_ALLOW, SBX_UNIX_IF_OWN };
+enum sbx_unix_verdict sbx_unix_path_verdict(const struct sbx_unix_policy *pol, const char *path);
+/* A listening unix socket in dir that the session did not bind through the
+ * supervisor (made outside it, or before its filter), for the canary: its
+ * connect() must be refused. The fd, or -errno; its path in path. */
+int sbx_unix_foreign_listener(const char *dir, char *path, size_t size);
 /* Fork the supervisor: it waits on its end of a channel for the filter's
  * listener fd (sbx_unix_send_listener from the worker), then answers every
  * connect() of the sandbox until no process uses the filter. *chan_out is
@@ -1036,14 +1015,12 @@ struct sbx_canary_ctx {
 	char *const *envp;	/* the environment execve will pass, or NULL */
 	char exec_control[SBX_PATH_MAX];	/* gated: a file left executable, or "" */
 	bool unix_bind_mediated;	/* bind() of abstract names must be refused */
-	/* Where a socket of its own must connect ("": /tmp). An agent that
-	 * is the overflow uid owns only fresh tmpfs mounts; with none of
-	 * them (own_refused), its socket in /tmp must be refused instead. */
-	const char *unix_own_dir;
-	bool unix_own_refused;
-	/* The overflow uid's: a place it may write that is not one of its
-	 * own (the workspace), where its socket must be refused, or NULL. */
-	const char *unix_not_own_dir;
+	/* A socket of the agent's uid listening in /tmp that the session did
+	 * not bind (sbx_unix_foreign_listener), or "": its connect() must be
+	 * refused. The canary removes it. */
+	char unix_foreign[SBX_PATH_MAX];
+	int unix_foreign_err;	/* why there is none (an errno) */
+	bool unix_foreign_allowed;	/* under unix_allow: it must connect */
 	/* deny_read files with more than one name (a hard link elsewhere is
 	 * not under the mask), "; "-separated, or "" */
 	char secret_aliases[256];

@@ -456,7 +456,6 @@ struct apply_state {
 	struct dev_node dev[6];
 	char skipped[256];
 	unsigned n_masks, n_binds, n_tmpfs, n_exec, n_pins;
-	struct sbx_mount_fresh *fresh;	/* may be NULL */
 	int *exec_fd;		/* plan->exec->paths, opened before anything is covered */
 };
 
@@ -871,17 +870,6 @@ static int apply_one(struct apply_state *st, size_t i, struct sbx_error *err)
 	r = attach(tree, tfd, m->target, err);
 	if (r < 0)
 		goto out;
-	if (m->kind == SBX_MOUNT_TMPFS && m->role != SBX_ROLE_OTHER && st->fresh &&
-	    st->fresh->n < ARRAY_SIZE(st->fresh->m)) {
-		if (fstat(tree, &sb) != 0) {
-			r = sbx_error_set(err, errno, "fstat(tmpfs %s): %s", m->target,
-					  strerror(errno));
-			goto out;
-		}
-		st->fresh->m[st->fresh->n].dev = sb.st_dev;
-		st->fresh->m[st->fresh->n].home = m->role == SBX_ROLE_HOME;
-		st->fresh->m[st->fresh->n++].target = m->target;
-	}
 	st->applied[i] = true;
 	st->done_fd[i] = tree;
 	tree = -1;
@@ -1001,8 +989,8 @@ static int apply_exec_binds(struct apply_state *st, struct sbx_error *err)
 /* Long on purpose: the mount view's phases in the order the kernel needs
  * them (sources opened before any mount, parents before children, read-only
  * last); split, the order would be spread over functions. */
-int sbx_mount_view_apply(const struct sbx_mount_plan *plan, struct sbx_mount_fresh *fresh,
-			 char *detail, size_t detail_size, struct sbx_error *err)
+int sbx_mount_view_apply(const struct sbx_mount_plan *plan, char *detail, size_t detail_size,
+			 struct sbx_error *err)
 {
 	struct apply_state *st;
 	const struct sbx_mount *home = NULL;
@@ -1016,9 +1004,6 @@ int sbx_mount_view_apply(const struct sbx_mount_plan *plan, struct sbx_mount_fre
 	if (!st)
 		return sbx_error_set(err, ENOMEM, "sbx_mount_view_apply: out of memory");
 	st->plan = plan;
-	st->fresh = fresh;
-	if (fresh)
-		memset(fresh, 0, sizeof(*fresh));
 	st->devnull_fd = -1;
 	st->dev_mnt_fd = -1;
 	for (i = 0; i < SBX_MAX_MOUNTS; i++)

@@ -562,6 +562,14 @@ static int build_rules(struct ruleset *rs)
 		r = RULE0(rs, connect, SECCOMP_RET_USER_NOTIF);
 	if (r == 0 && rs->opts->unix_notify && rs->opts->unix_bind_notify)
 		r = RULE0(rs, bind, SECCOMP_RET_USER_NOTIF);
+	/* The supervisor acts for a caller with the rights ptrace would need
+	 * (pidfd_getfd, process_vm_readv): a non-dumpable one could bind and
+	 * connect nothing (ssh-agent makes itself so before it binds). So
+	 * PR_SET_DUMPABLE 0 succeeds and changes nothing; what it guards
+	 * against, another process of the uid reading this one, is inside
+	 * the sandbox the agent itself (ptrace and process_vm_* refused). */
+	if (r == 0 && rs->opts->unix_notify)
+		r = RULE(rs, prctl, ERRNO_ACTION(0), eq32(0, PR_SET_DUMPABLE), eq64(1, 0));
 	return r;
 }
 

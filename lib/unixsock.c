@@ -21,9 +21,10 @@
  *    one; the supervisor shares its root and mount namespace), following
  *    symlinks as connect() would, and the final inode is pinned with an
  *    O_PATH fd;
- *  - the socket is allowed when it lies in a place the session may write
- *    and belongs to the agent's uid (a socket the sandbox made for itself:
- *    tmux, ssh-agent, a test server), or under a unix_allow entry;
+ *  - the socket is allowed when it lies under a unix_allow entry, or in a
+ *    place the session may write and the session bound it itself (tmux,
+ *    ssh-agent, a test server started inside): see "the session's own
+ *    sockets" below;
  *  - the connect() is then made on the pinned inode, through its
  *    /proc/self/fd link, and its result is the caller's.
  * Abstract names are allowed only in a private network namespace (where
@@ -38,6 +39,30 @@
  * behalf; a pathname is made in its pinned parent directory when that lies
  * in a place the session may write, by a short-lived child with the
  * caller's umask.
+ *
+ * The session's own sockets. Owning the file proves nothing: a process of
+ * the same uid outside the sandbox (the user's tmux, ssh-agent or IDE, a
+ * host tool run as the agent) binds its sockets in the same workspace,
+ * home or /tmp, and a tmux server found that way ran the session's
+ * commands with no seccomp and no no_new_privs. So every bind() of the
+ * session comes here too, and the supervisor keeps the socket cookie
+ * (SO_COOKIE: unique until reboot, never reused) of each unix socket the
+ * session binds to a path. At connect(), the kernel's socket diagnostics
+ * (sock_diag, in the supervisor's network namespace, which is the
+ * session's) name the socket bound to the pinned file: it is the
+ * session's own only if every socket bound there is one of those cookies.
+ * A socket bound in another network namespace is not listed at all, and a
+ * file with no socket behind it (one left from an earlier session) is not
+ * the session's either: both are refused. Sessions of one account share
+ * nothing this way: each supervisor knows its own binds only; unix_allow
+ * names what may be shared on purpose.
+ *
+ * Where nothing is decided at bind() (a private network namespace), the
+ * supervisor records the cookie and lets the kernel bind as asked
+ * (SECCOMP_USER_NOTIF_FLAG_CONTINUE). That grants nothing: another thread
+ * may swap the fd in between, but then the socket bound is one not
+ * recorded, whose connect() is refused, and the one recorded was the
+ * session's anyway.
  *
  * Datagram sockets could name a socket per sendto()/sendmsg(), which the
  * supervisor would then have to see on every send: the filter refuses
@@ -56,16 +81,21 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <linux/netlink.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -79,6 +109,15 @@
 #ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
 #define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
 #endif
+#ifndef SECCOMP_USER_NOTIF_FLAG_CONTINUE
+#define SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)	/* Linux 5.5 */
+#endif
+#ifndef SO_COOKIE
+#define SO_COOKIE 57
+#endif
+
+/* The unix sockets the session bound to a path that it holds at once. */
+#define OWN_MAX 1024
 
 /* ---- the decision ---------------------------------------------------------- */
 
@@ -94,24 +133,6 @@ static int add_place(struct sbx_unix_policy *pol, const char *path, struct sbx_e
 	return 0;
 }
 
-/* The id every unmapped uid reads as inside a user namespace. */
-static uid_t overflow_uid(void)
-{
-	char buf[16] = "";
-	char *end;
-	unsigned long v;
-	int fd = open("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 65534;	/* the kernel's default */
-	buf[n] = '\0';
-	v = strtoul(buf, &end, 10);
-	return end != buf && v <= 0xffffffffUL ? (uid_t)v : 65534;
-}
-
 static const struct sbx_list_field unix_policy_lists[] = {
 	SBX_LIST_FIELD(struct sbx_unix_policy, places, n_places),
 	SBX_LIST_FIELD(struct sbx_unix_policy, allow, n_allow),
@@ -119,8 +140,7 @@ static const struct sbx_list_field unix_policy_lists[] = {
 };
 
 int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session *s,
-			  bool private_netns, bool in_userns, struct sbx_unix_policy *out,
-			  struct sbx_error *err)
+			  bool private_netns, struct sbx_unix_policy *out, struct sbx_error *err)
 {
 	struct sbx_unix_policy *pol = malloc(sizeof(*pol));
 	size_t i;
@@ -129,9 +149,8 @@ int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session 
 	if (!pol)
 		return sbx_error_set(err, ENOMEM, "unix policy: out of memory");
 	sbx_clear_used(pol, sizeof(*pol), unix_policy_lists, ARRAY_SIZE(unix_policy_lists));
-	pol->uid = s->uid;
 	pol->abstract_ok = private_netns;
-	pol->owner_ambiguous = in_userns && s->uid == overflow_uid();
+	pol->bind_on_behalf = !private_netns;
 	if (p->host_write == SBX_ACCESS_ALLOW)
 		r = add_place(pol, "/", err);
 	if (r == 0 && p->workspace_write == SBX_ACCESS_ALLOW)
@@ -182,70 +201,330 @@ static bool bind_place_allowed(const struct sbx_unix_policy *pol, const char *pa
 	       under_any(pol->places, pol->n_places, path);
 }
 
-void sbx_unix_policy_own_fs(struct sbx_unix_policy *pol, const struct sbx_mount_fresh *fresh)
+void sbx_unix_policy_describe(const struct sbx_unix_policy *pol, char *buf, size_t size)
 {
-	memset(&pol->own_fs, 0, sizeof(pol->own_fs));
-	if (pol->owner_ambiguous && fresh)
-		pol->own_fs = *fresh;
-}
-
-void sbx_unix_policy_own_list(const struct sbx_unix_policy *pol, char *buf, size_t size)
-{
-	size_t used = 0;
-
-	if (size)
-		buf[0] = '\0';
-	for (size_t i = 0; i < pol->own_fs.n && used < size; i++) {
-		int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
-				 pol->own_fs.m[i].home ? "home" : pol->own_fs.m[i].target);
-
-		if (n < 0)
-			break;
-		used += (size_t)n;
-	}
-}
-
-void sbx_unix_policy_describe(const struct sbx_unix_policy *pol, bool bind_mediated, char *buf,
-			      size_t size)
-{
-	char own[64] = "";
-
-	if (pol->owner_ambiguous)
-		sbx_unix_policy_own_list(pol, own, sizeof(own));
 	snprintf(buf, size,
-		 "connect()%s decided outside the sandbox: only this uid's sockets where it "
-		 "may write%s%s%s%s; abstract names %s; unix datagram refused",
-		 bind_mediated ? " and bind()" : "",
-		 pol->owner_ambiguous ? " (overflow uid: own only on fresh tmpfs " : "",
-		 !pol->owner_ambiguous ? "" : own[0] ? own : "none",
-		 pol->owner_ambiguous ? ")" : "",
+		 "connect() decided outside the sandbox: only sockets this session bound "
+		 "(by socket cookie) where it may write%s, not this uid's others; bind() %s; "
+		 "abstract names %s; unix datagram refused",
 		 pol->n_allow ? ", and unix_allow" : "",
+		 pol->bind_on_behalf ? "made on its behalf" : "recorded",
 		 pol->abstract_ok ? "in its own network namespace only" :
 		 "refused (no private network namespace)");
 }
 
-/* Whether owner is the agent, as far as the namespace lets it be told. */
-static bool owned_by_agent(const struct sbx_unix_policy *pol, uid_t owner, dev_t dev)
-{
-	if (owner != pol->uid)
-		return false;
-	if (!pol->owner_ambiguous)
-		return true;
-	for (size_t i = 0; i < pol->own_fs.n; i++)
-		if (pol->own_fs.m[i].dev == dev)
-			return true;
-	return false;	/* another uid's, for all the agent can tell */
-}
-
-bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, uid_t owner,
-			   dev_t dev)
+enum sbx_unix_verdict sbx_unix_path_verdict(const struct sbx_unix_policy *pol, const char *path)
 {
 	/* A secret stays one, socket or not, wherever it sits. */
 	if (under_any(pol->deny, pol->n_deny, path))
-		return false;
+		return SBX_UNIX_REFUSE;
 	if (under_any(pol->allow, pol->n_allow, path))
+		return SBX_UNIX_ALLOW;
+	return under_any(pol->places, pol->n_places, path) ? SBX_UNIX_IF_OWN : SBX_UNIX_REFUSE;
+}
+
+/* ---- the session's own sockets ------------------------------------------- */
+
+/* The cookies of the unix sockets the session bound to a path. */
+struct own_sockets {
+	pthread_mutex_t lock;
+	size_t n;
+	uint64_t cookie[OWN_MAX];
+};
+
+static bool own_has_locked(const struct own_sockets *o, uint64_t cookie)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->cookie[i] == cookie)
+			return true;
+	return false;
+}
+
+/* The kernel's dev_t (MINORBITS 20), as sock_diag reports it, in the
+ * form stat() gives. */
+static dev_t kernel_dev(uint32_t v)
+{
+	return makedev(v >> 20, v & 0xfffff);
+}
+
+struct diag_sock {
+	uint64_t cookie;
+	uint32_t sock_ino;	/* the socket's own inode (sockfs) */
+	uint32_t peer_ino;	/* its peer's, 0 when none */
+	bool bound;		/* to a path: dev and ino are the file's */
+	dev_t dev;
+	uint32_t ino;		/* the kernel reports 32 bits of it */
+	/* A listener's connections not accepted yet: their clients'
+	 * inodes (valid during the callback only). */
+	const unsigned char *icons;
+	size_t n_icons;
+};
+
+/*
+ * Every unix socket of this network namespace, from the kernel's socket
+ * diagnostics (NETLINK_SOCK_DIAG, unix_diag: no privilege needed, and it
+ * lists the caller's network namespace only): fn for each, until it
+ * returns false. 0, or -errno (-EPROTO on a reply that does not parse).
+ */
+static int diag_each(bool (*fn)(void *ctx, const struct diag_sock *d), void *ctx)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct unix_diag_req req;
+	} msg = { .nh = { .nlmsg_len = sizeof(msg), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			  .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
+		  .req = { .sdiag_family = AF_UNIX, .udiag_states = ~0u,
+			   .udiag_show = UDIAG_SHOW_VFS | UDIAG_SHOW_PEER |
+					 UDIAG_SHOW_ICONS } };
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	char buf[32768] __attribute__((aligned(NLMSG_ALIGNTO)));
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG), r = 0;
+	bool more = true;
+
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, &msg, sizeof(msg), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+		r = -errno;
+		more = false;
+	}
+	while (more) {
+		/* MSG_TRUNC: the length of the whole datagram, to tell a
+		 * reply cut short (the kernel sizes them by this buffer). */
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_TRUNC);
+		struct nlmsghdr *h = (struct nlmsghdr *)buf;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || (size_t)n > sizeof(buf)) {
+			r = n < 0 ? -errno : -EPROTO;
+			break;
+		}
+		for (; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			const struct unix_diag_msg *m = NLMSG_DATA(h);
+			struct diag_sock d = { 0 };
+			size_t left;
+			const struct nlattr *a;
+
+			if (h->nlmsg_type == NLMSG_DONE) {
+				more = false;
+				break;
+			}
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				r = h->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error < 0 ?
+					    e->error : -EPROTO;
+				more = false;
+				break;
+			}
+			if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*m))) {
+				r = -EPROTO;
+				more = false;
+				break;
+			}
+			d.cookie = (uint64_t)m->udiag_cookie[0] |
+				   (uint64_t)m->udiag_cookie[1] << 32;
+			d.sock_ino = m->udiag_ino;
+			a = (const struct nlattr *)((const char *)m + NLMSG_ALIGN(sizeof(*m)));
+			left = h->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(sizeof(*m)));
+			while (left >= NLA_HDRLEN && a->nla_len >= NLA_HDRLEN &&
+			       a->nla_len <= left) {
+				if ((a->nla_type & NLA_TYPE_MASK) == UNIX_DIAG_VFS &&
+				    a->nla_len >= NLA_HDRLEN + sizeof(struct unix_diag_vfs)) {
+					struct unix_diag_vfs v;
+
+					memcpy(&v, (const char *)a + NLA_HDRLEN, sizeof(v));
+					d.bound = true;
+					d.dev = kernel_dev(v.udiag_vfs_dev);
+					d.ino = v.udiag_vfs_ino;
+				} else if ((a->nla_type & NLA_TYPE_MASK) == UNIX_DIAG_PEER &&
+					   a->nla_len >= NLA_HDRLEN + sizeof(uint32_t)) {
+					memcpy(&d.peer_ino, (const char *)a + NLA_HDRLEN,
+					       sizeof(d.peer_ino));
+				} else if ((a->nla_type & NLA_TYPE_MASK) == UNIX_DIAG_ICONS) {
+					d.icons = (const unsigned char *)a + NLA_HDRLEN;
+					d.n_icons = (a->nla_len - NLA_HDRLEN) / sizeof(uint32_t);
+				}
+				size_t step = (size_t)NLA_ALIGN(a->nla_len);
+
+				if (step >= left)
+					break;
+				left -= step;
+				a = (const struct nlattr *)((const char *)a + step);
+			}
+			if (!fn(ctx, &d)) {
+				more = false;
+				break;
+			}
+		}
+	}
+	close(fd);
+	return r;
+}
+
+struct own_check {
+	const struct own_sockets *own;
+	dev_t dev;
+	uint32_t ino;
+	bool found, foreign;
+};
+
+static bool check_one(void *ctx, const struct diag_sock *d)
+{
+	struct own_check *c = ctx;
+
+	if (!d->bound || d->dev != c->dev || d->ino != c->ino)
 		return true;
-	return owned_by_agent(pol, owner, dev) && under_any(pol->places, pol->n_places, path);
+	c->found = true;
+	if (!own_has_locked(c->own, d->cookie))
+		c->foreign = true;
+	return !c->foreign;
+}
+
+/*
+ * Is the socket file st one the session bound? Only if a socket of this
+ * network namespace is bound to it and every one that is was bound by the
+ * session. The kernel gives 32 bits of the inode number: a second socket
+ * matching refuses, it never grants; but a file whose number does not fit
+ * (a large XFS) could match a socket of the session's on another inode
+ * while its own socket, bound in another namespace, is not listed, so it
+ * is refused. Refused too when the kernel's diagnostics cannot be read.
+ */
+static bool own_socket(struct own_sockets *own, const struct stat *st)
+{
+	struct own_check c = { .own = own, .dev = st->st_dev, .ino = (uint32_t)st->st_ino };
+	int r;
+
+	if ((uint64_t)st->st_ino > UINT32_MAX)
+		return false;
+	pthread_mutex_lock(&own->lock);
+	r = diag_each(check_one, &c);
+	pthread_mutex_unlock(&own->lock);
+	return r == 0 && c.found && !c.foreign;
+}
+
+struct own_keep {
+	struct own_sockets *own;
+	bool *live;
+};
+
+static bool mark_live(void *ctx, const struct diag_sock *d)
+{
+	struct own_keep *k = ctx;
+
+	for (size_t i = 0; i < k->own->n; i++)
+		if (k->own->cookie[i] == d->cookie)
+			k->live[i] = true;
+	return true;
+}
+
+/* Forget the cookies of sockets that are gone. With the lock. */
+static void own_compact_locked(struct own_sockets *own)
+{
+	bool live[OWN_MAX] = { false };
+	struct own_keep k = { own, live };
+	size_t kept = 0;
+
+	if (diag_each(mark_live, &k) != 0)
+		return;
+	for (size_t i = 0; i < own->n; i++)
+		if (live[i])
+			own->cookie[kept++] = own->cookie[i];
+	own->n = kept;
+}
+
+/* Remember the socket sfd as the session's own: 0, or -ENOBUFS when the
+ * session holds OWN_MAX bound sockets already (or -errno of SO_COOKIE). */
+static int own_record(struct own_sockets *own, int sfd)
+{
+	uint64_t cookie;
+	socklen_t len = sizeof(cookie);
+	int r = 0;
+
+	if (getsockopt(sfd, SOL_SOCKET, SO_COOKIE, &cookie, &len) != 0)
+		return -errno;
+	pthread_mutex_lock(&own->lock);
+	if (!own_has_locked(own, cookie)) {
+		if (own->n == OWN_MAX)
+			own_compact_locked(own);
+		if (own->n < OWN_MAX)
+			own->cookie[own->n++] = cookie;
+		else
+			r = -ENOBUFS;
+	}
+	pthread_mutex_unlock(&own->lock);
+	return r;
+}
+
+int sbx_unix_foreign_listener(const char *dir, char *path, size_t size)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	uint64_t tag = 0;
+	int fd, e;
+
+	if (getrandom(&tag, sizeof(tag), GRND_NONBLOCK) != (ssize_t)sizeof(tag))
+		tag ^= (uint64_t)sbx_monotonic_ms() << 20 ^ (uint64_t)getpid();
+	if (sbx_snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/.agent-sandbox-foreign-%016llx",
+			 dir, (unsigned long long)tag) != 0 ||
+	    sbx_strlcpy(path, size, sun.sun_path) != 0)
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		e = errno;
+		close(fd);
+		path[0] = '\0';
+		return -e;
+	}
+	if (listen(fd, 1) != 0) {
+		e = errno;
+		(void)unlink(sun.sun_path);
+		close(fd);
+		path[0] = '\0';
+		return -e;
+	}
+	return fd;
+}
+
+struct peer_find {
+	uint32_t self;		/* the client socket's inode */
+	dev_t dev;		/* the file it should be connected to */
+	uint32_t ino;
+	bool found;
+};
+
+static bool find_peer(void *ctx, const struct diag_sock *d)
+{
+	struct peer_find *f = ctx;
+
+	if (!d->bound || d->dev != f->dev || d->ino != f->ino)
+		return true;
+	/* An accepted connection (it shares the listener's file)... */
+	if (d->peer_ino == f->self)
+		f->found = true;
+	/* ... or one still in the listener's queue. */
+	for (size_t i = 0; i < d->n_icons && !f->found; i++) {
+		uint32_t v;
+
+		memcpy(&v, d->icons + i * sizeof(v), sizeof(v));
+		f->found = v == f->self;
+	}
+	return !f->found;
+}
+
+/* Is the connected unix socket fd's peer a socket bound to the file
+ * target, in this network namespace? */
+static bool peer_is(int fd, const struct stat *target)
+{
+	struct stat self;
+	struct peer_find f = { .dev = target->st_dev, .ino = (uint32_t)target->st_ino };
+
+	if (fstat(fd, &self) != 0)
+		return false;
+	f.self = (uint32_t)self.st_ino;
+	return diag_each(find_peer, &f) == 0 && f.found;
 }
 
 /* ---- acting on behalf ------------------------------------------------------- */
@@ -253,6 +532,7 @@ bool sbx_unix_path_allowed(const struct sbx_unix_policy *pol, const char *path, 
 struct job {
 	int listener;
 	const struct sbx_unix_policy *pol;
+	struct own_sockets *own;
 	struct seccomp_notif req;
 };
 
@@ -387,8 +667,14 @@ static int already_connected(int fd, const void *addr, socklen_t len, const stru
 		return plen == len && memcmp(&peer, addr, len) == 0 ? 0 : -EISCONN;
 	if (target && plen > offsetof(struct sockaddr_un, sun_path) && plen <= sizeof(peer)) {
 		peer.sun_path[sizeof(peer.sun_path) - 1] = '\0';
-		if (fstatat(AT_FDCWD, peer.sun_path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		if (peer.sun_path[0] == '/' &&
+		    fstatat(AT_FDCWD, peer.sun_path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    st.st_dev == target->st_dev && st.st_ino == target->st_ino)
+			return 0;
+		/* A name relative to where it was bound (one bound on the
+		 * program's behalf is), or one renamed since: the peer's
+		 * file, from the kernel. */
+		if (peer_is(fd, target))
 			return 0;
 	}
 	return -EISCONN;
@@ -422,6 +708,10 @@ static int connect_on_behalf(const struct job *j, int domain, int fd, const void
 		pthread_sigmask(SIG_BLOCK, &tick, NULL);
 		if (r == -EISCONN && started)
 			r = 0;		/* TCP: completed between two ticks */
+		/* unix: an abandoned request of the same caller took the
+		 * free place while this one waited in connect(). */
+		if (r == -EISCONN && domain == AF_UNIX && already_connected(fd, addr, len, target) == 0)
+			r = 0;
 		if (r == -EALREADY && started)
 			r = -EINPROGRESS;	/* TCP: its own timeout ran out */
 		if (r != -EINTR)
@@ -483,6 +773,7 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 	size_t n = len - offsetof(struct sockaddr_un, sun_path);
 	char path[sizeof(sun->sun_path) + 1], link[64], real[SBX_PATH_MAX];
 	struct sockaddr_un via = { .sun_family = AF_UNIX };
+	enum sbx_unix_verdict verdict;
 	struct stat st;
 	int pin = -1, r;
 
@@ -500,12 +791,17 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 		r = -EACCES;
 		goto out;
 	}
-	if (!sbx_unix_path_allowed(j->pol, real, st.st_uid, st.st_dev)) {
+	verdict = sbx_unix_path_verdict(j->pol, real);
+	if (verdict == SBX_UNIX_REFUSE) {
 		r = -EACCES;
 		goto out;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
 		r = -ECONNREFUSED;	/* what connect() says of a non-socket */
+		goto out;
+	}
+	if (verdict == SBX_UNIX_IF_OWN && !own_socket(j->own, &st)) {
+		r = -EACCES;
 		goto out;
 	}
 	/* Connect through the pinned inode, not the name. */
@@ -653,8 +949,8 @@ static int caller_pidfd(pid_t tid)
 	return tgid > 0 ? (int)syscall(SYS_pidfd_open, tgid, 0) : -1;
 }
 
-/* bind() of the caller (only without a private network namespace, where
- * abstract names are the host's): abstract names refused, an autobind
+/* bind() of the caller, where it is decided here (without a private
+ * network namespace abstract names are the host's): abstract names refused, an autobind
  * (the kernel picks a random name no host client expects) and a pathname
  * in a place the session may write made here, any other family bound here
  * as it asked (answering "continue" would let another thread swap the fd
@@ -675,8 +971,13 @@ static int decide_bind(const struct job *j, pid_t pid, int sfd, int domain,
 	return bind_pathname(j, pid, sfd, sun, len);
 }
 
-/* connect(fd, addr, len) or bind(fd, addr, len) of the caller, done here.
- * The result, or 1 when the caller is gone (no answer to send). */
+/* handle_call's answers besides 0 and -errno. */
+#define ANSWER_NONE 1		/* the caller is gone: no answer to send */
+#define ANSWER_CONTINUE 2	/* let the kernel do the call as asked */
+
+/* connect(fd, addr, len) or bind(fd, addr, len) of the caller, done here
+ * (a bind only recorded is done by the kernel: ANSWER_CONTINUE). The
+ * result, or ANSWER_NONE. */
 static int handle_call(const struct job *j)
 {
 	const struct seccomp_notif *req = &j->req;
@@ -721,7 +1022,14 @@ static int handle_call(const struct job *j)
 		goto out;
 	}
 	if (req->data.nr == __NR_bind) {
-		r = decide_bind(j, pid, sfd, domain, &ss, len);
+		/* Every unix socket the session binds is its own, before
+		 * the bind (a socket recorded and then not bound is
+		 * harmless; one bound and not recorded is refused). */
+		if (domain == AF_UNIX)
+			r = own_record(j->own, sfd);
+		if (r == 0)
+			r = j->pol->bind_on_behalf ? decide_bind(j, pid, sfd, domain, &ss, len) :
+						     ANSWER_CONTINUE;
 	} else if (domain == AF_UNIX && ss.ss_family == AF_UNIX) {
 		const struct sockaddr_un *sun = (const struct sockaddr_un *)&ss;
 
@@ -751,13 +1059,13 @@ static void answer(const struct job *j)
 	struct seccomp_notif_resp resp;
 	int r = handle_call(j);
 
-	if (r == 1)
-		return;		/* the caller is gone */
+	if (r == ANSWER_NONE)
+		return;
 	memset(&resp, 0, sizeof(resp));
 	resp.id = j->req.id;
 	resp.val = 0;
-	resp.error = r;		/* 0 or -errno */
-	resp.flags = 0;
+	resp.error = r == ANSWER_CONTINUE ? 0 : r;	/* 0 or -errno */
+	resp.flags = r == ANSWER_CONTINUE ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0;
 	notif_send(j->listener, &resp);
 }
 
@@ -796,6 +1104,7 @@ struct pool {
 	int listener;		/* -1 until the worker sent it */
 	int timer;		/* a timerfd: armed while no thread receives */
 	const struct sbx_unix_policy *pol;
+	struct own_sockets own;	/* what the session bound */
 	size_t notif_size;
 	bool done;		/* no process uses the filter any more */
 	unsigned idle;		/* threads waiting for a request, or made to */
@@ -816,6 +1125,7 @@ static void pool_put(struct pool *p)
 		if (p->listener >= 0)
 			close(p->listener);	/* no thread can use it any more */
 		pthread_cond_destroy(&p->cond);
+		pthread_mutex_destroy(&p->own.lock);
 		pthread_mutex_destroy(&p->lock);
 		free(p);
 	}
@@ -911,6 +1221,7 @@ static void *receiver(void *arg)
 
 		j.listener = p->listener;
 		j.pol = p->pol;
+		j.own = &p->own;
 		j.req = *req;
 		answer(&j);
 
@@ -1016,6 +1327,7 @@ static int supervise(int chan, const struct sbx_unix_policy *pol)
 		return 1;
 	}
 	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->own.lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	p->listener = -1;
 	p->pol = pol;

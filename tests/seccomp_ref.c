@@ -414,6 +414,11 @@ static int add_unix_rules(struct filter_ctx *f)
 	r = rule(f, "connect", SCMP_ACT_NOTIFY, 0, NULL);
 	if (r == 0 && f->opts->unix_bind_notify)
 		r = rule(f, "bind", SCMP_ACT_NOTIFY, 0, NULL);
+	/* PR_SET_DUMPABLE 0 succeeds and changes nothing: the supervisor
+	 * needs ptrace rights over every caller. */
+	if (r == 0)
+		r = rule2(f, "prctl", SCMP_ACT_ERRNO(0), int_eq(0, PR_SET_DUMPABLE),
+			  SCMP_A1(SCMP_CMP_EQ, 0));
 	/* Every type but stream and seqpacket: the kernel turns SOCK_RAW
 	 * into SOCK_DGRAM for AF_UNIX, so refusing SOCK_DGRAM alone let a
 	 * datagram through. The type's low 4 bits are the type (the rest

@@ -1129,7 +1129,7 @@ static int foreign_listener(const char *path)
 	return fd;
 }
 
-static int helper_unix_allow(const struct fixture *fx, const char *ws, const char *tmp_source,
+static int helper_unix_allow(const struct fixture *fx, const char *ws, enum probe_edit probe,
 			     const char *allow, bool overflow, const char *mode, const char *path,
 			     struct outcome *o)
 {
@@ -1139,7 +1139,10 @@ static int helper_unix_allow(const struct fixture *fx, const char *ws, const cha
 	scenario_init(&sc, fx);
 	sc.as_overflow_uid = overflow;
 	sc.workspace = ws;
-	sc.tmp_source = tmp_source;
+	sc.probe = probe;
+	/* Every path runs: the unix_sockets entry is what is read. */
+	sc.profile.require = 0;
+	sc.profile.min_level = SBX_LEVEL_NONE;
 	sbx_strlcpy(sc.profile.workspace_root, sizeof(sc.profile.workspace_root), ws);
 	if (allow) {
 		sbx_strlcpy(sc.profile.unix_allow[0], sizeof(sc.profile.unix_allow[0]), allow);
@@ -1153,193 +1156,128 @@ static int helper_unix_allow(const struct fixture *fx, const char *ws, const cha
 	return o->exit_code;
 }
 
-static int helper_unix(const struct fixture *fx, const char *ws, const char *tmp_source,
+static int helper_unix(const struct fixture *fx, const char *ws, enum probe_edit probe,
 		       bool overflow, const char *mode, const char *path, struct outcome *o)
 {
-	return helper_unix_allow(fx, ws, tmp_source, NULL, overflow, mode, path, o);
+	return helper_unix_allow(fx, ws, probe, NULL, overflow, mode, path, o);
+}
+
+/* The unix_sockets entry was verified, with the rule in its detail. */
+static void assert_unix_rule(const struct outcome *o)
+{
+	const struct sbx_report_entry *e = &o->report.entry[SBX_F_UNIX_SOCKETS];
+
+	assert_true(e->achieved);
+	if (!e->verified)
+		fail_msg("unix_sockets not verified: %s", e->detail);
+	if (!strstr(e->detail, "only sockets this session bound") ||
+	    !strstr(e->detail, "not this uid's others"))
+		fail_msg("unix_sockets detail does not state the rule: %s", e->detail);
 }
 
 /*
- * Inside the session's user namespace only the agent's uid is mapped, so
- * every other owner (root's daemon, another user's socket in a shared
- * workspace) reads as the overflow uid, 65534. An agent that is nobody
- * would see them as its own and the unix supervisor let it connect. As
- * nobody: a root-owned 0666 socket in the workspace is refused (EACCES),
- * and so is nobody's own socket there (nothing tells it from another
- * uid's), while one it makes on the session's fresh tmpfs mounts (/tmp,
- * /dev/shm, its home) connects (the positive controls). With /tmp bound
- * from a directory on the workspace's filesystem (an executor's scratch),
- * root's socket is still refused and /tmp is no longer its own. Control:
- * the test uid connects to its own socket in the workspace, and not to
- * root's.
+ * The unix supervisor's rule through the library (sbx_run_confined), on
+ * the full path and every one the kernel can be told to lack: a socket is
+ * the session's own only if the session bound it. Refused (EACCES): root's
+ * 0666 listener in the workspace, and a listener in the workspace that
+ * belongs to the agent's own uid but was bound outside the sandbox (the
+ * user's tmux or IDE; before, owning the file was enough). Connected (the
+ * controls): sockets the session binds in the workspace and /tmp. The same
+ * for the test uid and for the overflow uid (nobody), whose every other
+ * owner reads as itself inside a user namespace.
  */
-static void test_overflow_uid_unix(void **state)
+static void test_unix_own_sockets(void **state)
 {
-	const struct fixture *fx = *state;
+	static const enum probe_edit probes[] = { PROBE_REAL, PROBE_NO_LANDLOCK, PROBE_NO_USERNS,
+						  PROBE_NO_BOTH };
+	struct fixture *fx = *state;
 	struct outcome *o = calloc(1, sizeof(*o));
-	char ws[64], scratch[64], foreign[128], mine[128], dev_ws[128];
-	int lfd, lfd2;
+	char ws[64], rootsock[128], agentsock[128], mine[128];
 
 	if (!ready(fx, false))
 		skip();
 	SBX_TEST_REQUIRE_USERNS();
 	assert_non_null(o);
-	snprintf(ws, sizeof(ws), "/var/tmp/sbx-test-apply-ovf-XXXXXX");
-	assert_non_null(mkdtemp(ws));
-	assert_int_equal(chmod(ws, 0755), 0);
-	assert_int_equal(chown(ws, 65534, 65534), 0);
-	snprintf(foreign, sizeof(foreign), "%s/foreign.sock", ws);
-	snprintf(mine, sizeof(mine), "%s/mine.sock", ws);
-	lfd = foreign_listener(foreign);
-	assert_true(lfd >= 0);
+	for (int nobody = 0; nobody < 2; nobody++) {
+		uid_t uid = nobody ? 65534 : sbx_test_uid();
+		gid_t gid = nobody ? 65534 : sbx_test_gid();
+		int lroot, lagent;
 
-	assert_int_equal(helper_unix(fx, ws, NULL, true, "-c", foreign, o), EACCES);
-	assert_true(o->report.entry[SBX_F_UNIX_SOCKETS].achieved);
-	/* Its canary too: its own socket on a fresh mount connects, and one
-	 * in the workspace is refused. */
-	if (!o->report.entry[SBX_F_UNIX_SOCKETS].verified)
-		fail_msg("unix_sockets not verified: %s", o->report.entry[SBX_F_UNIX_SOCKETS].detail);
-	if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "overflow uid"))
-		fail_msg("unix_sockets detail says nothing of the overflow uid: %s",
-			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
-	assert_int_equal(helper_unix(fx, ws, NULL, true, "-C", mine, o), EACCES);
-	unlink(mine);
-	assert_int_equal(helper_unix(fx, ws, NULL, true, "-C", "/tmp/own.sock", o), 0);
-	if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "fresh tmpfs /dev/shm, /tmp, home)"))
-		fail_msg("unix_sockets detail does not name the own mounts: %s",
-			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
-	assert_int_equal(helper_unix(fx, ws, NULL, true, "-C", "/dev/shm/own.sock", o), 0);
-	assert_int_equal(helper_unix(fx, ws, NULL, true, "-C", HOME_DIR "/own.sock", o), 0);
-
-	/* /tmp bound from a directory on the workspace's filesystem, as an
-	 * executor's scratch is: that device is not the agent's alone. */
-	snprintf(scratch, sizeof(scratch), "/var/tmp/sbx-test-apply-ovt-XXXXXX");
-	assert_non_null(mkdtemp(scratch));
-	assert_int_equal(chown(scratch, 65534, 65534), 0);
-	snprintf(mine, sizeof(mine), "%s%s", scratch, &HOME_DIR[strlen("/tmp")]);
-	assert_int_equal(mkdir(mine, 0700), 0);	/* the home's mountpoint */
-	assert_int_equal(chown(mine, 65534, 65534), 0);
-	assert_int_equal(helper_unix(fx, ws, scratch, true, "-c", foreign, o), EACCES);
-	if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "fresh tmpfs /dev/shm, home)"))
-		fail_msg("unix_sockets detail claims the bound /tmp: %s",
-			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
-	if (!o->report.entry[SBX_F_UNIX_SOCKETS].verified)
-		fail_msg("unix_sockets not verified: %s", o->report.entry[SBX_F_UNIX_SOCKETS].detail);
-	assert_int_equal(helper_unix(fx, ws, scratch, true, "-C", "/tmp/own.sock", o), EACCES);
-	assert_int_equal(helper_unix(fx, ws, scratch, true, "-C", "/dev/shm/own.sock", o), 0);
-	sbx_test_rmtree(scratch);
-
-	/* The test uid, in its own workspace: its socket yes, root's no. */
-	snprintf(dev_ws, sizeof(dev_ws), "%s/foreign.sock", fx->ws);
-	lfd2 = foreign_listener(dev_ws);
-	assert_true(lfd2 >= 0);
-	snprintf(mine, sizeof(mine), "%s/mine.sock", fx->ws);
-	assert_int_equal(helper_unix(fx, fx->ws, NULL, false, "-c", dev_ws, o), EACCES);
-	assert_int_equal(helper_unix(fx, fx->ws, NULL, false, "-C", mine, o), 0);
-	if (strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, "overflow uid"))
-		fail_msg("the test uid is not the overflow uid: %s",
-			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
-	unlink(mine);
-	unlink(dev_ws);
-	close(lfd2);
-	close(lfd);
-	sbx_test_rmtree(ws);
+		snprintf(ws, sizeof(ws), "/var/tmp/sbx-test-apply-own-XXXXXX");
+		assert_non_null(mkdtemp(ws));
+		sbx_strlcpy(fx->extra, sizeof(fx->extra), ws);	/* teardown removes it */
+		assert_int_equal(chmod(ws, 0755), 0);
+		assert_int_equal(chown(ws, uid, gid), 0);
+		snprintf(rootsock, sizeof(rootsock), "%s/root.sock", ws);
+		snprintf(agentsock, sizeof(agentsock), "%s/agent.sock", ws);
+		snprintf(mine, sizeof(mine), "%s/mine.sock", ws);
+		lroot = foreign_listener(rootsock);
+		lagent = foreign_listener(agentsock);
+		assert_true(lroot >= 0 && lagent >= 0);
+		assert_int_equal(chown(agentsock, uid, gid), 0);
+		for (size_t k = 0; k < ARRAY_SIZE(probes); k++) {
+			assert_int_equal(helper_unix(fx, ws, probes[k], nobody, "-c", rootsock, o),
+					 EACCES);
+			assert_unix_rule(o);
+			assert_int_equal(helper_unix(fx, ws, probes[k], nobody, "-c", agentsock, o),
+					 EACCES);
+			assert_int_equal(helper_unix(fx, ws, probes[k], nobody, "-C", mine, o), 0);
+			unlink(mine);
+			assert_int_equal(helper_unix(fx, ws, probes[k], nobody, "-C", "/tmp/own.sock",
+						     o), 0);
+			unlink("/tmp/own.sock");	/* the host's, without a view */
+		}
+		close(lroot);
+		close(lagent);
+		sbx_test_rmtree(ws);
+		fx->extra[0] = '\0';
+	}
 	free(o);
 }
 
-/* The unix_sockets entry was verified, or its detail starts with want. */
-static void assert_unix_canary(const struct outcome *o, const char *want)
-{
-	const struct sbx_report_entry *e = &o->report.entry[SBX_F_UNIX_SOCKETS];
-
-	if (!want) {
-		if (!e->verified)
-			fail_msg("unix_sockets not verified: %s", e->detail);
-		return;
-	}
-	if (e->verified || strncmp(e->detail, want, strlen(want)) != 0)
-		fail_msg("unix_sockets %s, detail \"%s\", want it to start \"%s\"",
-			 e->verified ? "verified" : "not verified", e->detail, want);
-	/* The refusal names the layer and leads with the canary's reason
-	 * (its own 512 bytes may end before the reason does when other
-	 * layers failed too: a read-only workspace fails mount_view's). */
-	if (!o->report.floor_met &&
-	    !strstr(o->report.refusal, "unix_sockets (not verified: canary: own socket in "))
-		fail_msg("refusal \"%s\" does not name the unix canary", o->report.refusal);
-}
-
 /*
- * The overflow uid's workspace check proves the supervisor or fails
- * (each case fails its canary for the right reason, next to the control
- * in test_overflow_uid_unix where it passes):
- * - a workspace the agent made read-only: bind()'s EACCES is the
- *   directory's, not the supervisor's, so it does not count;
- * - a workspace path too long for a socket address: the check cannot be
- *   made, and a check not made is not passed;
- * - unix_allow covering the workspace: the supervisor lets the socket
- *   through, rightly, so the check is not made and the session holds.
+ * unix_allow lets a place through whoever bound there: the canary's socket
+ * bound outside the supervisor is then expected to connect (unix_allow
+ * covering /tmp), and the session holds; the agent's own-uid listener
+ * outside connects where the entry covers it. Control: without the
+ * entry, the same listener is refused.
  */
-static void test_overflow_uid_unix_canary(void **state)
+static void test_unix_allow_canary(void **state)
 {
 	struct fixture *fx = *state;
-	static struct outcome *o;
-	char ws[64], longws[160], want[320], mine[200];
+	struct outcome *o = calloc(1, sizeof(*o));
+	char ws[64], agentsock[128];
+	int lagent;
 
 	if (!ready(fx, false))
 		skip();
 	SBX_TEST_REQUIRE_USERNS();
-	free(o);	/* a failed run's, left by the longjmp */
-	o = calloc(1, sizeof(*o));
 	assert_non_null(o);
 	snprintf(ws, sizeof(ws), "/var/tmp/sbx-test-apply-ovc-XXXXXX");
 	assert_non_null(mkdtemp(ws));
 	sbx_strlcpy(fx->extra, sizeof(fx->extra), ws);	/* teardown removes it */
-	assert_int_equal(chown(ws, 65534, 65534), 0);
-
-	assert_int_equal(chmod(ws, 0555), 0);
-	helper_unix(fx, ws, NULL, true, "-C", "/tmp/own.sock", o);
-	snprintf(want, sizeof(want), "canary: own socket in %s: bind: %s, not EACCES from connect",
-		 ws, strerror(EACCES));
-	assert_unix_canary(o, want);
-	assert_false(o->report.floor_met);
-	assert_int_equal(o->exit_code, 126);
 	assert_int_equal(chmod(ws, 0755), 0);
+	assert_int_equal(chown(ws, sbx_test_uid(), sbx_test_gid()), 0);
+	snprintf(agentsock, sizeof(agentsock), "%s/agent.sock", ws);
+	lagent = foreign_listener(agentsock);
+	assert_true(lagent >= 0);
+	assert_int_equal(chown(agentsock, sbx_test_uid(), sbx_test_gid()), 0);
+	for (int tmp = 0; tmp < 2; tmp++) {
+		const char *allow = tmp ? "/tmp" : ws;
 
-	/* 29 bytes of name after the directory; a socket path holds 107. */
-	snprintf(longws, sizeof(longws), "%s/%.*s", ws, 107 - 29 - (int)strlen(ws),
-		 "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
-	assert_int_equal(mkdir(longws, 0755), 0);
-	assert_int_equal(chown(longws, 65534, 65534), 0);
-	helper_unix(fx, longws, NULL, true, "-C", "/tmp/own.sock", o);
-	snprintf(want, sizeof(want), "canary: own socket in %s: path: %s", longws,
-		 strerror(ENAMETOOLONG));
-	assert_unix_canary(o, want);
-	assert_false(o->report.floor_met);
-	assert_int_equal(o->exit_code, 126);
-	/* Control: one byte shorter fits, and the check passes. */
-	longws[strlen(longws) - 1] = '\0';
-	assert_int_equal(mkdir(longws, 0755), 0);
-	assert_int_equal(chown(longws, 65534, 65534), 0);
-	helper_unix(fx, longws, NULL, true, "-C", "/tmp/own.sock", o);
-	assert_int_equal(o->exit_code, 0);
-	assert_unix_canary(o, NULL);
-
-	/* unix_allow lets the workspace through: no check, the session
-	 * holds, and its own socket there connects. */
-	snprintf(mine, sizeof(mine), "%s/mine.sock", ws);
-	helper_unix_allow(fx, ws, NULL, ws, true, "-C", mine, o);
-	assert_int_equal(o->exit_code, 0);
-	assert_unix_canary(o, NULL);
-	/* Control: without it, the same socket is refused. */
-	unlink(mine);
-	helper_unix(fx, ws, NULL, true, "-C", mine, o);
-	assert_int_equal(o->exit_code, EACCES);
-	assert_unix_canary(o, NULL);
-	unlink(mine);
+		assert_int_equal(helper_unix_allow(fx, ws, PROBE_REAL, allow, false, "-c",
+						   agentsock, o), tmp ? EACCES : 0);
+		assert_unix_rule(o);
+		if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, ", and unix_allow"))
+			fail_msg("unix_sockets detail does not name unix_allow: %s",
+				 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
+	}
+	assert_int_equal(helper_unix(fx, ws, PROBE_REAL, false, "-c", agentsock, o), EACCES);
+	assert_unix_rule(o);
+	close(lagent);
 	sbx_test_rmtree(ws);
 	fx->extra[0] = '\0';
 	free(o);
-	o = NULL;
 }
 
 /* Session limits the kernel does not enforce are not reported: 1 MiB of
@@ -2967,8 +2905,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusals_without_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_probe_before_the_clone, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_overflow_uid_unix, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_overflow_uid_unix_canary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unix_own_sockets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unix_allow_canary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_processes_of_a_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gated_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_limits_not_claimed, setup, teardown),

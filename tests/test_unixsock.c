@@ -209,18 +209,18 @@ static void *thread_connect(void *arg)
 static int child(void *arg)
 {
 	struct sbx_unix_policy pol;
-	struct sbx_seccomp_opts o = { .unix_notify = true };
+	struct sbx_seccomp_opts o = { .unix_notify = true, .unix_bind_notify = true };
 	struct sbx_profile p;
 	struct sbx_session s;
 	struct sbx_error err = { 0 };
-	char mine[200], link[200], rel[64];
+	char mine[200], link[200], rel[64], foreign_sock[200], stale[200];
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t slen = sizeof(sin);
 	struct thread_arg t;
 	pthread_t th;
 	pid_t sup;
 	char secret_sock[200];
-	int chan, own, secret, tcp, fd, e;
+	int chan, own, secret, foreign, tcp, fd, e;
 
 	(void)arg;
 	/* Dropping from root left this process non-dumpable; the sandbox's
@@ -234,17 +234,22 @@ static int child(void *arg)
 	s.uid = getuid();
 	snprintf(s.home, sizeof(s.home), "%s/home", tmp_dir);
 	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
-	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, false, &pol, &err) == 0);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
 	/* The policy's places: the workspace, home, /tmp, /dev/shm. */
-	CHILD_CHECK(sbx_unix_path_allowed(&pol, "/tmp/x.sock", s.uid, 1));
-	CHILD_CHECK(!sbx_unix_path_allowed(&pol, "/tmp/x.sock", s.uid + 1, 1));
-	CHILD_CHECK(!sbx_unix_path_allowed(&pol, host_sock, s.uid, 1));
-	CHILD_CHECK(!sbx_unix_path_allowed(&pol, "/tmpx/y", s.uid, 1));
+	CHILD_CHECK(sbx_unix_path_verdict(&pol, "/tmp/x.sock") == SBX_UNIX_IF_OWN);
+	CHILD_CHECK(sbx_unix_path_verdict(&pol, host_sock) == SBX_UNIX_REFUSE);
+	CHILD_CHECK(sbx_unix_path_verdict(&pol, "/tmpx/y") == SBX_UNIX_REFUSE);
 
 	snprintf(mine, sizeof(mine), "%s/ws/mine.sock", tmp_dir);
+	snprintf(stale, sizeof(stale), "%s/ws/stale.sock", tmp_dir);
 	snprintf(link, sizeof(link), "/tmp/sbx-test-unix-link-%d", (int)getpid());
-	own = child_bind(mine);
-	CHILD_CHECK(own >= 0);
+	/* A socket of this very uid in the workspace, bound before the
+	 * filter: the same as one bound by the agent's own tmux or IDE
+	 * outside the sandbox. */
+	snprintf(foreign_sock, sizeof(foreign_sock), "%s/ws/foreign.sock", tmp_dir);
+	foreign = child_bind(foreign_sock);
+	CHILD_CHECK(foreign >= 0);
+	CHILD_CHECK(try_connect(foreign_sock) == 0);	/* control, before the filter */
 	secret = child_bind(secret_sock);
 	CHILD_CHECK(secret >= 0);
 	CHILD_CHECK(try_connect(secret_sock) == 0);	/* control, before the filter */
@@ -267,7 +272,19 @@ static int child(void *arg)
 	CHILD_CHECK(sbx_unix_send_listener(chan, o.notify_fd) == 0);
 	close(o.notify_fd);
 	close(chan);
+	/* The session's own socket, bound through the supervisor. */
+	own = child_bind(mine);
+	CHILD_CHECK(own >= 0);
 
+	/* Refused: a socket of the same uid in a place the session may write
+	 * that the session did not bind; one it bound whose listener is gone
+	 * (nothing tells it from one bound in another network namespace). */
+	CHILD_CHECK(try_connect(foreign_sock) == EACCES);
+	fd = child_bind(stale);
+	CHILD_CHECK(fd >= 0 && try_connect(stale) == 0);
+	close(fd);
+	CHILD_CHECK(try_connect(stale) == EACCES);
+	unlink(stale);
 	/* Refused: the host daemon, also through a symlink the agent made in
 	 * a place it may write, and a non-socket outside (the kernel alone
 	 * would say ECONNREFUSED). */
@@ -486,11 +503,11 @@ static int child(void *arg)
 		close(sv[0]);
 		close(sv[1]);
 	}
-	/* A caller that makes itself non-dumpable gives the supervisor no
-	 * access to its fds: refused, not hung. */
+	/* A caller cannot make itself non-dumpable, which would give the
+	 * supervisor no access to its fds (ssh-agent does it before it
+	 * binds): the call succeeds and changes nothing. */
 	CHILD_CHECK(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0);
-	CHILD_CHECK(try_connect(mine) == EACCES);
-	CHILD_CHECK(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0);
+	CHILD_CHECK(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1);
 	CHILD_CHECK(try_connect(mine) == 0);
 	/* Without the supervisor the filter answers ENOSYS: closed. */
 	CHILD_CHECK(kill(sup, SIGKILL) == 0);
@@ -499,115 +516,91 @@ static int child(void *arg)
 	CHILD_CHECK(try_connect(host_sock) == ENOSYS);
 	close(own);
 	close(secret);
+	close(foreign);
 	close(tcp);
 	unlink(mine);
+	unlink(foreign_sock);
 	unlink(secret_sock);
 	unlink(link);
 	return 0;
 }
 
-/* An agent whose uid is the overflow uid (nobody), in a user namespace of
- * its own: every other owner reads as its uid there, so owning a socket
- * counts only on the session's own tmpfs mounts. The same policy outside
- * a user namespace, and for any other uid, decides by owner as before. */
-static void test_overflow_uid_owner(void **state)
+/* What a path is to the session: a deny_read entry refuses whatever else
+ * allows it, unix_allow allows, a place the session may write allows only
+ * the session's own sockets, anything else is refused. */
+static void test_path_verdict(void **state)
 {
 	struct sbx_unix_policy *pol = calloc(1, sizeof(*pol));
 	struct sbx_profile *p = calloc(1, sizeof(*p));
 	struct sbx_session s;
 	struct sbx_error err = { 0 };
-	struct sbx_mount_fresh fresh = { 0 };
-	struct stat tmp;
 
 	(void)state;
 	assert_non_null(pol);
 	assert_non_null(p);
-	assert_int_equal(stat("/tmp", &tmp), 0);
 	sbx_profile_init_default(p);
+	p->n_deny_read = 0;
+	snprintf(p->deny_read[p->n_deny_read++], SBX_PATH_MAX, "/srv/ws/secret");
+	snprintf(p->unix_allow[p->n_unix_allow++], SBX_PATH_MAX, "/run/shared");
+	snprintf(p->unix_allow[p->n_unix_allow++], SBX_PATH_MAX, "/srv/ws/secret/allowed.sock");
 	memset(&s, 0, sizeof(s));
-	s.uid = 65534;		/* the kernel's default overflow uid */
-	snprintf(s.home, sizeof(s.home), "/tmp/home");
-	snprintf(s.workspace, sizeof(s.workspace), "/srv/ws");
-	assert_int_equal(sbx_unix_policy_build(p, &s, false, true, pol, &err), 0);
-	assert_true(pol->owner_ambiguous);
-	fresh.n = 1;
-	fresh.m[0].dev = tmp.st_dev;
-	fresh.m[0].target = "/tmp";
-	sbx_unix_policy_own_fs(pol, &fresh);
-	assert_int_equal(pol->own_fs.n, 1);
-	/* Its own tmpfs: its socket. The workspace, or a device not made
-	 * fresh by the view: anybody's. */
-	assert_true(sbx_unix_path_allowed(pol, "/tmp/x.sock", 65534, tmp.st_dev));
-	assert_false(sbx_unix_path_allowed(pol, "/srv/ws/x.sock", 65534, tmp.st_dev + 1));
-	assert_false(sbx_unix_path_allowed(pol, "/tmp/x.sock", 65534, tmp.st_dev + 1));
-	/* No fresh mount (no view): nothing is its own. */
-	sbx_unix_policy_own_fs(pol, NULL);
-	assert_false(sbx_unix_path_allowed(pol, "/tmp/x.sock", 65534, tmp.st_dev));
-	/* Control: another uid, same namespace: the owner decides. */
 	s.uid = 1234;
-	assert_int_equal(sbx_unix_policy_build(p, &s, false, true, pol, &err), 0);
-	assert_false(pol->owner_ambiguous);
-	assert_true(sbx_unix_path_allowed(pol, "/srv/ws/x.sock", 1234, tmp.st_dev + 1));
-	assert_false(sbx_unix_path_allowed(pol, "/srv/ws/x.sock", 65534, tmp.st_dev + 1));
-	/* Control: nobody without a user namespace: owners are real. */
-	s.uid = 65534;
-	assert_int_equal(sbx_unix_policy_build(p, &s, false, false, pol, &err), 0);
-	assert_false(pol->owner_ambiguous);
-	assert_true(sbx_unix_path_allowed(pol, "/srv/ws/x.sock", 65534, tmp.st_dev + 1));
+	snprintf(s.home, sizeof(s.home), "/home/agent");
+	snprintf(s.workspace, sizeof(s.workspace), "/srv/ws");
+	assert_int_equal(sbx_unix_policy_build(p, &s, true, pol, &err), 0);
+	assert_false(pol->bind_on_behalf);
+	assert_int_equal(sbx_unix_path_verdict(pol, "/srv/ws/x.sock"), SBX_UNIX_IF_OWN);
+	assert_int_equal(sbx_unix_path_verdict(pol, "/home/agent/.gnupg/S.gpg-agent"),
+			 SBX_UNIX_IF_OWN);
+	assert_int_equal(sbx_unix_path_verdict(pol, "/tmp/tmux-1234/default"), SBX_UNIX_IF_OWN);
+	assert_int_equal(sbx_unix_path_verdict(pol, "/dev/shm/x"), SBX_UNIX_IF_OWN);
+	assert_int_equal(sbx_unix_path_verdict(pol, "/run/shared/db.sock"), SBX_UNIX_ALLOW);
+	assert_int_equal(sbx_unix_path_verdict(pol, "/srv/ws/secret/allowed.sock"), SBX_UNIX_REFUSE);
+	assert_int_equal(sbx_unix_path_verdict(pol, "/srv/wsx/x.sock"), SBX_UNIX_REFUSE);
+	assert_int_equal(sbx_unix_path_verdict(pol, "/run/docker.sock"), SBX_UNIX_REFUSE);
+	/* Without a private network namespace bind() is decided here. */
+	assert_int_equal(sbx_unix_policy_build(p, &s, false, pol, &err), 0);
+	assert_true(pol->bind_on_behalf);
 	free(p);
 	free(pol);
 }
 
 /*
- * The report's line, in every case a session can be in: bind() mediated
- * or not, the overflow uid with each set of fresh mounts the view can make
- * (none, /dev/shm, /dev/shm and home, all three), unix_allow or none,
- * abstract names private or refused. Each fits a report entry's detail
- * whole: its last clause is there, and so is each part that case adds.
+ * The report's line, in every case a session can be in: bind() made on
+ * the program's behalf or only recorded, unix_allow or none, abstract
+ * names private or refused. Each fits a report entry's detail whole: its
+ * last clause is there, and so is each part that case adds.
  */
 static void test_describe_fits(void **state)
 {
-	static const char *const mounts[][3] = {
-		{ NULL }, { "/dev/shm" }, { "/dev/shm", "home" }, { "/dev/shm", "/tmp", "home" },
-	};
 	struct sbx_unix_policy *pol = calloc(1, sizeof(*pol));
 	struct sbx_report_entry e;
 	size_t longest = 0;
 
 	(void)state;
 	assert_non_null(pol);
-	for (unsigned c = 0; c < 2 * 5 * 2 * 2; c++) {
+	for (unsigned c = 0; c < 8; c++) {
 		bool bind = c & 1, allow = c & 2, abstract = c & 4;
-		unsigned m = c / 8;	/* 0: not the overflow uid; 1..4: mounts[m - 1] */
 		char line[sizeof(e.detail) + 64];
 
 		memset(pol, 0, sizeof(*pol));
 		pol->n_allow = allow;
 		pol->abstract_ok = abstract;
-		pol->owner_ambiguous = m > 0;
-		for (size_t i = 0; m > 0 && i < 3 && mounts[m - 1][i]; i++) {
-			pol->own_fs.m[i].target = mounts[m - 1][i];
-			pol->own_fs.m[i].home = !strcmp(mounts[m - 1][i], "home");
-			pol->own_fs.n = i + 1;
-		}
-		sbx_unix_policy_describe(pol, bind, line, sizeof(line));
+		pol->bind_on_behalf = bind;
+		sbx_unix_policy_describe(pol, line, sizeof(line));
 		if (strlen(line) >= sizeof(e.detail))
 			fail_msg("%zu bytes, more than a detail holds: %s", strlen(line), line);
 		longest = strlen(line) > longest ? strlen(line) : longest;
-		assert_non_null(strstr(line, "; unix datagram refused"));
 		assert_true(!strcmp(line + strlen(line) - strlen("; unix datagram refused"),
 				    "; unix datagram refused"));
-		assert_true(!!strstr(line, "connect() and bind() decided") == bind);
-		assert_true(!!strstr(line, ", and unix_allow;") == allow);
+		assert_non_null(strstr(line, "only sockets this session bound"));
+		assert_non_null(strstr(line, "not this uid's others"));
+		assert_true(!!strstr(line, "bind() made on its behalf") == bind);
+		assert_true(!!strstr(line, "bind() recorded") == !bind);
+		assert_true(!!strstr(line, ", and unix_allow") == allow);
 		assert_true(!!strstr(line, "abstract names in its own network namespace only") ==
 			    abstract);
 		assert_true(!!strstr(line, "abstract names refused (no private network namespace)") == !abstract);
-		if (m == 1)
-			assert_non_null(strstr(line, "(overflow uid: own only on fresh tmpfs none)"));
-		if (m == 4)
-			assert_non_null(strstr(line, "(overflow uid: own only on fresh tmpfs /dev/shm, /tmp, home)"));
-		if (m == 0)
-			assert_null(strstr(line, "overflow uid"));
 	}
 	/* The longest case is the one with every clause. */
 	assert_true(longest > 200);
@@ -681,7 +674,7 @@ static int child_bind_mediated(void *arg)
 	s.uid = getuid();
 	snprintf(s.home, sizeof(s.home), "%s/home", tmp_dir);
 	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
-	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, false, &pol, &err) == 0);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
 	snprintf(link, sizeof(link), "%s/ws/out-link", tmp_dir);
 	CHILD_CHECK(symlink(outside_dir, link) == 0);
 	snprintf(outside, sizeof(outside), "%s/s.sock", outside_dir);
@@ -798,7 +791,7 @@ static int child_bind_landlock(void *arg)
 	s.uid = getuid();
 	snprintf(s.home, sizeof(s.home), "%s/ws", tmp_dir);
 	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
-	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, false, &pol, &err) == 0);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
 	if (sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, false), &plan, &err) != 0) {
 		fprintf(stderr, "landlock plan: %s\n", err.msg);
 		return 1;
@@ -898,7 +891,7 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_overflow_uid_owner),
+		cmocka_unit_test(test_path_verdict),
 		cmocka_unit_test(test_describe_fits),
 		cmocka_unit_test(test_supervisor),
 		cmocka_unit_test(test_bind_mediated),
