@@ -1610,6 +1610,81 @@ t_shipped_coder() {
 	return $ok
 }
 
+# The agent's own uid outside the sandbox (a host tool, the user's tmux or
+# ssh-agent): a tmux server with its socket in the workspace and an
+# ssh-agent holding a key with its socket in the isolated home, both started
+# outside as the coder account. A session over sshd with the shipped coder
+# profile reaches neither (tmux run-shell would run unconfined; ssh-add -l
+# would list the key); a tmux server and an ssh-agent of its own answer.
+s_as_coder() {
+	local uid
+	uid=$(NSS id -u "$S_CODER") || return 1
+	NSS setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+		env -i PATH=/usr/bin:/bin HOME="/home/$S_CODER" SHELL=/bin/sh "$@"
+}
+
+t_shipped_coder_sameuid() {
+	local ok=0 ws h pwned uid agent_pid
+	ws=/srv/agents/$S_CODER/workspace
+	h=/var/lib/agent-sandbox/homes/$S_CODER
+	pwned=$OPEN-tmux-pwned
+	uid=$(NSS id -u "$S_CODER")
+	ssh-keygen -q -t ed25519 -N '' -f "$T/coder-key" || return 1
+	NSS install -m 0600 -o "$uid" "$T/coder-key" "/home/$S_CODER/.coder-key" || return 1
+	s_as_coder tmux -S "$ws/.hosttmux" new-session -d -s host 'sleep 300' || return 1
+	NSSBG setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+		env -i PATH=/usr/bin:/bin ssh-agent -D -a "$h/.hostagent" >/dev/null 2>&1
+	agent_pid=$!
+	wait_for NSS test -S "$h/.hostagent" || { echo "  no ssh-agent outside"; ok=1; }
+	s_as_coder env SSH_AUTH_SOCK="$h/.hostagent" ssh-add -q "/home/$S_CODER/.coder-key" ||
+		{ echo "  ssh-add outside failed"; ok=1; }
+	# Controls, outside: both answer the coder account there.
+	s_as_coder tmux -S "$ws/.hosttmux" run-shell true || { echo "  tmux outside: no control"; ok=1; }
+	s_as_coder env SSH_AUTH_SOCK="$h/.hostagent" ssh-add -l >/dev/null ||
+		{ echo "  ssh-agent outside: no control"; ok=1; }
+	sshs "$S_CODER" 'ws=/srv/agents/$USER/workspace
+tmux -S "$ws/.hosttmux" run-shell "touch '"$pwned"'" 2>/dev/null; echo "tmux_outside=$?"
+SSH_AUTH_SOCK=$HOME/.hostagent ssh-add -l >/dev/null 2>&1; echo "agent_outside=$?"
+python3 -c "import socket,sys
+try: socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print(\"connect_outside=ok\")
+except OSError as e: print(\"connect_outside=\" + (e.strerror or str(e)))" "$ws/.hosttmux"
+SHELL=/bin/sh tmux -S /tmp/in.tmux new-session -d "sleep 30"
+tmux -S /tmp/in.tmux run-shell "touch /tmp/in-ran"; echo "tmux_inside=$?"
+[ -e /tmp/in-ran ] && echo tmux_inside_ran=yes
+tmux -S /tmp/in.tmux kill-server
+eval "$(ssh-agent -a /tmp/in.agent)" >/dev/null; ssh-add -l >/dev/null 2>&1; echo "agent_inside=$?"
+ssh-agent -k >/dev/null 2>&1
+echo done' >"$T/sameuid.out" 2>&1 || { echo "  ssh exit $?"; ok=1; }
+	sed 's/^/  | /' "$T/sameuid.out"
+	# 1: tmux could not connect; 2: ssh-add found no agent; 1 inside:
+	# connected, "The agent has no identities".
+	for l in tmux_outside=1 agent_outside=2 "connect_outside=Permission denied" tmux_inside=0 \
+		tmux_inside_ran=yes agent_inside=1 done; do
+		expect "$T/sameuid.out" "$l" || ok=1
+	done
+	NSS test -e "$pwned" && { echo "  tmux outside ran the session's command"; ok=1; }
+	# The last session's close ends the account's processes (the PAM
+	# stage), the ones outside too: what is left, end it here.
+	s_as_coder tmux -S "$ws/.hosttmux" kill-server 2>/dev/null
+	{ kill "$agent_pid"; wait "$agent_pid"; } 2>/dev/null
+	# Two sessions of the account: a tmux server the first started in
+	# the workspace is not the second's (each knows only its own binds).
+	sshs "$S_CODER" 'SHELL=/bin/sh tmux -S "/srv/agents/$USER/workspace/.s1tmux" new-session -d "sleep 20"
+echo started; sleep 6' >"$T/s1.out" 2>&1 &
+	local s1=$!
+	wait_for NSS test -S "$ws/.s1tmux" || { echo "  the first session's tmux did not start"; ok=1; }
+	sshs "$S_CODER" 'python3 -c "import socket,sys
+try: socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print(\"cross_session=ok\")
+except OSError as e: print(\"cross_session=\" + (e.strerror or str(e)))" "/srv/agents/$USER/workspace/.s1tmux"' \
+		>"$T/s2.out" 2>&1
+	wait "$s1"
+	sed 's/^/  | /' "$T/s1.out" "$T/s2.out"
+	expect "$T/s1.out" started || ok=1
+	expect "$T/s2.out" "cross_session=Permission denied" || ok=1
+	NSS rm -f "$ws/.hosttmux" "$ws/.s1tmux" "$h/.hostagent" "/home/$S_CODER/.coder-key" "$pwned"
+	return $ok
+}
+
 # pam_stage = required, the other side: the same account started without
 # a PAM session stage (setpriv, no PAM at all) is refused by agent-shell.
 t_shipped_pam_stage_required() {
@@ -1779,7 +1854,7 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 done
 # The shipped files: their own world, set up once the tests above are done.
 shipped_tests=(t_shipped_installed_as_make_install t_shipped_doctor t_shipped_pam_stacks
-	t_shipped_coder t_shipped_pam_environment_preload t_shipped_pam_stage_required t_shipped_reviewer t_shipped_ci_gated
+	t_shipped_coder t_shipped_coder_sameuid t_shipped_pam_environment_preload t_shipped_pam_stage_required t_shipped_reviewer t_shipped_ci_gated
 	t_shipped_su_runuser_login)
 [ -z "${SBX_E2E_ONLY:-}" ] || [[ " ${shipped_tests[*]}" =~ $SBX_E2E_ONLY ]] || shipped_tests=()
 t0=$SECONDS

@@ -29,6 +29,7 @@
  *   fixture=PID   a process of the agent's uid outside any sandbox
  *   mark=NAME     a file the test put in the host's /tmp, /dev/shm and
  *                 the agent's host home: seen, the directory is the host's
+ *   shm=DIR       the agent's own directory in the host's /dev/shm
  *   targets=a,b   processes to attack: init (pid 1 of the sandbox's pid
  *                 namespace), parent (getppid()), fixture
  */
@@ -132,12 +133,13 @@ const char *__asan_default_options(void)
 /* ---- arguments ------------------------------------------------------------- */
 
 static struct {
-	const char *ws, *host, *fix, *abstract, *targets, *mark;
+	const char *ws, *host, *fix, *abstract, *targets, *mark, *shm;
 	unsigned tcp, udp;
 	pid_t fixture;
 } A;
 
 static char **self_env;
+static char **prog_env;		/* what run_prog passes: self_env unless set */
 static char start_fds[256];
 
 /* ---- output ---------------------------------------------------------------- */
@@ -182,7 +184,7 @@ static void run_prog(const char *name, char *const argv[], char *out, size_t out
 			dup2(null, 0);
 			dup2(null, 2);
 		}
-		execve(argv[0], argv, self_env);
+		execve(argv[0], argv, prog_env ? prog_env : self_env);
 		e = errno;
 		if (write(ep[1], &e, sizeof(e)) != (ssize_t)sizeof(e))
 			_exit(125);
@@ -1557,6 +1559,145 @@ static void cls_leftovers(void)
 	}
 }
 
+/* ---- unix_sameuid ------------------------------------------------------------ */
+
+/* A program run with one variable ("NAME=value") set in its environment. */
+static void run_with_var(const char *name, const char *var, char *const argv[])
+{
+	size_t k = strcspn(var, "=") + 1, n = 0;
+	char *env[64];
+
+	for (char **e = self_env; *e && n < 62; e++)
+		if (strncmp(*e, var, k) != 0)
+			env[n++] = *e;
+	env[n++] = (char *)var;
+	env[n] = NULL;
+	prog_env = env;
+	run_prog(name, argv, NULL, 0);
+	prog_env = NULL;
+}
+
+static void run_with_agent(const char *name, const char *sock, char *const argv[])
+{
+	char var[160];
+
+	snprintf(var, sizeof(var), "SSH_AUTH_SOCK=%s", sock);
+	run_with_var(name, var, argv);
+}
+
+/* Wait up to 3 s for a path to appear. */
+static bool appears(const char *path)
+{
+	struct stat st;
+
+	for (int i = 0; i < 300; i++) {
+		if (lstat(path, &st) == 0)
+			return true;
+		sleep_ms(10);
+	}
+	return false;
+}
+
+/*
+ * The agent's own uid, unconfined, outside the sandbox (the test started
+ * them): listeners in the workspace, the host's /tmp, the real home and
+ * the host's /dev/shm; a tmux server and an ssh-agent holding a key, both
+ * with their sockets in the workspace. Owning a socket file makes none of
+ * them the session's. The controls: a tmux server and an ssh-agent
+ * started inside answer.
+ */
+static void cls_unix_sameuid(void)
+{
+	char path[108], tmux[108], agent[108], pwned[160], in_tmux[] = "/tmp/esc-in.tmux",
+	     in_agent[] = "/tmp/esc-in.agent", cmd[200];
+	const char *home = getenv("HOME");
+	pid_t ag;
+
+	path_in(path, sizeof(path), A.ws, ".esc-outside.sock");
+	unix_connect("sameuid_ws", SOCK_STREAM, path, false);
+	snprintf(path, sizeof(path), "/tmp/sbx-test-esc-out-%s.sock", A.mark ? A.mark : "");
+	unix_connect("sameuid_tmp", SOCK_STREAM, path, false);
+	path_in(path, sizeof(path), home ? home : "/nonexistent", ".esc-outside.sock");
+	unix_connect("sameuid_home", SOCK_STREAM, path, false);
+	path_in(path, sizeof(path), A.shm ? A.shm : "/nonexistent", "esc-outside.sock");
+	unix_connect("sameuid_shm", SOCK_STREAM, path, false);
+
+	/* tmux outside: run-shell would run its command unconfined. */
+	path_in(tmux, sizeof(tmux), A.ws, ".hosttmux");
+	snprintf(pwned, sizeof(pwned), "touch %s/tmux-pwned", A.host ? A.host : "/nonexistent");
+	{
+		char *argv[] = { "/usr/bin/tmux", "-S", tmux, "run-shell", pwned, NULL };
+
+		run_prog("tmux_outside", argv, NULL, 0);
+	}
+	/* ssh-agent outside: its key must not be listed (exit 2: no agent). */
+	path_in(agent, sizeof(agent), A.ws, ".hostagent");
+	{
+		char *argv[] = { "/usr/bin/ssh-add", "-l", NULL };
+
+		run_with_agent("sshagent_outside", agent, argv);
+	}
+
+	/* Controls: a tmux server of the session's own, and an ssh-agent. */
+	{
+		char *start[] = { "/usr/bin/tmux", "-S", in_tmux, "new-session", "-d", "-s", "in",
+				  "/bin/sleep 60", NULL };
+		char *run[] = { "/usr/bin/tmux", "-S", in_tmux, "run-shell", cmd, NULL };
+		char *stop[] = { "/usr/bin/tmux", "-S", in_tmux, "kill-server", NULL };
+		struct stat st;
+
+		snprintf(cmd, sizeof(cmd), "touch /tmp/esc-in-tmux-ran");
+		/* The session's command runs in SHELL (else the passwd shell:
+		 * agent-shell). */
+		run_with_var("tmux_inside_new", "SHELL=/bin/sh", start);
+		run_prog("tmux_inside_run", run, NULL, 0);
+		put("tmux_inside_ran", "%s", stat("/tmp/esc-in-tmux-ran", &st) == 0 ? "OK" : "ABSENT");
+		/* Cleanup only: the client may see the server go before it
+		 * answers, and say so with exit 1. */
+		run_prog("tmux_inside_kill", stop, NULL, 0);
+		unlink("/tmp/esc-in-tmux-ran");
+		unlink(in_tmux);
+	}
+	fflush(NULL);
+	ag = fork();
+	if (ag == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		int errf = open("/tmp/esc-in.err", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(errf >= 0 ? errf : null, 2);
+		}
+		execl("/usr/bin/ssh-agent", "ssh-agent", "-D", "-a", in_agent, (char *)NULL);
+		_exit(127);
+	}
+	if (ag > 0 && appears(in_agent)) {
+		char *argv[] = { "/usr/bin/ssh-add", "-l", NULL };
+
+		/* exit 1: connected, "The agent has no identities." */
+		run_with_agent("sshagent_inside", in_agent, argv);
+	} else {
+		char why[120] = "";
+		int fd = open("/tmp/esc-in.err", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, why, sizeof(why) - 1) : -1;
+
+		for (ssize_t i = 0; i < n; i++)
+			if (why[i] == '\n' || why[i] == ' ')
+				why[i] = '_';
+		why[n > 0 ? n : 0] = '\0';
+		if (fd >= 0)
+			close(fd);
+		put("sshagent_inside", "%s:%s", ag > 0 ? "NOSOCKET" : err_name(errno), why);
+	}
+	unlink("/tmp/esc-in.err");
+	if (ag > 0) {
+		kill(ag, SIGKILL);
+		waitpid(ag, NULL, 0);
+	}
+	unlink(in_agent);
+}
+
 static void cls_touch(void)
 {
 	int fd = open("esc-swapped.txt", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -1582,6 +1723,7 @@ static const struct {
 	{ "gate", cls_gate },
 	{ "network", cls_network },
 	{ "unix", cls_unix },
+	{ "unix_sameuid", cls_unix_sameuid },
 	{ "fds_cwd", cls_fds_cwd },
 	{ "env", cls_env },
 	{ "rlimits", cls_rlimits },
@@ -1621,6 +1763,8 @@ int main(int argc, char **argv, char **envp)
 			A.abstract = v;
 		else if (!strcmp(argv[i], "mark"))
 			A.mark = v;
+		else if (!strcmp(argv[i], "shm"))
+			A.shm = v;
 		else if (!strcmp(argv[i], "targets"))
 			A.targets = v;
 		else if (!strcmp(argv[i], "tcp"))

@@ -447,6 +447,29 @@ static const struct expect table[] = {
 	CONTROL("unix", "own_sock_tmp", PALL, "OK"),
 	CONTROL("unix", "own_sock_ws", PALL, "OK"),
 	CONTROL("unix", "socketpair_stream", PALL, "OK"),
+
+	/* unix_sameuid: the agent's own uid outside the sandbox, a host tool
+	 * or IDE, the user's tmux or ssh-agent: owning the socket file does
+	 * not make it the session's. Where the directory is the session's own
+	 * (a private /tmp, /dev/shm) it is not there at all. */
+	STOPS("unix_sameuid", "sameuid_ws", PALL, "EACCES", "unix supervisor (not bound by the session)"),
+	STOPS("unix_sameuid", "sameuid_home", PALL, "EACCES", "unix supervisor (not bound by the session)"),
+	STOPS("unix_sameuid", "sameuid_tmp", PNS, "ENOENT", "private /tmp"),
+	STOPS("unix_sameuid", "sameuid_tmp", PDEG, "EACCES", "unix supervisor (not bound by the session)"),
+	STOPS("unix_sameuid", "sameuid_shm", PNS, "ENOENT", "private /dev/shm"),
+	STOPS("unix_sameuid", "sameuid_shm", PDEG, "EACCES", "unix supervisor (not bound by the session)"),
+	STOPS("unix_sameuid", "fixture_sameuid_connects", PALL, "0", "(nobody reached the agent's own listeners)"),
+	STOPS("unix_sameuid", "tmux_outside", PALL, "exit=1", "unix supervisor (a tmux server outside)"),
+	STOPS("unix_sameuid", "tmux_outside_ran", PALL, "ABSENT", "(run-shell ran nothing outside)"),
+	STOPS("unix_sameuid", "sshagent_outside", PALL, "exit=2", "unix supervisor (an ssh-agent outside: no key listed)"),
+	CONTROL("unix_sameuid", "outside_tmux_control", PALL, "exit=0"),
+	CONTROL("unix_sameuid", "outside_sshagent_control", PALL, "exit=0"),
+	CONTROL("unix_sameuid", "tmux_inside_new", PALL, "exit=0"),
+	CONTROL("unix_sameuid", "tmux_inside_run", PALL, "exit=0"),
+	CONTROL("unix_sameuid", "tmux_inside_ran", PALL, "OK"),
+	HARMLESS("unix_sameuid", "tmux_inside_kill", PALL, "exit=0|exit=1", "cleanup: kill-server's own status races the server's exit"),
+	/* ssh-add -l exit 1: connected, "The agent has no identities." */
+	CONTROL("unix_sameuid", "sshagent_inside", PALL, "exit=1"),
 	STOPS("unix", "fixture_stream_connects", PALL, "0", "(nobody reached host.sock)"),
 	STOPS("unix", "fixture_seqpacket_connects", PALL, "0", "(nobody reached host.seqpacket)"),
 	STOPS("unix", "fixture_dgram_received", PALL, "0", "(nothing reached host.dgram)"),
@@ -504,6 +527,7 @@ static const struct expect table[] = {
 
 struct counts {
 	int stream, seqpacket, dgram, abstract, tcp, udp;
+	int sameuid;		/* the agent's own listeners outside */
 };
 
 struct world {
@@ -520,11 +544,17 @@ struct world {
 	char abstract[64];
 	char mark[64];			/* the name of the marker files */
 	char mark_tmp[96], mark_shm[96], mark_home[192];
-	char conf[4][128];
+	char conf[5][128];
 	unsigned tcp_port, udp_port;
 	uid_t uid;
 	gid_t gid;
 	pid_t server, sleeper;
+	/* Class unix_sameuid: the agent's own processes outside the sandbox
+	 * (a listener, an ssh-agent, a tmux server) and what they answered
+	 * outside, before the session. */
+	pid_t outsider, outside_agent;
+	char outside_tmux[192], outside_agent_sock[192], out_tmp[96], key[128];
+	int outside_tmux_ok, outside_agent_ok;
 	struct counts *counts;		/* MAP_SHARED with the server */
 	bool agent_made, group_made;
 	/* Independent kernel probes: the contract assumes both. */
@@ -534,8 +564,9 @@ struct world {
 
 static struct world W;
 
-enum profile { ESC, ESCGATE, ESCTIME, ESCLIMITS, NPROFILES };
-static const char *const profile_names[NPROFILES] = { "esc", "escgate", "esctime", "esclimits" };
+enum profile { ESC, ESCGATE, ESCTIME, ESCLIMITS, ESCHOME, NPROFILES };
+static const char *const profile_names[NPROFILES] = { "esc", "escgate", "esctime", "esclimits",
+						      "eschome" };
 
 static int write_text(const char *path, const char *text, mode_t mode)
 {
@@ -694,6 +725,10 @@ static int write_configs(void)
 			 "nproc = 64\n"
 			 "tmp_size = 8M\n"
 			 "fsize = 16M\n"
+			 "\n"
+			 "[profile eschome]\n"
+			 "inherit = esc\n"
+			 "home = real\n"
 			 "\n"
 			 "[match]\n"
 			 "group %s = %s\n",
@@ -856,6 +891,7 @@ static int start_sleeper(void)
 /* ---- set-up and teardown -------------------------------------------------------- */
 
 static int group_teardown(void **state);
+static void unlink_outsider_sockets(void);
 
 /* The security.capability value of a file capability set (VFS v2):
  * cap_dac_read_search and cap_setuid, permitted and effective. */
@@ -1020,6 +1056,16 @@ static int group_setup_inner(void)
 	    write_text(W.mark_home, "mark\n", 0644))
 		return -1;
 
+	/* An ssh key of the agent's, for its ssh-agent outside. */
+	snprintf(W.out_tmp, sizeof(W.out_tmp), "/tmp/sbx-test-esc-out-%s.sock", W.mark);
+	snprintf(W.key, sizeof(W.key), "%s/esc-key", W.fix);
+	{
+		const char *kg[] = { "/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+				     W.key, NULL };
+
+		if (sbx_test_run_quiet(kg) != 0 || chown_mode(W.key, W.uid, W.gid, 0600) != 0)
+			return -1;
+	}
 	if (write_configs() != 0 || start_server() != 0 || start_sleeper() != 0)
 		return -1;
 	probe_kernel();
@@ -1048,6 +1094,10 @@ static int group_teardown(void **state)
 		return 0;
 	reap(&W.server);
 	reap(&W.sleeper);
+	reap(&W.outsider);
+	reap(&W.outside_agent);
+	if (W.out_tmp[0])
+		unlink_outsider_sockets();
 	/* Nothing of the account may outlive the tests. */
 	if (W.agent_made && W.uid)
 		sbx_test_procs_of(W.uid, true);
@@ -1210,9 +1260,9 @@ static void run_session(const struct session_spec *sp, struct run *r)
 	char store[24][512];
 	char *env[25];
 	char fixture[32], tcp[32], udp[32], targets[64], ws[200], host[96], fix[96], abs[96];
-	char mark[96];
+	char mark[96], shm[96];
 	const char *argv[] = { W.shell, "--run", "--", W.helper, sp->cls, ws, host, fix, abs,
-			       tcp, udp, fixture, targets, mark, NULL };
+			       tcp, udp, fixture, targets, mark, shm, NULL };
 	int out[2], err[2];
 	size_t n = 0, out_used = 0, err_used = 0;
 	bool out_open = true, err_open = true, exited = false;
@@ -1230,6 +1280,7 @@ static void run_session(const struct session_spec *sp, struct run *r)
 	snprintf(fixture, sizeof(fixture), "fixture=%d", (int)W.sleeper);
 	snprintf(targets, sizeof(targets), "targets=%s", paths[sp->path].targets);
 	snprintf(mark, sizeof(mark), "mark=%s", W.mark);
+	snprintf(shm, sizeof(shm), "shm=%s", W.shm);
 
 	snprintf(store[n++], 512, "PATH=/usr/local/bin:/usr/bin:/bin");
 	snprintf(store[n++], 512, "HOME=%s", W.home);
@@ -1542,6 +1593,161 @@ static void after_unix(enum path p, struct run *r)
 	add_line(r, "fixture_abstract_connects", "%d", W.counts->abstract);
 }
 
+/* argv run as the agent, outside any sandbox, with SSH_AUTH_SOCK=sock when
+ * sock is set: its exit code (-1: not run), stdout and stderr to null. */
+static int run_as_agent(const char *const argv[], const char *sock)
+{
+	char auth[200], home[160];
+	/* SHELL: tmux runs its session's command with it (the agent's
+	 * passwd shell is agent-shell). */
+	char *env[] = { "PATH=/usr/bin:/bin", "SHELL=/bin/sh", home, auth, NULL };
+	int status = 0;
+	pid_t pid;
+
+	snprintf(home, sizeof(home), "HOME=%s", W.home);
+	snprintf(auth, sizeof(auth), "SSH_AUTH_SOCK=%s", sock ? sock : "");
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		drop_to_agent();
+		if (chdir(W.home) != 0)
+			_exit(126);
+		execve(argv[0], (char *const *)argv, env);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return sbx_test_status_code(status);
+}
+
+static bool path_appears(const char *path)
+{
+	struct stat st;
+
+	for (int i = 0; i < 300; i++) {
+		if (lstat(path, &st) == 0)
+			return true;
+		usleep(10 * 1000);
+	}
+	return false;
+}
+
+/* Where the agent's own listeners outside the sandbox are. */
+static int outsider_paths(char (*path)[108])
+{
+	return snprintf(path[0], 108, "%s/.esc-outside.sock", W.ws) >= 108 ||
+	       snprintf(path[1], 108, "%s", W.out_tmp) >= 108 ||
+	       snprintf(path[2], 108, "%s/.esc-outside.sock", W.home) >= 108 ||
+	       snprintf(path[3], 108, "%s/esc-outside.sock", W.shm) >= 108 ? -1 : 0;
+}
+
+static void unlink_outsider_sockets(void)
+{
+	char path[4][108];
+
+	if (outsider_paths(path) == 0)
+		for (int i = 0; i < 4; i++)
+			unlink(path[i]);
+}
+
+/* The agent's own listeners outside the sandbox: in the workspace, the
+ * host's /tmp, its real home and the host's /dev/shm. Counts connects. */
+static void __attribute__((noreturn)) outsider_main(void)
+{
+	char path[4][108];
+	int fds[4];
+	int *counter[4];
+
+	drop_to_agent();
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (outsider_paths(path) != 0)
+		_exit(1);
+	for (int i = 0; i < 4; i++) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		unlink(path[i]);
+		memcpy(sa.sun_path, path[i], sizeof(path[i]));
+		fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+		    listen(fds[i], 16) != 0)
+			_exit(1);
+		counter[i] = &W.counts->sameuid;
+	}
+	serve(fds, counter, 4);
+}
+
+static void before_sameuid(enum path p)
+{
+	const char *tmux_new[] = { "/usr/bin/tmux", "-S", W.outside_tmux, "new-session", "-d",
+				   "-s", "host", "/bin/sleep 300", NULL };
+	const char *tmux_try[] = { "/usr/bin/tmux", "-S", W.outside_tmux, "run-shell", "true",
+				   NULL };
+	const char *add[] = { "/usr/bin/ssh-add", "-q", W.key, NULL };
+	const char *list[] = { "/usr/bin/ssh-add", "-l", NULL };
+
+	(void)p;
+	reset_counts(p);
+	snprintf(W.outside_tmux, sizeof(W.outside_tmux), "%s/.hosttmux", W.ws);
+	snprintf(W.outside_agent_sock, sizeof(W.outside_agent_sock), "%s/.hostagent", W.ws);
+	fflush(NULL);
+	W.outsider = fork();
+	if (W.outsider == 0)
+		outsider_main();
+	W.outside_agent = fork();
+	if (W.outside_agent == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		drop_to_agent();
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/ssh-agent", "ssh-agent", "-D", "-a", W.outside_agent_sock,
+		      (char *)NULL);
+		_exit(127);
+	}
+	/* The controls, outside: each answers the agent's uid there. */
+	W.outside_agent_ok = W.outside_agent > 0 && path_appears(W.outside_agent_sock) &&
+			     run_as_agent(add, W.outside_agent_sock) == 0 ?
+				     run_as_agent(list, W.outside_agent_sock) : -1;
+	W.outside_tmux_ok = run_as_agent(tmux_new, NULL) == 0 ? run_as_agent(tmux_try, NULL) : -1;
+	(void)path_appears(W.out_tmp);
+}
+
+static void after_sameuid(enum path p, struct run *r)
+{
+	const char *kill_server[] = { "/usr/bin/tmux", "-S", W.outside_tmux, "kill-server", NULL };
+	char pwned[128];
+	struct stat st;
+
+	(void)p;
+	usleep(100 * 1000);
+	add_line(r, "fixture_sameuid_connects", "%d",
+		 __atomic_load_n(&W.counts->sameuid, __ATOMIC_SEQ_CST));
+	add_line(r, "outside_tmux_control", "exit=%d", W.outside_tmux_ok);
+	add_line(r, "outside_sshagent_control", "exit=%d", W.outside_agent_ok);
+	snprintf(pwned, sizeof(pwned), "%s/tmux-pwned", W.host);
+	add_line(r, "tmux_outside_ran", "%s", stat(pwned, &st) == 0 ? "CREATED" : "ABSENT");
+	unlink(pwned);
+	(void)run_as_agent(kill_server, NULL);
+	reap(&W.outsider);
+	reap(&W.outside_agent);
+	unlink(W.outside_tmux);
+	unlink(W.outside_agent_sock);
+	unlink_outsider_sockets();
+}
+
 static void after_fs(enum path p, struct run *r)
 {
 	char *text = NULL;
@@ -1669,6 +1875,9 @@ static const struct class_def classes[] = {
 	{ .name = "gate", .profile = ESCGATE },
 	{ .name = "network", .profile = ESC, .before = reset_counts, .after = after_network },
 	{ .name = "unix", .profile = ESC, .before = reset_counts, .after = after_unix },
+	/* The real home, so a socket in it outside is one the session sees. */
+	{ .name = "unix_sameuid", .profile = ESCHOME, .before = before_sameuid,
+	  .after = after_sameuid },
 	{ .name = "fds_cwd", .profile = ESC },
 	{ .name = "env", .profile = ESC, .env_extra = env_dirty },
 	{ .name = "rlimits", .profile = ESCLIMITS },
@@ -1757,6 +1966,7 @@ CLASS_TEST(secret_alias)
 CLASS_TEST(gate)
 CLASS_TEST(network)
 CLASS_TEST(unix)
+CLASS_TEST(unix_sameuid)
 CLASS_TEST(fds_cwd)
 CLASS_TEST(env)
 CLASS_TEST(rlimits)
@@ -1781,6 +1991,7 @@ int main(void)
 		cmocka_unit_test(test_gate),
 		cmocka_unit_test(test_network),
 		cmocka_unit_test(test_unix),
+		cmocka_unit_test(test_unix_sameuid),
 		cmocka_unit_test(test_fds_cwd),
 		cmocka_unit_test(test_env),
 		cmocka_unit_test(test_rlimits),
