@@ -1228,7 +1228,8 @@ static int run_on(const struct sbx_run *run, const struct sbx_probe *probe,
 	if (ret == 0 && run->on_report)
 		run->on_report(report, run->ctx);
 	status = sbx_outer_supervise(child, (p->limits.set_mask & (1u << SBX_LIMIT_SESSION_TIME)) ?
-				     (unsigned)p->limits.value[SBX_LIMIT_SESSION_TIME] : 0);
+				     (unsigned)p->limits.value[SBX_LIMIT_SESSION_TIME] : 0,
+				     run->watch_fd > 0 ? run->watch_fd : -1, run->root_gone);
 	if (ret == 0)
 		*exit_code = status;
 	/* The bridge has ended with the session: its counts are final. */

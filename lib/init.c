@@ -227,6 +227,11 @@ struct supervise_opts {
 	bool subreaper;
 	const struct sbx_relay *relay;
 	unsigned session_time;
+	/* watch_fd: a pidfd of the session's root side (sshd's monitor, su,
+	 * login), or a socket whose hang-up means it is gone: the session
+	 * then ends as at its session_time, and *gone is set. */
+	int watch_fd;
+	bool *gone;
 };
 
 /* Long on purpose: one event loop (signalfd, relay, timers, reaping); its
@@ -246,6 +251,8 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 	int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
 	bool pidfd_fired = false;
 	bool done = false, in_open = relay != NULL, master_open = relay != NULL;
+	bool ending = false;	/* our own timer runs: session_time or watch_fd */
+	int watch = o->watch_fd;
 	/* The relay's ends (open only with a relay). */
 	const int in_fd = relay ? relay->in_fd : -1, master = relay ? relay->master : -1;
 	const int out_fd = relay ? relay->out_fd : -1;
@@ -292,15 +299,18 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 			pidfd = -1;
 			pidfd_fired = false;
 		}
-		if (in_open || master_open || pidfd >= 0) {
-			struct pollfd pf[4] = {
+		if (in_open || master_open || pidfd >= 0 || watch >= 0) {
+			struct pollfd pf[5] = {
 				{ .fd = sfd, .events = POLLIN },
 				{ .fd = in_open ? in_fd : -1, .events = POLLIN },
 				{ .fd = master_open ? master : -1, .events = POLLIN },
 				{ .fd = pidfd, .events = POLLIN },
+				/* A pidfd is readable once its process ended; the
+				 * channel never carries data to this end. */
+				{ .fd = watch, .events = POLLIN | POLLRDHUP },
 			};
 
-			if (poll(pf, 4, -1) < 0) {
+			if (poll(pf, 5, -1) < 0) {
 				if (errno == EINTR)
 					continue;
 				break;
@@ -308,6 +318,20 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 			/* The child has ended: reaped at the top of the loop. */
 			if (pf[3].revents & POLLIN) {
 				pidfd_fired = true;
+				continue;
+			}
+			/* The root side is gone: end the session like a
+			 * disconnect, then for good (as at session_time). */
+			if (pf[4].revents & (POLLIN | POLLHUP | POLLERR | POLLRDHUP)) {
+				watch = -1;
+				if (o->gone)
+					*o->gone = true;
+				if (timer_stage == 0) {
+					timer_stage = 1;
+					ending = true;
+					forward_signal(child, SIGHUP, as_init);
+					alarm(SBX_SESSION_GRACE);
+				}
 				continue;
 			}
 			/* A pending signal first: a resize is signalled before
@@ -341,7 +365,7 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 		case SIGALRM:
 			/* Only our own timer counts: another process of the
 			 * same uid may send SIGALRM too. */
-			if (!o->session_time || si.ssi_code != SI_KERNEL)
+			if (!(o->session_time || ending) || si.ssi_code != SI_KERNEL)
 				break;
 			if (timer_stage++ == 0) {
 				/* The session's time is up: end it like a
@@ -372,7 +396,7 @@ static int supervise(pid_t child, const struct supervise_opts *o)
 			;
 		code = p == child ? status_code(status) : 255;
 	}
-	if (o->session_time)
+	if (o->session_time || ending)
 		alarm(0);
 	if (as_init && getpid() == 1) {
 		/* kill(-1) from a namespace's init reaches every process in the
@@ -396,28 +420,29 @@ out:
 
 int sbx_init_supervise(pid_t child)
 {
-	const struct supervise_opts o = { .as_init = true };
+	const struct supervise_opts o = { .as_init = true, .watch_fd = -1 };
 
 	return supervise(child, &o);
 }
 
 int sbx_init_supervise_relay(pid_t child, const struct sbx_relay *relay)
 {
-	const struct supervise_opts o = { .as_init = true, .relay = relay };
+	const struct supervise_opts o = { .as_init = true, .relay = relay, .watch_fd = -1 };
 
 	return supervise(child, &o);
 }
 
 int sbx_wait_forward(pid_t child)
 {
-	const struct supervise_opts o = { 0 };
+	const struct supervise_opts o = { .watch_fd = -1 };
 
 	return supervise(child, &o);
 }
 
-int sbx_outer_supervise(pid_t child, unsigned session_time)
+int sbx_outer_supervise(pid_t child, unsigned session_time, int watch_fd, bool *gone)
 {
-	const struct supervise_opts o = { .subreaper = true, .session_time = session_time };
+	const struct supervise_opts o = { .subreaper = true, .session_time = session_time,
+					  .watch_fd = watch_fd, .gone = gone };
 
 	return supervise(child, &o);
 }

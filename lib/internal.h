@@ -336,8 +336,10 @@ int sbx_wait_forward(pid_t child);
  * (PR_SET_CHILD_SUBREAPER). Forward signals to child, reap orphans that
  * come back, and when child is gone SIGKILL every descendant left. With
  * session_time > 0: SIGHUP child after that many seconds, SIGKILL it
- * SBX_SESSION_GRACE seconds later. Returns child's status as an exit code. */
-int sbx_outer_supervise(pid_t child, unsigned session_time);
+ * SBX_SESSION_GRACE seconds later. The same when watch_fd (>= 0: a pidfd,
+ * or a socket) says its process ended or hangs up, and *gone (may be NULL)
+ * is set. Returns child's status as an exit code. */
+int sbx_outer_supervise(pid_t child, unsigned session_time, int watch_fd, bool *gone);
 
 /* ---- mounts.c: the mount view (docs/design.md section 4.3) -------------- */
 
@@ -492,10 +494,12 @@ bool sbx_session_id_is_valid(const char *id);
  * (last component, 0755) and sessions/ (0700; an older, wider one is
  * tightened) are created when missing; every directory must be root-owned
  * and not group/world writable. With max_live > 0, stale records are
- * removed and the write is refused with -EUSERS when rec->uid already has
- * max_live live records. */
+ * ended and removed (hook, which may be NULL, hears of each: struct
+ * sbx_stale_hook) and the write is refused with -EUSERS when rec->uid
+ * already has max_live live records. */
+struct sbx_stale_hook;
 int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
-		     unsigned max_live, struct sbx_error *err);
+		     unsigned max_live, const struct sbx_stale_hook *hook, struct sbx_error *err);
 
 /* Root, in the session's own mount namespace (propagation to the host cut):
  * mount a read-only tmpfs on <runtime_dir>/session (made 0755 when missing)
@@ -538,9 +542,21 @@ struct sbx_record_entry {
 };
 int sbx_record_list(const char *runtime_dir, struct sbx_record_entry **out, size_t *n,
 		    struct sbx_error *err);
-/* Root: remove the records of sessions that ended without closing (their
- * opener is gone); *removed says how many. */
-int sbx_record_prune(const char *runtime_dir, unsigned *removed, struct sbx_error *err);
+/* A stale record (its opener is gone: sshd's monitor killed, say) is
+ * removed only after its session's processes are ended (sbx_session_end);
+ * fn (may be NULL) then hears of each, with how many were killed. */
+struct sbx_stale_hook {
+	void (*fn)(const struct sbx_record *rec, unsigned killed, void *arg);
+	void *arg;
+};
+/* A stale session's end for the log and root's ledger: event=pam_close
+ * how=opener_gone report=lost killed=N result=failed. */
+struct sbx_logline;
+void sbx_record_stale_line(const struct sbx_record *rec, unsigned killed, struct sbx_logline *l);
+/* Root: end and remove the sessions that ended without closing (their
+ * opener is gone); *removed says how many. hook may be NULL. */
+int sbx_record_prune(const char *runtime_dir, unsigned *removed,
+		     const struct sbx_stale_hook *hook, struct sbx_error *err);
 
 /* Root: the pids of a session's tree — uid's processes in mount namespace
  * mntns and their descendants of that uid (the sandbox's own namespaces
@@ -561,7 +577,7 @@ int sbx_record_remove(const char *runtime_dir, const char *session_id,
  * ones (any uid) are removed and *stale (when not NULL) says how many.
  * A missing sessions/ directory counts 0. */
 int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *live,
-			  unsigned *stale, struct sbx_error *err);
+			  unsigned *stale, const struct sbx_stale_hook *hook, struct sbx_error *err);
 /* Root, at a session's close (its record already removed): under the lock
  * sbx_record_write takes, count uid's live records as sbx_record_count_user
  * does (removing stale ones) and, when there is none, call last(arg) before
@@ -569,7 +585,8 @@ int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *live,
  * process, until last returned. *live: the count (0: last ran). A lock or
  * count failure returns -errno and last does not run. */
 int sbx_record_last_close(const char *runtime_dir, uid_t uid, void (*last)(void *arg),
-			  void *arg, unsigned *live, struct sbx_error *err);
+			  void *arg, const struct sbx_stale_hook *hook, unsigned *live,
+			  struct sbx_error *err);
 
 /* ---- caps.c ------------------------------------------------------------ */
 
@@ -1052,6 +1069,11 @@ struct sbx_run {
 	 * worker has sent its report (before the command ends). */
 	void (*on_report)(const struct sbx_report *r, void *ctx);
 	void *ctx;
+	/* A pidfd of the process that opened the PAM session (sshd's
+	 * monitor), whose end ends the session, or 0 (a zeroed run: none);
+	 * *root_gone (may be NULL) says it did. */
+	int watch_fd;
+	bool *root_gone;
 };
 
 /* Run argv confined. Returns 0 when the confined process ran or was
@@ -1283,16 +1305,24 @@ int sbx_ledger_channel_send(int fd, const char *buf, size_t len);
 int sbx_ledger_channel_collect(int listen_fd, size_t max, char **out, size_t *len,
 			       struct ucred *peer, struct sbx_error *err);
 
+/* <state_dir>/ledger, made root 0700 if missing, opened: the PAM stage
+ * opens it before it masks anything in the session's mount namespace (the
+ * shipped ceiling hides the state directory there), and writes through
+ * the fd for the rest of the session. */
+int sbx_ledger_dir_open(const char *state_dir, int *out_fd, struct sbx_error *err);
 /* <state_dir>/ledger/<id>.json (root 0600, the directory 0700), replaced
- * atomically. */
+ * atomically; _at: in the ledger directory dir_fd. */
 int sbx_ledger_store_report(const char *state_dir, const char *session_id, const char *json,
 			    size_t len, struct sbx_error *err);
+int sbx_ledger_store_report_at(int dir_fd, const char *session_id, const char *json,
+			       size_t len, struct sbx_error *err);
 int sbx_ledger_read_report(const char *state_dir, const char *session_id, char **out,
 			   size_t *len, struct sbx_error *err);
 /* "<UTC time> <l->line>\n" appended to <state_dir>/ledger/events.log,
  * rotated past 4 MiB (events.log.1 newest, up to events.log.8). */
 int sbx_ledger_append(const char *state_dir, const struct sbx_logline *l,
 		      struct sbx_error *err);
+int sbx_ledger_append_at(int dir_fd, const struct sbx_logline *l, struct sbx_error *err);
 
 struct sbx_ledger_event {
 	char time[21];

@@ -210,17 +210,34 @@ static int ledger_open(const char *state_dir, bool create, int *out_fd, struct s
 	return 0;
 }
 
+int sbx_ledger_dir_open(const char *state_dir, int *out_fd, struct sbx_error *err)
+{
+	return ledger_open(state_dir, true, out_fd, err);
+}
+
 int sbx_ledger_store_report(const char *state_dir, const char *session_id, const char *json,
 			    size_t len, struct sbx_error *err)
 {
-	char name[SBX_SESSION_ID_HEX + 8], tmp[SBX_SESSION_ID_HEX + 16];
-	int dir_fd, fd, r;
+	int dir_fd, r;
 
 	if (!sbx_session_id_is_valid(session_id))
 		return sbx_error_set(err, EINVAL, "ledger: not a session id");
 	r = ledger_open(state_dir, true, &dir_fd, err);
 	if (r)
 		return r;
+	r = sbx_ledger_store_report_at(dir_fd, session_id, json, len, err);
+	close(dir_fd);
+	return r;
+}
+
+int sbx_ledger_store_report_at(int dir_fd, const char *session_id, const char *json,
+			       size_t len, struct sbx_error *err)
+{
+	char name[SBX_SESSION_ID_HEX + 8], tmp[SBX_SESSION_ID_HEX + 16];
+	int fd, r = 0;
+
+	if (!sbx_session_id_is_valid(session_id))
+		return sbx_error_set(err, EINVAL, "ledger: not a session id");
 	snprintf(name, sizeof(name), "%s.json", session_id);
 	snprintf(tmp, sizeof(tmp), ".%s.tmp", session_id);
 	(void)unlinkat(dir_fd, tmp, 0);
@@ -241,7 +258,6 @@ int sbx_ledger_store_report(const char *state_dir, const char *session_id, const
 		(void)unlinkat(dir_fd, tmp, 0);
 	}
 out:
-	close(dir_fd);
 	return r;
 }
 
@@ -333,11 +349,23 @@ static int events_rotate(int dir_fd, struct sbx_error *err)
 
 int sbx_ledger_append(const char *state_dir, const struct sbx_logline *l, struct sbx_error *err)
 {
+	int dir_fd, r;
+
+	r = ledger_open(state_dir, true, &dir_fd, err);
+	if (r)
+		return r;
+	r = sbx_ledger_append_at(dir_fd, l, err);
+	close(dir_fd);
+	return r;
+}
+
+int sbx_ledger_append_at(int dir_fd, const struct sbx_logline *l, struct sbx_error *err)
+{
 	char line[SBX_LOG_LINE_MAX + 32], when[32];
 	time_t now = time(NULL);
 	struct stat st;
 	struct tm tm;
-	int dir_fd, fd, r = 0;
+	int fd, r = 0;
 	size_t n;
 
 	if (!gmtime_r(&now, &tm) || !strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm))
@@ -345,20 +373,14 @@ int sbx_ledger_append(const char *state_dir, const struct sbx_logline *l, struct
 	n = (size_t)snprintf(line, sizeof(line), "%s %s\n", when, l->line);
 	if (n >= sizeof(line))
 		n = sizeof(line) - 1;
-	r = ledger_open(state_dir, true, &dir_fd, err);
-	if (r)
-		return r;
 	fd = events_open_locked(dir_fd, err);
-	if (fd < 0) {
-		close(dir_fd);
+	if (fd < 0)
 		return fd;
-	}
 	if (sbx_write_all(fd, line, n) != 0)
 		r = sbx_error_set(err, errno, "ledger " EVENTS_NAME ": write: %s", strerror(errno));
 	if (r == 0 && fstat(fd, &st) == 0 && (size_t)st.st_size >= EVENTS_ROTATE_AT)
 		r = events_rotate(dir_fd, err);
 	close(fd);
-	close(dir_fd);
 	return r;
 }
 

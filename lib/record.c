@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -197,7 +198,8 @@ static int record_format(const struct sbx_record *rec, char *buf, size_t size,
 }
 
 static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
-		      unsigned *live_out, unsigned *stale_out, struct sbx_error *err);
+		      const struct sbx_stale_hook *hook, unsigned *live_out, unsigned *stale_out,
+		      struct sbx_error *err);
 
 /*
  * Open (creating when missing) <runtime_dir>/sessions, root-only, and take
@@ -252,7 +254,7 @@ static int record_text(const struct sbx_record *rec, char **buf, size_t *len,
 }
 
 int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
-		     unsigned max_live, struct sbx_error *err)
+		     unsigned max_live, const struct sbx_stale_hook *hook, struct sbx_error *err)
 {
 	char sessions[SBX_PATH_MAX], tmp[SBX_SESSION_ID_HEX + 8];
 	char *buf = NULL;
@@ -281,7 +283,7 @@ int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 	if (max_live) {
 		unsigned live = 0;
 
-		r = count_live(dir_fd, sessions, rec->uid, true, &live, NULL, err);
+		r = count_live(dir_fd, sessions, rec->uid, true, hook, &live, NULL, err);
 		if (r)
 			goto out;
 		if (live >= max_live) {
@@ -870,10 +872,17 @@ out:
 	return r;
 }
 
+/* Stale records handled per walk; more wait for the next one. */
+#define STALE_PER_WALK 32
+
 struct count_ctx {
 	uid_t uid;
 	bool prune;
 	unsigned live, stale;
+	size_t n_stale, n_live_ns;
+	struct sbx_record stale_rec[STALE_PER_WALK];
+	unsigned long live_ns[256];	/* the live records' namespaces */
+	bool live_ns_full;
 };
 
 static int count_visit(int dir_fd, const char *name, const struct sbx_record *rec, bool live,
@@ -881,34 +890,105 @@ static int count_visit(int dir_fd, const char *name, const struct sbx_record *re
 {
 	struct count_ctx *c = arg;
 
+	(void)dir_fd;
+	(void)name;
 	(void)err;
 	if (!live) {
-		if (c->prune && unlinkat(dir_fd, name, 0) == 0)
-			c->stale++;
-	} else if (rec->uid == c->uid) {
-		c->live++;
+		if (c->prune && c->n_stale < STALE_PER_WALK)
+			c->stale_rec[c->n_stale++] = *rec;
+		return 0;
 	}
+	if (rec->uid == c->uid)
+		c->live++;
+	if (c->n_live_ns < ARRAY_SIZE(c->live_ns))
+		c->live_ns[c->n_live_ns++] = rec->mntns;
+	else
+		c->live_ns_full = true;
 	return 0;
 }
 
-/* Count the live records of uid in the open sessions/ directory; remove
- * the stale ones (of every uid) when prune is set. */
-static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
-		      unsigned *live_out, unsigned *stale_out, struct sbx_error *err)
+/*
+ * A record whose opener is gone (an OOM kill or kill -9 of sshd's
+ * monitor): nothing closed the session, and its processes may still run,
+ * outside max_sessions. They are ended first (the tree in the session's
+ * mount namespace, the sandbox's own namespaces below it), then the record
+ * goes, and the hook hears of it (root's ledger). Not when a live record
+ * names the same namespace, or it is the host's or the caller's: a freed
+ * namespace's inode number can be given to a later one.
+ */
+static void stale_end(int dir_fd, struct count_ctx *c, const struct sbx_stale_hook *hook)
 {
-	struct count_ctx c = { .uid = uid, .prune = prune };
-	int r = records_walk(path_fd, sessions, count_visit, &c, err);
+	/* Never the host's namespace, nor the caller's own: both are alive,
+	 * so a stale record naming either names a reused number. */
+	unsigned long self = sbx_ns_inode("mnt"), host = 0;
+	struct stat st;
 
-	if (r)
-		return r;
-	*live_out = c.live;
-	if (stale_out)
-		*stale_out = c.stale;
-	return 0;
+	if (stat("/proc/1/ns/mnt", &st) == 0)
+		host = (unsigned long)st.st_ino;
+	for (size_t i = 0; i < c->n_stale; i++) {
+		const struct sbx_record *rec = &c->stale_rec[i];
+		unsigned killed = 0, passes = 0;
+		bool shared = c->live_ns_full || rec->mntns == 0 || rec->mntns == self ||
+			      rec->mntns == host;
+
+		for (size_t k = 0; k < c->n_live_ns && !shared; k++)
+			shared = c->live_ns[k] == rec->mntns;
+		if (!shared && rec->uid != 0)
+			killed = sbx_session_end(rec->uid, rec->mntns, &passes);
+		if (unlinkat(dir_fd, rec->session, 0) != 0)
+			continue;	/* another walk took it */
+		c->stale++;
+		if (hook && hook->fn)
+			hook->fn(rec, killed, hook->arg);
+	}
+}
+
+void sbx_record_stale_line(const struct sbx_record *rec, unsigned killed, struct sbx_logline *l)
+{
+	sbx_log_begin(l, "pam_close");
+	sbx_log_add(l, "session", "%s", rec->session);
+	sbx_log_add(l, "user", "%s", rec->user);
+	sbx_log_add(l, "uid", "%u", (unsigned)rec->uid);
+	sbx_log_add(l, "service", "%s", rec->service);
+	sbx_log_add(l, "client", "%s", rec->client);
+	sbx_log_add(l, "profile", "%s", rec->profile);
+	sbx_log_add(l, "duration_s", "%lld", (long long)((int64_t)time(NULL) - rec->started));
+	sbx_log_add(l, "how", "opener_gone");
+	/* The shell's report was queued on the opener's channel, and went
+	 * with it. */
+	sbx_log_add(l, "report", "lost");
+	sbx_log_add(l, "killed", "%u", killed);
+	sbx_log_add(l, "result", "failed");
+	sbx_log_add(l, "msg", "the process that opened the session (pid %d) is gone; the session "
+		    "never closed: %u of its process(es) ended here", (int)rec->opener_pid, killed);
+}
+
+/* Count the live records of uid in the open sessions/ directory; end and
+ * remove the stale ones (of every uid) when prune is set. */
+static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
+		      const struct sbx_stale_hook *hook, unsigned *live_out, unsigned *stale_out,
+		      struct sbx_error *err)
+{
+	struct count_ctx *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c)
+		return sbx_error_set(err, ENOMEM, "records(%s): out of memory", sessions);
+	c->uid = uid;
+	c->prune = prune;
+	r = records_walk(path_fd, sessions, count_visit, c, err);
+	if (r == 0) {
+		stale_end(path_fd, c, hook);
+		*live_out = c->live;
+		if (stale_out)
+			*stale_out = c->stale;
+	}
+	free(c);
+	return r;
 }
 
 int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *live,
-			  unsigned *stale, struct sbx_error *err)
+			  unsigned *stale, const struct sbx_stale_hook *hook, struct sbx_error *err)
 {
 	char sessions[SBX_PATH_MAX];
 	int path_fd = -1, r;
@@ -926,7 +1006,7 @@ int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *live,
 	}
 	if (r)
 		return r;
-	r = count_live(path_fd, sessions, uid, geteuid() == 0, live, stale, err);
+	r = count_live(path_fd, sessions, uid, geteuid() == 0, hook, live, stale, err);
 	close(path_fd);
 	return r;
 }
@@ -998,15 +1078,17 @@ int sbx_record_list(const char *runtime_dir, struct sbx_record_entry **out, size
 	return 0;
 }
 
-int sbx_record_prune(const char *runtime_dir, unsigned *removed, struct sbx_error *err)
+int sbx_record_prune(const char *runtime_dir, unsigned *removed,
+		     const struct sbx_stale_hook *hook, struct sbx_error *err)
 {
 	unsigned live = 0;
 
-	return sbx_record_count_user(runtime_dir, (uid_t)-1, &live, removed, err);
+	return sbx_record_count_user(runtime_dir, (uid_t)-1, &live, removed, hook, err);
 }
 
 int sbx_record_last_close(const char *runtime_dir, uid_t uid, void (*last)(void *arg),
-			  void *arg, unsigned *live_out, struct sbx_error *err)
+			  void *arg, const struct sbx_stale_hook *hook, unsigned *live_out,
+			  struct sbx_error *err)
 {
 	char sessions[SBX_PATH_MAX];
 	unsigned live = 0;
@@ -1018,7 +1100,7 @@ int sbx_record_last_close(const char *runtime_dir, uid_t uid, void (*last)(void 
 		return r;
 	/* The same liveness rule as max_sessions: a record counts while the
 	 * process that opened its session lives. */
-	r = count_live(dir_fd, sessions, uid, true, &live, NULL, err);
+	r = count_live(dir_fd, sessions, uid, true, hook, &live, NULL, err);
 	if (r == 0 && live == 0)
 		last(arg);	/* still under the lock */
 	close(lock_fd);

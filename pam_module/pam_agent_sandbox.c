@@ -93,6 +93,11 @@ struct session_state {
 	char client[128];
 	char service[64];
 	int channel_fd;		/* the ledger's channel, -1 when none */
+	/* The ledger directory, opened before anything is masked in the
+	 * session's mount namespace (which this process stays in until the
+	 * close, and where the shipped ceiling hides the state directory);
+	 * -1 when it could not be opened: then by path. */
+	int ledger_fd;
 	unsigned long mntns;
 	unsigned did;
 	time_t started;
@@ -110,14 +115,17 @@ static void msend(pam_handle_t *pamh, int prio, const struct sbx_logline *l)
 		pam_syslog(pamh, LOG_AUTHPRIV | prio, "%s", l->line);
 }
 
-/* The same line in root's ledger (lib/ledger.c), when state_dir is given;
+/* The same line in root's ledger (lib/ledger.c): through the session's
+ * ledger directory fd when it has one (>= 0), else when state_dir is given;
  * a ledger that cannot be written is said in the log, and stops nothing. */
-static void ledger_note(pam_handle_t *pamh, const char *state_dir, const struct sbx_logline *l)
+static void ledger_note(pam_handle_t *pamh, const char *state_dir, int dir_fd,
+			const struct sbx_logline *l)
 {
 	struct sbx_error err = { 0 };
 	struct sbx_logline *w;
 
-	if (!state_dir || sbx_ledger_append(state_dir, l, &err) == 0)
+	if (dir_fd >= 0 ? sbx_ledger_append_at(dir_fd, l, &err) == 0 :
+	    !state_dir || sbx_ledger_append(state_dir, l, &err) == 0)
 		return;
 	w = malloc(sizeof(*w));
 	if (!w)
@@ -163,7 +171,7 @@ static void mlog_v(pam_handle_t *pamh, int prio, const char *ledger, const char 
 		sbx_log_add(l, "rhost", "%s", (const char *)rhost);
 	sbx_log_add(l, "msg", "%s", msg);
 	msend(pamh, prio, l);
-	ledger_note(pamh, ledger, l);
+	ledger_note(pamh, ledger, -1, l);
 	free(l);
 }
 
@@ -599,6 +607,34 @@ static int floor_unmeetable(const struct sbx_profile *p, char *why, size_t size)
  * floor_known: the account phase kept this decision, so it checked the
  * floor against the same profile and the same kernel facts (none of them
  * changes while the kernel runs); the shell decides the floor again. */
+/* Where a stale session's end goes: root's ledger (by fd in a session's
+ * masked namespace, by path elsewhere) and the log. */
+struct stale_note {
+	pam_handle_t *pamh;
+	const char *state_dir;
+	int ledger_fd;
+};
+
+/*
+ * A session whose opener died (an OOM kill or kill -9 of sshd's monitor)
+ * never closed: its end is written by whoever removes its record (the next
+ * login's count, a close, agent-shell --prune or --end), once its
+ * processes are ended. The shell's report went down with the opener (it
+ * was queued on the opener's channel): report=lost says so.
+ */
+static void stale_ended(const struct sbx_record *rec, unsigned killed, void *arg)
+{
+	const struct stale_note *sn = arg;
+	struct sbx_logline *l = malloc(sizeof(*l));
+
+	if (!l)
+		return;
+	sbx_record_stale_line(rec, killed, l);
+	msend(sn->pamh, LOG_ERR, l);
+	ledger_note(sn->pamh, sn->state_dir, sn->ledger_fd, l);
+	free(l);
+}
+
 static int agent_policy(pam_handle_t *pamh, const struct args *a,
 			const struct sbx_account *acc, const struct sbx_config *cfg,
 			const struct sbx_profile *p, bool floor_known)
@@ -617,7 +653,10 @@ static int agent_policy(pam_handle_t *pamh, const struct args *a,
 			      "user %s: refused: PAM service %s is not allowed for profile %s",
 			      acc->user, service ? service : "(none)", p->name);
 	if (p->limits.set_mask & (1u << SBX_LIMIT_MAX_SESSIONS)) {
-		if (sbx_record_count_user(a->runtime_dir, acc->uid, &n, &stale, &err) != 0)
+		const struct stale_note sn = { pamh, cfg->state_dir, -1 };
+		const struct sbx_stale_hook hook = { stale_ended, (void *)&sn };
+
+		if (sbx_record_count_user(a->runtime_dir, acc->uid, &n, &stale, &hook, &err) != 0)
 			return REFUSE(pamh, a, PAM_PERM_DENIED, "session_count", acc->user,
 				      "user %s: refused: cannot count sessions: %s",
 				      acc->user, err.msg);
@@ -843,6 +882,8 @@ static void state_cleanup(pam_handle_t *pamh, void *data, int error_status)
 
 	if (ss && ss->channel_fd >= 0)
 		close(ss->channel_fd);
+	if (ss && ss->ledger_fd >= 0)
+		close(ss->ledger_fd);
 	free(data);
 }
 
@@ -1074,6 +1115,8 @@ static int step_record(struct open_ctx *c)
 	const struct sbx_profile *p = c->p;
 	const char *service = pam_str_item(c->pamh, PAM_SERVICE);
 	const char *rhost = pam_str_item(c->pamh, PAM_RHOST);
+	const struct stale_note sn = { c->pamh, c->cfg->state_dir, c->ss->ledger_fd };
+	const struct sbx_stale_hook hook = { stale_ended, (void *)&sn };
 	char client[128];
 	int r;
 
@@ -1099,7 +1142,7 @@ static int step_record(struct open_ctx *c)
 		rec->opener_pid = getpid();
 	r = sbx_record_write(c->a->runtime_dir, rec,
 			     (p->limits.set_mask & (1u << SBX_LIMIT_MAX_SESSIONS)) ?
-			     (unsigned)p->limits.value[SBX_LIMIT_MAX_SESSIONS] : 0, &c->err);
+			     (unsigned)p->limits.value[SBX_LIMIT_MAX_SESSIONS] : 0, &hook, &c->err);
 	if (r == 0)
 		c->record_written = true;
 	return r;
@@ -1172,7 +1215,7 @@ static void log_opened(pam_handle_t *pamh, const struct open_ctx *c, const struc
 	sbx_log_add(l, "mntns", "%lu", c->rec.mntns);
 	sbx_log_add(l, "pam_stage", "%s", c->done);
 	msend(pamh, LOG_INFO, l);
-	ledger_note(pamh, c->cfg->state_dir, l);
+	ledger_note(pamh, c->cfg->state_dir, c->ss->ledger_fd, l);
 	free(l);
 }
 
@@ -1200,6 +1243,14 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 		return PAM_BUF_ERR;
 	}
 	c->ss->channel_fd = -1;
+	c->ss->ledger_fd = -1;
+	/* Before any step: step_secrets may mask the state directory in the
+	 * session's namespace, where this process writes the rest. */
+	if (sbx_ledger_dir_open(cfg->state_dir, &c->ss->ledger_fd, &c->err) != 0) {
+		mlog(pamh, LOG_ERR, "warning", "ledger", acc->user, "user %s: %s", acc->user,
+		     c->err.msg);
+		sbx_error_clear(&c->err);
+	}
 	r = sbx_session_id_new(c->ss->id, &c->err);
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(open_steps); i++)
 		r = open_steps[i](c);
@@ -1219,6 +1270,8 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 		   c->done[0] ? c->done : "nothing");
 	if (c->ss->channel_fd >= 0)
 		close(c->ss->channel_fd);
+	if (c->ss->ledger_fd >= 0)
+		close(c->ss->ledger_fd);
 	free(c->ss);
 	free(c);
 	return PAM_SESSION_ERR;
@@ -1460,15 +1513,47 @@ static void kill_all_of_uid(void *arg)
  * written again (bounded, scrubbed), marked origin=shell. Nothing else of
  * the text is kept.
  */
-#define CHANNEL_LINES_MAX 16
+#define CHANNEL_LINES_MAX 32
 
 struct shell_said {
 	const char *report;	/* "kept", "none" (nobody connected), "invalid" */
+	char command[160];	/* what ran: the kept report's words */
 	char level[16];
 	int exit_status;	/* -1: not sent */
 	bool floor_met;
 	char refusal[160];
 };
+
+/* The shell's own lines root keeps: without a syslog daemon the ledger is
+ * the only place they reach. */
+static bool shell_event(const char *event)
+{
+	static const char *const kept[] = { "command", "session_start", "session_end", "refused",
+					    "warning" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(kept); i++)
+		if (!strcmp(event, kept[i]))
+			return true;
+	return false;
+}
+
+/* A report's words, space-separated, for the close's line. */
+static void report_command(const struct sbx_report *rep, char *buf, size_t size)
+{
+	size_t used = 0;
+	const char *w = rep->argv_buf;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < rep->argc && w < rep->argv_buf + sizeof(rep->argv_buf) &&
+	     used + 1 < size; i++) {
+		int n = snprintf(buf + used, size - used, "%s%s", i ? " " : "", w);
+
+		if (n < 0)
+			break;
+		used += (size_t)n;
+		w += strnlen(w, (size_t)(rep->argv_buf + sizeof(rep->argv_buf) - w)) + 1;
+	}
+}
 
 static void channel_lines(pam_handle_t *pamh, const struct session_state *ss, char *buf,
 			  size_t len, const struct ucred *peer, struct shell_said *said)
@@ -1497,6 +1582,7 @@ static void channel_lines(pam_handle_t *pamh, const struct session_state *ss, ch
 				said->exit_status = rep->exit_status;
 				said->floor_met = rep->floor_met;
 				sbx_strlcpy(said->refusal, sizeof(said->refusal), rep->refusal);
+				report_command(rep, said->command, sizeof(said->command));
 			} else {
 				said->report = "invalid";
 			}
@@ -1504,7 +1590,7 @@ static void channel_lines(pam_handle_t *pamh, const struct session_state *ss, ch
 		}
 		if (lines >= CHANNEL_LINES_MAX ||
 		    sbx_ledger_parse_fields(p, (size_t)(nl - p), ev) != 0 ||
-		    (strcmp(ev->value[0], "refused") && strcmp(ev->value[0], "warning")))
+		    !shell_event(ev->value[0]))
 			continue;
 		lines++;
 		/* Whose it is, root says: this session and its user, whatever
@@ -1518,11 +1604,13 @@ static void channel_lines(pam_handle_t *pamh, const struct session_state *ss, ch
 				sbx_log_add(l, ev->key[i], "%s", ev->value[i]);
 		sbx_log_add(l, "origin", "shell");
 		sbx_log_add(l, "peer_pid", "%d", (int)peer->pid);
-		ledger_note(pamh, ss->state_dir, l);
+		ledger_note(pamh, ss->state_dir, ss->ledger_fd, l);
 	}
 	if (kept) {
 		said->report = "kept";
-		if (sbx_ledger_store_report(ss->state_dir, ss->id, kept, kept_len, &err) != 0) {
+		if ((ss->ledger_fd >= 0 ?
+		     sbx_ledger_store_report_at(ss->ledger_fd, ss->id, kept, kept_len, &err) :
+		     sbx_ledger_store_report(ss->state_dir, ss->id, kept, kept_len, &err)) != 0) {
 			said->report = "not_stored";
 			mlog(pamh, LOG_ERR, "warning", "ledger", ss->user, "session=%s: %s", ss->id,
 			     err.msg);
@@ -1594,7 +1682,10 @@ static void log_closed(pam_handle_t *pamh, const struct session_state *ss,
 	sbx_log_add(l, "client", "%s", ss->client);
 	sbx_log_add(l, "profile", "%s", ss->profile);
 	sbx_log_add(l, "duration_s", "%lld", (long long)(time(NULL) - ss->started));
+	sbx_log_add(l, "how", "closed");
 	sbx_log_add(l, "report", "%s", said->report);
+	if (said->command[0])
+		sbx_log_add(l, "command", "%s", said->command);
 	if (said->level[0]) {
 		sbx_log_add(l, "level", "%s", said->level);
 		sbx_log_add(l, "floor_met", "%s", said->floor_met ? "yes" : "no");
@@ -1607,7 +1698,7 @@ static void log_closed(pam_handle_t *pamh, const struct session_state *ss,
 	sbx_log_add(l, "result", "%s", failed ? "failed" : "ok");
 	sbx_log_add(l, "msg", "%s", msg);
 	msend(pamh, failed ? LOG_ERR : LOG_INFO, l);
-	ledger_note(pamh, ss->state_dir, l);
+	ledger_note(pamh, ss->state_dir, ss->ledger_fd, l);
 	free(l);
 }
 
@@ -1622,11 +1713,14 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 	char view[SBX_PATH_MAX], account[160] = "";
 	unsigned killed, passes, live = 0;
 	bool same_ns, failed = false;
+	struct stale_note sn;
+	const struct sbx_stale_hook hook = { stale_ended, &sn };
 	int r, lr = 0;
 
 	if (pam_get_data(pamh, DATA_NAME, &data) != PAM_SUCCESS || !data)
 		return PAM_IGNORE;	/* not an agent session, or open failed */
 	ss = (struct session_state *)data;
+	sn = (struct stale_note){ pamh, ss->state_dir, ss->ledger_fd };
 	if (ss->did & DID_CLOSED)
 		return PAM_SUCCESS;	/* closing twice is fine */
 	ss->did |= DID_CLOSED;
@@ -1647,7 +1741,7 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 	k.uid = ss->uid;
 	k.gid = ss->gid;
 	if (ss->uid != 0)
-		lr = sbx_record_last_close(ss->runtime_dir, ss->uid, kill_all_of_uid, &k, &live,
+		lr = sbx_record_last_close(ss->runtime_dir, ss->uid, kill_all_of_uid, &k, &hook, &live,
 					   &lerr);
 	if (ss->uid == 0) {
 		snprintf(account, sizeof(account), "; uid 0: no account-wide kill");

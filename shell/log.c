@@ -273,9 +273,16 @@ void shell_log_session_begin(const char *session_id)
 	if (sidecar_fd < 0)
 		sidecar_fd = -1;
 	close(dir_fd);
-	fprintf(stderr, "agent-shell: warning: no syslog daemon listens on /dev/log; "
-		"this session's log lines are kept in %s only\n",
-		sidecar_fd >= 0 ? path : "(nowhere: cannot create the file)");
+	/* With a PAM stage the lines reach root's ledger too (its channel):
+	 * the file above is in the session's own /tmp, gone at its close. */
+	if (channel_fd >= 0)
+		fprintf(stderr, "agent-shell: warning: no syslog daemon listens on /dev/log; "
+			"this session's log lines go to root's ledger (and %s)\n",
+			sidecar_fd >= 0 ? path : "no file of the session's");
+	else
+		fprintf(stderr, "agent-shell: warning: no syslog daemon listens on /dev/log; "
+			"this session's log lines are kept in %s only\n",
+			sidecar_fd >= 0 ? path : "(nowhere: cannot create the file)");
 	if (sidecar_fd >= 0)
 		dprintf(sidecar_fd, "log_sink=none session=%s: no syslog daemon on /dev/log; "
 			"the lines below reached no system log\n", session_id);
@@ -328,7 +335,8 @@ void shell_log_report(const struct sbx_report *r, void *ctx)
 	write_report_copy(r);
 }
 
-void shell_log_session_end(struct sbx_report *r, int exit_status, long long duration_ms)
+void shell_log_session_end(struct sbx_report *r, int exit_status, long long duration_ms,
+			   const char *how)
 {
 	struct sbx_logline *l = malloc(sizeof(*l));
 
@@ -340,6 +348,7 @@ void shell_log_session_end(struct sbx_report *r, int exit_status, long long dura
 		sbx_log_add(l, "user", "%s", r->user[0] ? r->user : "-");
 		sbx_log_add(l, "exit_status", "%d", r->exit_status);
 		sbx_log_add(l, "duration_ms", "%lld", duration_ms);
+		sbx_log_add(l, "ended", "%s", how);
 		if (r->network == SBX_NETWORK_PROXY) {
 			sbx_log_add(l, "egress_allowed", "%llu", (unsigned long long)r->egress_allowed);
 			sbx_log_add(l, "egress_refused", "%llu", (unsigned long long)r->egress_refused);

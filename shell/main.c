@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shell.h"
@@ -283,6 +284,34 @@ static void command_for_log(const struct run_opts *o, const char *shell, char *o
 }
 
 /*
+ * The process that opened the PAM session (sshd's monitor, su, login)
+ * closes it: it writes root's ledger, counts the session and ends what it
+ * left. When it dies (the OOM killer, kill -9), nothing root would, so the
+ * session ends with it: a pidfd of it is watched while the program runs.
+ * The ledger channel's hang-up cannot tell: sshd's unprivileged child,
+ * forked after the open, holds a copy of the listener. The pidfd is taken
+ * first, then the start time is checked, so it names the record's process.
+ */
+static int opener_pidfd = -1;
+
+static void opener_watch(const struct sbx_record *rec)
+{
+	uint64_t start = 0;
+	int fd;
+
+	if (opener_pidfd >= 0 || rec->opener_pid <= 0)
+		return;
+	fd = (int)syscall(SYS_pidfd_open, rec->opener_pid, 0);
+	if (fd < 0)
+		return;
+	if (sbx_proc_start_time(rec->opener_pid, &start) != 0 || start != rec->opener_start) {
+		close(fd);
+		return;
+	}
+	opener_pidfd = fd;
+}
+
+/*
  * A PAM stage announces itself in AGENT_SANDBOX_SESSION; its record must
  * verify (or the variable was forged and a login is refused), and in a
  * login the profile it prepared the session for must be the one resolved
@@ -312,6 +341,8 @@ static int check_pam_stage(const struct run_opts *o, const struct sbx_account *i
 		}
 		*pam_stage = ret == 0;
 		*pam_netns = *pam_stage && rec.netns != 0 && rec.netns == sbx_ns_inode("net");
+		if (*pam_stage)
+			opener_watch(&rec);
 	}
 	/* Both stages resolve the account against the config; the session
 	 * runs only what the PAM stage decided (its home, its namespaces) if
@@ -387,6 +418,7 @@ static int run_session(const struct sbx_profile *p, const struct sbx_session *s,
 	char report_file[SBX_PATH_MAX + 128];
 	struct timespec t0, t1;
 	struct sbx_run run;
+	bool root_gone = false;
 	int ret;
 
 	memset(&run, 0, sizeof(run));
@@ -401,15 +433,22 @@ static int run_session(const struct sbx_profile *p, const struct sbx_session *s,
 	run.report_file = report_file;
 	run.home_note = home_note;
 	run.on_report = shell_log_report;
+	/* The session's opener (opener_watch): its death ends the session. */
+	run.watch_fd = opener_pidfd > 0 ? opener_pidfd : 0;
+	run.root_gone = &root_gone;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = sbx_run_confined(&run, report, exit_code, err);
+	if (ret == 0 && root_gone)
+		fprintf(stderr, "agent-sandbox: the session's root process (sshd's monitor, su or "
+			"login) is gone: session ended\n");
 	if (ret == 0 && !report->floor_met)
 		*exit_code = EXIT_REFUSED;
 	else if (ret == 0) {
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		shell_log_session_end(report, *exit_code,
 				      (long long)(t1.tv_sec - t0.tv_sec) * 1000 +
-				      (t1.tv_nsec - t0.tv_nsec) / 1000000);
+				      (t1.tv_nsec - t0.tv_nsec) / 1000000,
+				      root_gone ? "root_gone" : "exit");
 	}
 	return ret;
 }

@@ -195,6 +195,43 @@ static bool record_gone(const char *session, int ms)
 	}
 }
 
+/* A stale session ended here: its end in the log and root's ledger. */
+static void stale_ended(const struct sbx_record *rec, unsigned killed, void *arg)
+{
+	const char *state_dir = arg;
+	struct sbx_logline *l = malloc(sizeof(*l));
+	struct sbx_error err = { 0 };
+
+	if (!l)
+		return;
+	sbx_record_stale_line(rec, killed, l);
+	shell_log_send(LOG_ERR, l);
+	if (sbx_ledger_append(state_dir, l, &err) != 0)
+		fprintf(stderr, "agent-shell: ledger: %s\n", err.msg);
+	printf("session %s (%s): its opener was gone; %u process(es) ended, record removed\n",
+	       rec->session, rec->user, killed);
+	free(l);
+}
+
+/* A session whose opener is gone (sshd's monitor killed): nobody will
+ * close it, so --end does what its close would have. */
+static int end_stale(const struct sbx_record *r, const char *state_dir)
+{
+	unsigned passes = 0, killed;
+	pid_t pids[MAX_PIDS];
+	struct sbx_error err = { 0 };
+	size_t left;
+
+	killed = sbx_session_end(r->uid, r->mntns, &passes);
+	left = session_pids(r, pids, MAX_PIDS);
+	if (sbx_record_remove(SBX_RUNTIME_DIR, r->session, &err) != 0 && err.code != ENOENT) {
+		fprintf(stderr, "agent-shell --end: %s\n", err.msg);
+		return 1;
+	}
+	stale_ended(r, killed, (void *)state_dir);
+	return left == 0 ? 0 : 1;
+}
+
 static int end_one(const struct sbx_record *r)
 {
 	unsigned passes = 0, killed;
@@ -229,6 +266,7 @@ int shell_cmd_end(int argc, char **argv)
 {
 	struct sbx_record_entry *list = NULL;
 	struct sbx_error err = { 0 };
+	char state_dir[SBX_PATH_MAX];
 	const char *what;
 	size_t n = 0, matched = 0;
 	int status = 0;
@@ -238,7 +276,7 @@ int shell_cmd_end(int argc, char **argv)
 		return EXIT_OPS_USAGE;
 	}
 	what = argv[1];
-	if (need_root("--end"))
+	if (need_root("--end") || state_dir_of_config("--end", state_dir, sizeof(state_dir)))
 		return 1;
 	if (sbx_record_list(SBX_RUNTIME_DIR, &list, &n, &err) != 0) {
 		fprintf(stderr, "agent-shell --end: %s\n", err.msg);
@@ -247,15 +285,15 @@ int shell_cmd_end(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		const struct sbx_record *r = &list[i].rec;
 
-		if (!list[i].live || (strcmp(r->session, what) && strcmp(r->user, what)))
+		if (strcmp(r->session, what) && strcmp(r->user, what))
 			continue;
 		matched++;
-		if (end_one(r) != 0)
+		if ((list[i].live ? end_one(r) : end_stale(r, state_dir)) != 0)
 			status = 1;
 	}
 	free(list);
 	if (!matched) {
-		fprintf(stderr, "agent-shell --end: no live session is %s or belongs to user %s "
+		fprintf(stderr, "agent-shell --end: no session is %s or belongs to user %s "
 			"(agent-shell --sessions lists them)\n", what, what);
 		return 1;
 	}
@@ -490,7 +528,11 @@ int shell_cmd_prune(int argc, char **argv)
 		return 1;
 	}
 	if (p.yes) {
-		if (sbx_record_prune(SBX_RUNTIME_DIR, &stale, &err) != 0) {
+		const struct sbx_stale_hook hook = {
+			stale_ended, (void *)(cfg ? cfg->state_dir : SBX_STATE_DIR)
+		};
+
+		if (sbx_record_prune(SBX_RUNTIME_DIR, &stale, &hook, &err) != 0) {
 			fprintf(stderr, "agent-shell --prune: %s\n", err.msg);
 			sbx_config_free(cfg);
 			return 1;

@@ -49,7 +49,9 @@ void shell_log_session_begin(const char *session_id);
 void shell_log_report(const struct sbx_report *r, void *ctx);
 /* The program has ended: event=session_end, and the report copy written
  * again with its end time and exit status (set in r). */
-void shell_log_session_end(struct sbx_report *r, int exit_status, long long duration_ms);
+/* how: "exit" (the program ended), "root_gone" (its root side died). */
+void shell_log_session_end(struct sbx_report *r, int exit_status, long long duration_ms,
+			   const char *how);
 int shell_report_dir(char *out, size_t size);
 /* The same directory opened (O_DIRECTORY, never through a link) and
  * checked on the fd: the fd, or -errno. out may be NULL. */

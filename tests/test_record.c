@@ -177,9 +177,9 @@ static void test_round_trip(void **state)
 	SBX_TEST_REQUIRE_ROOT();
 	u = sbx_test_uid();
 	fill(&rec, u);
-	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, NULL, &err), 0);
 	assert_int_equal(n, 0);		/* no sessions dir yet */
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, NULL, &err), 0);
 	assert_int_equal(stat(fx->rt, &st), 0);
 	assert_int_equal(st.st_uid, 0);
 	assert_int_equal(st.st_mode & 07777, 0755);
@@ -196,12 +196,12 @@ static void test_round_trip(void **state)
 	assert_int_equal(st.st_nlink, 1);
 	assert_int_equal(sbx_record_parse("", 0, &got, &err), -EINVAL);
 
-	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, NULL, &err), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(sbx_record_count_user(fx->rt, u + 1, &n, NULL, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u + 1, &n, NULL, NULL, &err), 0);
 	assert_int_equal(n, 0);
 	/* The same id twice is never overwritten. */
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), -EEXIST);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, NULL, &err), -EEXIST);
 
 	/* The shell's copy lives in the session's mount namespace only. */
 	pc.fx = fx;
@@ -215,7 +215,7 @@ static void test_round_trip(void **state)
 
 	assert_int_equal(sbx_record_remove(fx->rt, rec.session, &err), 0);
 	assert_int_equal(sbx_record_remove(fx->rt, rec.session, &err), -ENOENT);
-	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, NULL, &err), 0);
 	assert_int_equal(n, 0);
 }
 
@@ -251,7 +251,7 @@ static void test_lock_not_takeable(void **state)
 
 	SBX_TEST_REQUIRE_ROOT();
 	fill(&rec, sbx_test_uid());
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 8, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 8, NULL, &err), 0);
 	fflush(NULL);
 	holder = fork();
 	assert_true(holder >= 0);
@@ -265,7 +265,7 @@ static void test_lock_not_takeable(void **state)
 	/* ... and a login with max_sessions set is not held up by it. */
 	fill(&rec, sbx_test_uid());
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 8, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 8, NULL, &err), 0);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	kill(holder, SIGKILL);
 	waitpid(holder, &status, 0);
@@ -290,7 +290,7 @@ static void test_lock_bounded_wait(void **state)
 
 	SBX_TEST_REQUIRE_ROOT();
 	fill(&rec, sbx_test_uid());
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 8, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 8, NULL, &err), 0);
 	snprintf(lock, sizeof(lock), "%s/.lock", fx->sessions);
 	fd = open(lock, O_RDWR | O_CLOEXEC);
 	assert_true(fd >= 0);
@@ -299,7 +299,7 @@ static void test_lock_bounded_wait(void **state)
 	assert_int_equal(flock(fd, LOCK_EX), 0);
 	fill(&rec, sbx_test_uid());
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), -ETIMEDOUT);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, NULL, &err), -ETIMEDOUT);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 	print_message("  refused after %.2f s: %s\n", secs, err.msg);
@@ -307,7 +307,7 @@ static void test_lock_bounded_wait(void **state)
 	assert_true(secs >= 4.5 && secs < 8.0);
 	close(fd);
 	/* Control: released, the same write goes through. */
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, NULL, &err), 0);
 }
 
 /* A view directory the test builds by hand (a rw tmpfs in a namespace of
@@ -408,7 +408,7 @@ static void test_untrusted_dirs_refused(void **state)
 	fill(&rec, sbx_test_uid());
 	tmp = sbx_test_mkdtemp("rec");
 	snprintf(rt, sizeof(rt), "%s/rt", tmp);
-	assert_int_equal(sbx_record_write(rt, &rec, 0, &err), -EPERM);
+	assert_int_equal(sbx_record_write(rt, &rec, 0, NULL, &err), -EPERM);
 	assert_non_null(strstr(err.msg, "/tmp: mode 1777"));
 	assert_int_equal(sbx_record_publish(rt, &rec, NULL, &err), -EPERM);
 	sbx_test_rmtree(tmp);
@@ -428,7 +428,7 @@ static void test_sessions_dir_tightened(void **state)
 	assert_int_equal(mkdir(fx->sessions, 0755), 0);
 	assert_int_equal(chmod(fx->sessions, 0755), 0);
 	fill(&rec, sbx_test_uid());
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, NULL, &err), 0);
 	assert_int_equal(stat(fx->sessions, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0700);
 }
@@ -454,10 +454,10 @@ static void test_values_and_parser(void **state)
 	/* A newline from the network (PAM_RHOST) must not add a key. */
 	fill(&rec, sbx_test_uid());
 	sbx_strlcpy(rec.client, sizeof(rec.client), "x\nuid=0");
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), -EINVAL);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, NULL, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "control character"));
 	sbx_strlcpy(rec.session, sizeof(rec.session), "../x");
-	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, &err), -EINVAL);
+	assert_int_equal(sbx_record_write(fx->rt, &rec, 0, NULL, &err), -EINVAL);
 
 	assert_int_equal(sbx_record_parse(ok, strlen(ok), &got, &err), 0);
 	assert_int_equal(got.uid, 5);
@@ -495,7 +495,7 @@ static int write_and_die(void *arg)
 	if (unshare(CLONE_NEWNS) != 0)
 		return 10;
 	fill(&rec, sbx_test_uid());
-	if (sbx_record_write(fx->rt, &rec, 0, &err) != 0) {
+	if (sbx_record_write(fx->rt, &rec, 0, NULL, &err) != 0) {
 		fprintf(stderr, "write_and_die: %s\n", err.msg);
 		return 11;
 	}
@@ -523,7 +523,7 @@ static int count_as_agent(void *arg)
 	unsigned n = 0, stale = 99;
 
 	/* The records are root's: an agent can neither count nor prune. */
-	if (sbx_record_count_user(fx->rt, getuid(), &n, &stale, &err) != -EACCES) {
+	if (sbx_record_count_user(fx->rt, getuid(), &n, &stale, NULL, &err) != -EACCES) {
 		fprintf(stderr, "count_as_agent: %s\n", err.msg);
 		return 10;
 	}
@@ -542,9 +542,9 @@ static void test_stale_records_pruned(void **state)
 	SBX_TEST_REQUIRE_ROOT();
 	u = sbx_test_uid();
 	fill(&live, u);				/* this process's namespace: live */
-	assert_int_equal(sbx_record_write(fx->rt, &live, 0, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &live, 0, NULL, &err), 0);
 	fill(&other, u + 1);			/* another uid, live */
-	assert_int_equal(sbx_record_write(fx->rt, &other, 0, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &other, 0, NULL, &err), 0);
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, write_and_die, fx)), 0);
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, write_and_die, fx)), 0);
 	assert_int_equal(files_in(fx->sessions), 4);
@@ -552,7 +552,7 @@ static void test_stale_records_pruned(void **state)
 	/* A non-root caller is refused and removes nothing. */
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, count_as_agent, fx)), 0);
 	assert_int_equal(files_in(fx->sessions), 4);
-	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, &stale, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, &stale, NULL, &err), 0);
 	assert_int_equal(n, 1);			/* the two dead ones do not count */
 	assert_int_equal(stale, 2);		/* and are gone */
 	assert_int_equal(files_in(fx->sessions), 2);
@@ -560,7 +560,7 @@ static void test_stale_records_pruned(void **state)
 	assert_int_equal(access(path, F_OK), 0);
 	snprintf(path, sizeof(path), "%s/%s", fx->sessions, other.session);
 	assert_int_equal(access(path, F_OK), 0);
-	assert_int_equal(sbx_record_count_user(fx->rt, u + 1, &n, &stale, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u + 1, &n, &stale, NULL, &err), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(stale, 0);
 
@@ -572,12 +572,12 @@ static void test_stale_records_pruned(void **state)
 		fill(&ns_live, u);
 		ns_live.opener_pid = 0;
 		ns_live.opener_start = 0;
-		assert_int_equal(sbx_record_write(fx->rt, &ns_live, 0, &err), 0);
+		assert_int_equal(sbx_record_write(fx->rt, &ns_live, 0, NULL, &err), 0);
 		ns_dead = ns_live;
 		assert_int_equal(sbx_session_id_new(ns_dead.session, &err), 0);
 		ns_dead.mntns = 1;
-		assert_int_equal(sbx_record_write(fx->rt, &ns_dead, 0, &err), 0);
-		assert_int_equal(sbx_record_count_user(fx->rt, u, &n, &stale, &err), 0);
+		assert_int_equal(sbx_record_write(fx->rt, &ns_dead, 0, NULL, &err), 0);
+		assert_int_equal(sbx_record_count_user(fx->rt, u, &n, &stale, NULL, &err), 0);
 		assert_int_equal(n, 2);
 		assert_int_equal(stale, 1);
 		snprintf(path, sizeof(path), "%s/%s", fx->sessions, ns_dead.session);
@@ -599,10 +599,10 @@ static void test_limit_on_write(void **state)
 	fill(&a, u);
 	fill(&b, u);
 	fill(&c, u);
-	assert_int_equal(sbx_record_write(fx->rt, &a, 2, &err), 0);
-	assert_int_equal(sbx_record_write(fx->rt, &b, 2, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &a, 2, NULL, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &b, 2, NULL, &err), 0);
 	/* The third is refused and leaves nothing behind. */
-	assert_int_equal(sbx_record_write(fx->rt, &c, 2, &err), -EUSERS);
+	assert_int_equal(sbx_record_write(fx->rt, &c, 2, NULL, &err), -EUSERS);
 	if (!strstr(err.msg, "2 sessions of uid") || !strstr(err.msg, "max_sessions is 2"))
 		fail_msg("message: %s", err.msg);
 	snprintf(path, sizeof(path), "%s/%s", fx->sessions, c.session);
@@ -610,13 +610,13 @@ static void test_limit_on_write(void **state)
 	assert_int_equal(files_in(fx->sessions), 2);
 	/* Other accounts have their own count. */
 	c.uid = u + 1;
-	assert_int_equal(sbx_record_write(fx->rt, &c, 2, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &c, 2, NULL, &err), 0);
 	/* A dead session's record frees its slot at the next write. */
 	assert_int_equal(sbx_record_remove(fx->rt, b.session, &err), 0);
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, write_and_die, fx)), 0);
 	fill(&b, u);
-	assert_int_equal(sbx_record_write(fx->rt, &b, 2, &err), 0);
-	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &b, 2, NULL, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, NULL, &err), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(files_in(fx->sessions), 3);
 }
@@ -661,15 +661,15 @@ static void test_last_close(void **state)
 	SBX_TEST_REQUIRE_ROOT();
 	u = sbx_test_uid();
 	fill(&mine, u);				/* live: this process opened it */
-	assert_int_equal(sbx_record_write(fx->rt, &mine, 0, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &mine, 0, NULL, &err), 0);
 	fill(&other, u + 1);			/* another account's, live */
-	assert_int_equal(sbx_record_write(fx->rt, &other, 0, &err), 0);
+	assert_int_equal(sbx_record_write(fx->rt, &other, 0, NULL, &err), 0);
 	/* A session of u whose opener died without closing: not live. */
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, write_and_die, fx)), 0);
 	assert_int_equal(files_in(fx->sessions), 3);
 
 	/* A live session of u remains: the action does not run. */
-	assert_int_equal(sbx_record_last_close(fx->rt, u, last_action, &lp, &live, &err), 0);
+	assert_int_equal(sbx_record_last_close(fx->rt, u, last_action, &lp, NULL, &live, &err), 0);
 	assert_int_equal(live, 1);
 	assert_int_equal(lp.calls, 0);
 	assert_int_equal(files_in(fx->sessions), 2);	/* the stale one removed */
@@ -677,12 +677,12 @@ static void test_last_close(void **state)
 	/* The last one is removed (as close_session does first): the action
 	 * runs once, with the lock held. */
 	assert_int_equal(sbx_record_remove(fx->rt, mine.session, &err), 0);
-	assert_int_equal(sbx_record_last_close(fx->rt, u, last_action, &lp, &live, &err), 0);
+	assert_int_equal(sbx_record_last_close(fx->rt, u, last_action, &lp, NULL, &live, &err), 0);
 	assert_int_equal(live, 0);
 	assert_int_equal(lp.calls, 1);
 	assert_int_equal(lp.lock_errno, EWOULDBLOCK);
 	/* The other account's session was never u's to count. */
-	assert_int_equal(sbx_record_last_close(fx->rt, u + 1, last_action, &lp, &live, &err), 0);
+	assert_int_equal(sbx_record_last_close(fx->rt, u + 1, last_action, &lp, NULL, &live, &err), 0);
 	assert_int_equal(live, 1);
 	assert_int_equal(lp.calls, 1);
 	/* Control: afterwards the lock is free. */
@@ -724,7 +724,7 @@ static void test_limit_under_race(void **state)
 			if (read(go[0], &c, 1) != 0)
 				_exit(9);
 			fill(&rec, u);
-			r = sbx_record_write(fx->rt, &rec, 5, &err);
+			r = sbx_record_write(fx->rt, &rec, 5, NULL, &err);
 			c = (char)(r == 0 ? 'w' : r == -EUSERS ? 'l' : '?');
 			if (write(answers[1], &c, 1) != 1)
 				_exit(8);
@@ -747,7 +747,7 @@ static void test_limit_under_race(void **state)
 		else
 			fail_msg("a writer failed otherwise");
 	}
-	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, NULL, &err), 0);
 	close(release[1]);
 	close(answers[0]);
 	for (size_t i = 0; i < ARRAY_SIZE(pids); i++) {
@@ -761,7 +761,7 @@ static void test_limit_under_race(void **state)
 	assert_int_equal(lost, 15);
 	assert_int_equal(n, 5);
 	/* Their openers gone, all five are stale now. */
-	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, &err), 0);
+	assert_int_equal(sbx_record_count_user(fx->rt, u, &n, NULL, NULL, &err), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(files_in(fx->sessions), 0);
 }
