@@ -1551,6 +1551,29 @@ static const struct {
 	{ "usepam", "yes" },
 };
 
+/*
+ * With PermitUserRC on, sshd runs ~/.ssh/rc through the login shell before
+ * the session's own: that agent-shell takes the PAM session's ledger
+ * channel, and the login's shell then refuses itself, at every login, for
+ * as long as the file is there (its ledger entry is the rc's run). Name the
+ * file, in the isolated home under the state directory, which the session
+ * sees at the passwd home.
+ */
+static void check_user_rc(struct doctor *d, const struct doc_agent *a)
+{
+	char path[SBX_PATH_MAX];
+	struct stat st;
+
+	if (!d->cfg || sbx_snprintf(path, sizeof(path), "%s/homes/%s/.ssh/rc",
+				    d->cfg->state_dir, a->user) != 0)
+		return;
+	if (lstat(path, &st) == 0)
+		row(d, DOC_FAIL, "sshd", a->user,
+		    "remove the file, or set PermitUserRC no for the account",
+		    "%s exists and PermitUserRC is on: it runs first and takes the session's "
+		    "ledger channel, so every login of %s refuses itself", path, a->user);
+}
+
 static void check_sshd_agent(struct doctor *d, const struct doc_agent *a)
 {
 	char conn[SBX_NAME_MAX + 64], bad[512] = "", val[256], *text = NULL;
@@ -1596,6 +1619,8 @@ static void check_sshd_agent(struct doctor *d, const struct doc_agent *a)
 		    strstr(p, "internal-sftp") < (strchr(p, '\n') ? strchr(p, '\n') : p + strlen(p)))
 			sftp_internal = true;
 	}
+	if (sshd_value(text, "permituserrc", val, sizeof(val)) && strcmp(val, "no") != 0)
+		check_user_rc(d, a);
 	if (bad[0])
 		row(d, DOC_FAIL, "sshd", a->user,
 		    "install /etc/ssh/sshd_config.d/agent-sandbox.conf (Match Group listing the account's group: "
