@@ -118,23 +118,26 @@ static void msend(pam_handle_t *pamh, int prio, const struct sbx_logline *l)
 /* The same line in root's ledger (lib/ledger.c): through the session's
  * ledger directory fd when it has one (>= 0), else when state_dir is given;
  * a ledger that cannot be written is said in the log, and stops nothing. */
-static void ledger_note(pam_handle_t *pamh, const char *state_dir, int dir_fd,
-			const struct sbx_logline *l)
+static int ledger_note(pam_handle_t *pamh, const char *state_dir, int dir_fd,
+		       const struct sbx_logline *l)
 {
 	struct sbx_error err = { 0 };
 	struct sbx_logline *w;
+	int r;
 
-	if (dir_fd >= 0 ? sbx_ledger_append_at(dir_fd, l, &err) == 0 :
-	    !state_dir || sbx_ledger_append(state_dir, l, &err) == 0)
-		return;
+	r = dir_fd >= 0 ? sbx_ledger_append_at(dir_fd, l, &err) :
+	    state_dir ? sbx_ledger_append(state_dir, l, &err) : 0;
+	if (r == 0)
+		return 0;
 	w = malloc(sizeof(*w));
 	if (!w)
-		return;
+		return r;
 	sbx_log_begin(w, "warning");
 	sbx_log_add(w, "reason", "ledger");
 	sbx_log_add(w, "msg", "%s", err.msg);
 	msend(pamh, LOG_ERR, w);
 	free(w);
+	return r;
 }
 
 /* event=EVENT [stage=STAGE] [reason=REASON] service= [user=] [rhost=] msg="..." */
@@ -1189,19 +1192,15 @@ static int step_handoff(struct open_ctx *c)
 	return 0;
 }
 
-static int (*const open_steps[])(struct open_ctx *) = {
-	step_oom, step_cgroup, step_prepare_home, step_mount_ns, step_home, step_tmp, step_secrets,
-	step_net_ns,
-	step_record, step_record_view, step_handoff,
-};
-
-/* event=pam_open: what the root stage did for this session. */
-static void log_opened(pam_handle_t *pamh, const struct open_ctx *c, const struct sbx_profile *p)
+/* event=pam_open: what the root stage did for this session; -errno when
+ * root's ledger could not take it. */
+static int log_opened(pam_handle_t *pamh, const struct open_ctx *c, const struct sbx_profile *p)
 {
 	struct sbx_logline *l = malloc(sizeof(*l));
+	int r;
 
 	if (!l)
-		return;
+		return -ENOMEM;
 	sbx_log_begin(l, "pam_open");
 	sbx_log_add(l, "session", "%s", c->rec.session);
 	sbx_log_add(l, "user", "%s", c->rec.user);
@@ -1215,9 +1214,30 @@ static void log_opened(pam_handle_t *pamh, const struct open_ctx *c, const struc
 	sbx_log_add(l, "mntns", "%lu", c->rec.mntns);
 	sbx_log_add(l, "pam_stage", "%s", c->done);
 	msend(pamh, LOG_INFO, l);
-	ledger_note(pamh, c->cfg->state_dir, c->ss->ledger_fd, l);
+	r = ledger_note(pamh, c->cfg->state_dir, c->ss->ledger_fd, l);
 	free(l);
+	return r;
 }
+
+/* The open, in root's ledger. A session the ledger cannot record (its
+ * filesystem full, say) is refused: it would run with no trace where the
+ * agent cannot edit it. Before the hand-off, so a refusal undoes all. */
+static int step_ledger(struct open_ctx *c)
+{
+	int r = log_opened(c->pamh, c, c->p);
+
+	if (r)
+		return sbx_error_set(&c->err, -r, "root's ledger under %s cannot record the "
+				     "session (%s): free space there, or fix the directory",
+				     c->cfg->state_dir, strerror(-r));
+	return 0;
+}
+
+static int (*const open_steps[])(struct open_ctx *) = {
+	step_oom, step_cgroup, step_prepare_home, step_mount_ns, step_home, step_tmp, step_secrets,
+	step_net_ns,
+	step_record, step_record_view, step_ledger, step_handoff,
+};
 
 static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 			      const struct sbx_account *acc, const struct sbx_config *cfg,
@@ -1255,7 +1275,6 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(open_steps); i++)
 		r = open_steps[i](c);
 	if (r == 0) {
-		log_opened(pamh, c, p);
 		undo_close(&c->u);
 		free(c);
 		return PAM_SUCCESS;
