@@ -1194,7 +1194,7 @@ EOF
 	[ $? = 1 ] && [[ $out == *"only root can read the session records"* ]] ||
 		{ echo "  --sessions as the agent: $out"; ok=1; }
 	out=$(NS "$WN/bin/agent-shell" --end 0123456789abcdef0123456789abcdef 2>&1)
-	[ $? = 1 ] && [[ $out == *"no live session"* ]] || { echo "  --end of no session: $out"; ok=1; }
+	[ $? = 1 ] && [[ $out == *"no session is"* ]] || { echo "  --end of no session: $out"; ok=1; }
 	NS "$WN/bin/agent-shell" --end "$sid" >"$T/ops.end" 2>&1 || { echo "  --end: exit $?: $(cat "$T/ops.end")"; ok=1; }
 	sed 's/^/  | /' "$T/ops.end"
 	grep -q "^session $sid ($AGENT): [1-9][0-9]* process(es) ended, 0 left; the session closed" "$T/ops.end" ||
@@ -1685,6 +1685,220 @@ except OSError as e: print(\"cross_session=\" + (e.strerror or str(e)))" "/srv/a
 	return $ok
 }
 
+# Root's ledger with the config as shipped: the ceiling's deny_read masks
+# the state directory in the session's mount namespace, where sshd's
+# monitor stays until the close; the ledger is written through a directory
+# fd opened before the masks. --log shows the session's start (the PAM
+# stage's and the shell's), its end with the exit status and how it ended,
+# and --report ID root's copy of the report.
+t_shipped_ledger() {
+	local ok=0 sid rc e
+	sshs "$S_CODER" 'echo "sid=$AGENT_SANDBOX_SESSION"; exit 3' >"$T/sledger.out" 2>&1
+	rc=$?
+	sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/sledger.out")
+	[ "$rc" = 3 ] && [ -n "$sid" ] || { echo "  the session: exit $rc, id '$sid'"; sed 's/^/  | /' "$T/sledger.out"; return 1; }
+	wait_for NSS test ! -e "/run/agent-sandbox/sessions/$sid" || { echo "  the session did not close"; ok=1; }
+	NSS "$WN/bin/agent-shell" --log --since 1h >"$T/sledger.log" 2>&1 || { echo "  --log: exit $?"; ok=1; }
+	grep -F "${sid:0:12}" "$T/sledger.log" | cut -c1-200 | sed 's/^/  | /'
+	for e in pam_open session_start session_end pam_close; do
+		grep -E "^[^ ]+ +$e +$S_CODER +${sid:0:12}" "$T/sledger.log" >/dev/null ||
+			{ echo "  --log has no $e line of $sid"; ok=1; }
+	done
+	grep -E " session_end +$S_CODER +${sid:0:12}" "$T/sledger.log" | grep -q 'exit_status=3 .*ended=exit.*origin=shell' ||
+		{ echo "  no session_end with exit_status=3 from the shell"; ok=1; }
+	grep -E " pam_close +$S_CODER +${sid:0:12}" "$T/sledger.log" | grep -q 'how=closed report=kept .*exit_status=3' ||
+		{ echo "  no pam_close with how=closed, the report kept and exit_status=3"; ok=1; }
+	grep -q 'reason=ledger ' "$W/syslog.log" && { echo "  the ledger could not be written: $(grep -m1 'reason=ledger ' "$W/syslog.log")"; ok=1; }
+	NSS "$WN/bin/agent-shell" --report --json "$sid" >"$T/sledger.json" 2>&1 ||
+		{ echo "  --report $sid as root: $(cat "$T/sledger.json")"; ok=1; }
+	python3 - "$T/sledger.json" "$sid" <<'EOF2' || ok=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+if r.get("session_id") != sys.argv[2] or r.get("exit_status") != 3:
+    print("  root's copy: %r" % {k: r.get(k) for k in ("session_id", "exit_status", "level")}); sys.exit(1)
+print("  root's copy: session %s, level %s, exit %d" % (r["session_id"][:12], r["level"], r["exit_status"]))
+EOF2
+	return $ok
+}
+
+# coder_session_procs SID: the pids of the coder's processes in session
+# SID's mount namespace (the record names it; or the namespace NS given
+# second), one per line.
+coder_session_procs() {
+	local ns=${2:-} uid p
+	[ -n "$ns" ] || ns=$(NSS sed -n 's/^mntns=//p' "/run/agent-sandbox/sessions/$1" 2>/dev/null)
+	[ -n "$ns" ] || return 0
+	uid=$(NSS id -u "$S_CODER")
+	for p in /proc/[0-9]*; do
+		[ "$(awk '/^Uid:/ { print $2 }' "$p/status" 2>/dev/null)" = "$uid" ] || continue
+		[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "mnt:[$ns]" ] && echo "${p#/proc/}"
+	done
+}
+
+# The fault: sshd's root monitor of a session dies (the OOM killer, an
+# admin's kill -9). Round 1: agent-shell sees its ledger channel hang up and
+# ends the session itself (SIGHUP, then SIGKILL after 3 s): nothing of it
+# runs within 6 s. Round 2: agent-shell is stopped first, so it cannot: the
+# next login's count finds the record stale and ends what is left before
+# it removes it. Either way the ledger gets the session's end
+# (how=opener_gone, report=lost) and the next login works.
+t_fault_monitor_killed() {
+	local ok=0 round sid opener ns pids shell_pid left out
+	for round in 1 2; do
+		sshs "$S_CODER" 'echo "sid=$AGENT_SANDBOX_SESSION"; exec sleep 60' >"$T/fmon$round.out" 2>&1 &
+		local client=$!
+		sid=""
+		for _ in $(seq 100); do
+			sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/fmon$round.out")
+			[ -n "$sid" ] && break
+			sleep 0.1
+		done
+		[ -n "$sid" ] || { echo "  round $round: no session"; ok=1; kill "$client"; continue; }
+		opener=$(NSS sed -n 's/^opener_pid=//p' "/run/agent-sandbox/sessions/$sid")
+		ns=$(NSS sed -n 's/^mntns=//p' "/run/agent-sandbox/sessions/$sid")
+		pids=$(coder_session_procs "$sid" | tr '\n' ' ')
+		echo "  round $round: session ${sid:0:12}, monitor $opener ($(tr '\0' ' ' </proc/$opener/cmdline | cut -c1-40)), coder's processes: $pids"
+		if [ "$round" = 2 ]; then
+			for p in $pids; do
+				[ "$(cat "/proc/$p/comm" 2>/dev/null)" = agent-shell ] && kill -STOP "$p" && shell_pid="$p $shell_pid"
+			done
+			[ -n "$shell_pid" ] || { echo "  round 2: no agent-shell to stop"; ok=1; }
+		fi
+		kill -KILL "$opener"
+		if [ "$round" = 1 ]; then
+			sleep 6
+			left=$(coder_session_procs "" "$ns" | tr '\n' ' ')
+			[ -z "$left" ] || { echo "  round 1: still running 6 s after: $left"; ok=1; }
+		else
+			sleep 1
+			left=$(coder_session_procs "" "$ns" | tr '\n' ' ')
+			[ -n "$left" ] || { echo "  round 2: the stopped session ended by itself"; ok=1; }
+		fi
+		# The next login: it works, and its count ends what is left.
+		out=$(sshs "$S_CODER" 'echo next-login-ok' 2>&1)
+		[[ $out == *next-login-ok* ]] || { echo "  round $round: the next login: $out"; ok=1; }
+		left=$(coder_session_procs "" "$ns" | tr '\n' ' ')
+		[ -z "$left" ] || { echo "  round $round: after the next login, still running: $left"; ok=1; }
+		wait "$client" 2>/dev/null
+		sed 's/^/  | /' "$T/fmon$round.out"
+		NSS test ! -e "/run/agent-sandbox/sessions/$sid" || { echo "  round $round: the record is still there"; ok=1; }
+		NSS "$WN/bin/agent-shell" --log --since 1h >"$T/fmon.log" 2>&1
+		grep -E " pam_close +$S_CODER +${sid:0:12}" "$T/fmon.log" | grep -q 'how=opener_gone report=lost killed=' ||
+			{ echo "  round $round: no pam_close how=opener_gone in the ledger"; grep -F "${sid:0:12}" "$T/fmon.log" | sed 's/^/  | /'; ok=1; }
+		grep -E " pam_close +$S_CODER +${sid:0:12}" "$T/fmon.log" | sed 's/^/  ledger: /' | cut -c1-220
+		grep -E " pam_open +$S_CODER +${sid:0:12}" "$T/fmon.log" >/dev/null || { echo "  round $round: no pam_open"; ok=1; }
+		shell_pid=""
+	done
+	return $ok
+}
+
+# The fault: agent-shell's outer process is killed (kill -9). The sandbox's
+# init dies with it (PDEATHSIG) and its pid namespace with it; the client
+# gets its connection closed; the close is the PAM stage's as ever, with
+# the report agent-shell had sent (how=closed report=kept); nothing of the
+# session runs after, and the next login works.
+t_fault_outer_killed() {
+	local ok=0 sid ns outer left out client
+	sshs "$S_CODER" 'echo "sid=$AGENT_SANDBOX_SESSION"; exec sleep 60' >"$T/fouter.out" 2>&1 &
+	client=$!
+	for _ in $(seq 100); do
+		sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/fouter.out")
+		[ -n "$sid" ] && break
+		sleep 0.1
+	done
+	[ -n "$sid" ] || { echo "  no session"; kill "$client"; return 1; }
+	ns=$(NSS sed -n 's/^mntns=//p' "/run/agent-sandbox/sessions/$sid")
+	for p in $(coder_session_procs "" "$ns"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = agent-shell ] && outer=$p
+	done
+	[ -n "$outer" ] || { echo "  no agent-shell in the session"; kill "$client"; return 1; }
+	kill -KILL "$outer"
+	wait_for NSS test ! -e "/run/agent-sandbox/sessions/$sid" || { echo "  the session did not close"; ok=1; }
+	wait "$client" 2>/dev/null
+	left=$(coder_session_procs "" "$ns" | tr '\n' ' ')
+	[ -z "$left" ] || { echo "  still running: $left"; ok=1; }
+	pgrep -u "$(NSS id -u "$S_CODER")" -x sleep >/dev/null && { echo "  the session's sleep runs on"; ok=1; }
+	NSS "$WN/bin/agent-shell" --log --since 1h >"$T/fouter.log" 2>&1
+	grep -E " pam_close +$S_CODER +${sid:0:12}" "$T/fouter.log" | grep -q 'how=closed report=kept' ||
+		{ echo "  no pam_close how=closed report=kept"; ok=1; }
+	grep -E " pam_close +$S_CODER +${sid:0:12}" "$T/fouter.log" | sed 's/^/  ledger: /' | cut -c1-200
+	out=$(sshs "$S_CODER" 'echo next-login-ok' 2>&1)
+	[[ $out == *next-login-ok* ]] || { echo "  the next login: $out"; ok=1; }
+	return $ok
+}
+
+# The fault: the filesystem of root's ledger is full (a 64 KiB tmpfs over
+# it, filled). A login is refused, with the reason at the client, rather
+# than run with no record; once there is room again the next one works
+# and is recorded.
+t_fault_ledger_full() {
+	local ok=0 led=/var/lib/agent-sandbox/ledger out
+	NSS mount -t tmpfs -o size=64k,mode=0700 sbxe2e-full "$led" || return 1
+	NSS dd if=/dev/zero of="$led/fill" bs=4k >/dev/null 2>&1
+	out=$(sshs "$S_CODER" 'echo ran' 2>&1)
+	echo "  full: $(echo "$out" | grep -m1 'refused' | cut -c1-200)"
+	[[ $out == *ran* ]] && { echo "  a session ran that the ledger did not record"; ok=1; }
+	[[ $out == *"root's ledger under /var/lib/agent-sandbox cannot record the session (No space left on device)"* ]] ||
+		{ echo "  the client was not told why: $out"; ok=1; }
+	NSS rm -f "$led/fill"
+	out=$(sshs "$S_CODER" 'echo "ran $AGENT_SANDBOX_SESSION"' 2>&1)
+	[[ $out == *"ran "* ]] || { echo "  with room again: $out"; ok=1; }
+	NSS grep -q "pam_close.*session=$(echo "$out" | sed -n 's/^ran //p' | tail -1)" "$led/events.log" ||
+		{ echo "  the session with room again is not in the ledger"; ok=1; }
+	NSS umount "$led" || ok=1
+	return $ok
+}
+
+# The fault: /run is full (a 64 KiB tmpfs over /run/agent-sandbox, filled):
+# the session's record cannot be written, and the login is refused with
+# the reason; with room again, the next login works.
+t_fault_run_full() {
+	local ok=0 out
+	NSS mount -t tmpfs -o size=64k,mode=0755 sbxe2e-runfull /run/agent-sandbox || return 1
+	NSS dd if=/dev/zero of=/run/agent-sandbox/fill bs=4k >/dev/null 2>&1
+	out=$(sshs "$S_CODER" 'echo ran' 2>&1)
+	echo "  full: $(echo "$out" | grep -m1 'refused' | cut -c1-200)"
+	[[ $out == *ran* ]] && { echo "  a session ran with no record"; ok=1; }
+	[[ $out == *"No space left on device"* ]] || { echo "  the client was not told why: $out"; ok=1; }
+	NSS rm -f /run/agent-sandbox/fill
+	out=$(sshs "$S_CODER" 'echo ran' 2>&1)
+	[[ $out == *ran* ]] || { echo "  with room again: $out"; ok=1; }
+	NSS umount /run/agent-sandbox || ok=1
+	return $ok
+}
+
+# The fault: the config is edited during a session: made invalid, then
+# valid again. The live session goes on and closes as any; a login while
+# it is invalid is refused with the file, line and key; after the fix the
+# next one works.
+t_fault_config_edited() {
+	local ok=0 conf=/etc/agent-sandbox/agent-sandbox.conf sid out client
+	NSS cp "$conf" "$T/conf.saved" || return 1
+	sshs "$S_CODER" 'echo "sid=$AGENT_SANDBOX_SESSION"; sleep 4; echo live-session-done' \
+		>"$T/fconf.out" 2>&1 &
+	client=$!
+	for _ in $(seq 100); do
+		sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/fconf.out")
+		[ -n "$sid" ] && break
+		sleep 0.1
+	done
+	NSS sh -c "echo 'nonsense_key = 1' >>$conf"
+	# (LogLevel INFO: ssh shows the account phase's message at INFO.)
+	out=$(timeout 60 ssh -o LogLevel=INFO "${SSH_OPTS[@]}" -p "$PORT_s" "$S_CODER@127.0.0.1" 'echo ran' 2>&1)
+	echo "  invalid: $(echo "$out" | grep -m1 'nonsense_key' | cut -c1-200)"
+	[[ $out == *ran* ]] && { echo "  a session ran on an invalid config"; ok=1; }
+	[[ $out == *"agent-sandbox.conf:"*"nonsense_key"* ]] || { echo "  no file:line and key at the client: $out"; ok=1; }
+	NSS cp "$T/conf.saved" "$conf"
+	wait "$client"
+	grep -q live-session-done "$T/fconf.out" || { echo "  the live session did not go on: $(cat "$T/fconf.out")"; ok=1; }
+	out=$(sshs "$S_CODER" 'echo ran' 2>&1)
+	[[ $out == *ran* ]] || { echo "  after the fix: $out"; ok=1; }
+	NSS "$WN/bin/agent-shell" --log --since 1h >"$T/fconf.log" 2>&1
+	grep -E " pam_close +$S_CODER +${sid:0:12}" "$T/fconf.log" | grep -q 'how=closed report=kept' ||
+		{ echo "  the live session's close is not in the ledger"; ok=1; }
+	return $ok
+}
+
 # pam_stage = required, the other side: the same account started without
 # a PAM session stage (setpriv, no PAM at all) is refused by agent-shell.
 t_shipped_pam_stage_required() {
@@ -1854,7 +2068,9 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 done
 # The shipped files: their own world, set up once the tests above are done.
 shipped_tests=(t_shipped_installed_as_make_install t_shipped_doctor t_shipped_pam_stacks
-	t_shipped_coder t_shipped_coder_sameuid t_shipped_pam_environment_preload t_shipped_pam_stage_required t_shipped_reviewer t_shipped_ci_gated
+	t_shipped_coder t_shipped_coder_sameuid t_shipped_ledger t_fault_monitor_killed
+	t_fault_outer_killed t_fault_ledger_full t_fault_run_full t_fault_config_edited
+	t_shipped_pam_environment_preload t_shipped_pam_stage_required t_shipped_reviewer t_shipped_ci_gated
 	t_shipped_su_runuser_login)
 [ -z "${SBX_E2E_ONLY:-}" ] || [[ " ${shipped_tests[*]}" =~ $SBX_E2E_ONLY ]] || shipped_tests=()
 t0=$SECONDS
