@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/single_threaded.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -206,6 +207,9 @@ struct plans {
 	struct sbx_seccomp_opts seccomp;
 	struct sbx_unix_policy unix_policy;
 	int unix_chan;			/* the worker's end towards the supervisor, or -1 */
+	/* A unix socket the outer process made in its own network namespace,
+	 * which the init binds in the session's /tmp for the canary, or -1. */
+	int foreign_sock;
 	struct sbx_canary_ctx canary;
 	char **env;
 	bool relay;			/* the program gets a pty of its own */
@@ -525,15 +529,14 @@ static void __attribute__((noreturn)) init_main(const struct sbx_run *run, struc
 	 * socket it makes (the init reaps every child of its own, and would
 	 * take that one's status). */
 	if (pl->seccomp.unix_notify) {
-		/* The canary's socket bound outside the supervisor: this
-		 * init's, never the program's. It lives as long as the init. */
-		int fd = sbx_unix_foreign_listener("/tmp", pl->canary.unix_foreign,
+		/* The canary's socket bound outside the supervisor, made by
+		 * the outer process in the host's network namespace (as a
+		 * host tmux's would be): never the program's. It lives as
+		 * long as the init. */
+		int fd = sbx_unix_foreign_listener(pl->foreign_sock, "/tmp", pl->canary.unix_foreign,
 						   sizeof(pl->canary.unix_foreign));
 
 		pl->canary.unix_foreign_err = fd < 0 ? -fd : 0;
-		pl->canary.unix_foreign_allowed =
-			sbx_unix_path_verdict(&pl->unix_policy, pl->canary.unix_foreign) ==
-			SBX_UNIX_ALLOW;
 	}
 	if (pl->seccomp.unix_notify && !pl->unix_policy.bind_on_behalf) {
 		if (sbx_unix_channel(&pl->unix_chan, &supervisor_end, &err) != 0)
@@ -898,7 +901,7 @@ static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_r
 	pl->unix_chan = -1;
 	pl->seccomp.unix_notify = d->unix_mediated;
 	if (d->unix_mediated) {
-		ret = sbx_unix_policy_build(p, run->session, !d->unix_bind_mediated,
+		ret = sbx_unix_policy_build(p, run->session, !d->unix_bind_mediated, d->ns,
 					    &pl->unix_policy, err);
 		if (ret)
 			return ret;
@@ -1105,6 +1108,7 @@ static int run_on(const struct sbx_run *run, const struct sbx_probe *probe,
 		goto out;
 	}
 	pl->unix_chan = -1;
+	pl->foreign_sock = -1;
 	pl->egress.socket_fd = -1;
 	sbx_report_init(r, p);
 	/* Every layer (mount masks, Landlock, the unix supervisor, the
@@ -1177,12 +1181,11 @@ static int run_on(const struct sbx_run *run, const struct sbx_probe *probe,
 	 * bound outside the supervisor is this process's (an unconfined one
 	 * of the agent's uid, as a host tmux would be). */
 	if (!pl->userns && pl->seccomp.unix_notify) {
-		foreign_fd = sbx_unix_foreign_listener("/tmp", pl->canary.unix_foreign,
+		foreign_fd = sbx_unix_foreign_listener(-1, "/tmp", pl->canary.unix_foreign,
 						       sizeof(pl->canary.unix_foreign));
 		pl->canary.unix_foreign_err = foreign_fd < 0 ? -foreign_fd : 0;
-		pl->canary.unix_foreign_allowed =
-			sbx_unix_path_verdict(&pl->unix_policy, pl->canary.unix_foreign) ==
-			SBX_UNIX_ALLOW;
+	} else if (pl->userns && pl->seccomp.unix_notify) {
+		pl->foreign_sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	}
 	sbx_init_block_signals();
 	/* Point of no return: from here on children never return. */
@@ -1222,6 +1225,10 @@ static int run_on(const struct sbx_run *run, const struct sbx_probe *probe,
 	if (pl->unix_chan >= 0) {
 		close(pl->unix_chan);
 		pl->unix_chan = -1;
+	}
+	if (pl->foreign_sock >= 0) {
+		close(pl->foreign_sock);	/* the init's now */
+		pl->foreign_sock = -1;
 	}
 
 	ret = read_report(pipefd[0], report, err);
@@ -1268,6 +1275,8 @@ out:
 	if (pl) {
 		if (pl->unix_chan >= 0)
 			close(pl->unix_chan);
+		if (pl->foreign_sock >= 0)
+			close(pl->foreign_sock);
 		sbx_env_free(pl->env);
 		sbx_mount_plan_free(&pl->mounts);
 		sbx_egress_counts_unmap(pl->egress.counts);

@@ -966,7 +966,7 @@ static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_rep
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	const char *step;
-	int srv = -1, cli = -1, e, want;
+	int srv = -1, cli = -1, e;
 
 	if (!achieved(r, SBX_F_UNIX_SOCKETS))
 		return;
@@ -1035,12 +1035,9 @@ static void canary_unix_sockets(const struct sbx_canary_ctx *ctx, struct sbx_rep
 	if (cli >= 0)
 		close(cli);
 	(void)unlink(ctx->unix_foreign);
-	/* Under unix_allow it is let through whoever bound it. */
-	want = ctx->unix_foreign_allowed ? 0 : EACCES;
-	if (e != want) {
+	if (e != EACCES) {
 		canary_fail(r, SBX_F_UNIX_SOCKETS, "a socket of this uid the session did not bind "
-			    "(%s): %s, not %s", ctx->unix_foreign, e ? strerror(e) : "connected",
-			    want ? "EACCES" : "connected (unix_allow)");
+			    "(%s): %s, not EACCES", ctx->unix_foreign, e ? strerror(e) : "connected");
 		return;
 	}
 	canary_pass(r, SBX_F_UNIX_SOCKETS);

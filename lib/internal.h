@@ -711,6 +711,8 @@ int sbx_seccomp_apply(struct sbx_seccomp_opts *o, struct sbx_error *err);
  * session itself bound in places it may write; abstract names only in a
  * private network namespace. */
 struct sbx_unix_policy {
+	uid_t uid;		/* the agent's */
+	bool pidns;		/* the session (and its supervisor) has a pid namespace */
 	bool abstract_ok;
 	/* bind() is decided and made here (no private network namespace:
 	 * abstract names are the host's); otherwise only recorded. */
@@ -731,9 +733,11 @@ struct sbx_unix_policy {
 };
 
 /* private_netns: the session has a network namespace of its own (abstract
- * names are its own, bind() needs no decision). */
+ * names are its own, bind() needs no decision); pidns: a pid namespace,
+ * whose init the supervisor runs in. */
 int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session *s,
-			  bool private_netns, struct sbx_unix_policy *out, struct sbx_error *err);
+			  bool private_netns, bool pidns, struct sbx_unix_policy *out,
+			  struct sbx_error *err);
 /* The report's line for the policy (SBX_F_UNIX_SOCKETS). Every case fits a
  * report entry's detail (test_unixsock). */
 void sbx_unix_policy_describe(const struct sbx_unix_policy *pol, char *buf, size_t size);
@@ -743,9 +747,11 @@ void sbx_unix_policy_describe(const struct sbx_unix_policy *pol, char *buf, size
 enum sbx_unix_verdict { SBX_UNIX_REFUSE, SBX_UNIX_ALLOW, SBX_UNIX_IF_OWN };
 enum sbx_unix_verdict sbx_unix_path_verdict(const struct sbx_unix_policy *pol, const char *path);
 /* A listening unix socket in dir that the session did not bind through the
- * supervisor (made outside it, or before its filter), for the canary: its
- * connect() must be refused. The fd, or -errno; its path in path. */
-int sbx_unix_foreign_listener(const char *dir, char *path, size_t size);
+ * supervisor, for the canary: its connect() must be refused. sock: a unix
+ * stream socket made outside the session's network namespace (the outer
+ * process's, before the clone), or -1 to make one here. The fd, or -errno;
+ * its path in path. */
+int sbx_unix_foreign_listener(int sock, const char *dir, char *path, size_t size);
 /* Fork the supervisor: it waits on its end of a channel for the filter's
  * listener fd (sbx_unix_send_listener from the worker), then answers every
  * connect() of the sandbox until no process uses the filter. *chan_out is
@@ -1034,10 +1040,10 @@ struct sbx_canary_ctx {
 	bool unix_bind_mediated;	/* bind() of abstract names must be refused */
 	/* A socket of the agent's uid listening in /tmp that the session did
 	 * not bind (sbx_unix_foreign_listener), or "": its connect() must be
-	 * refused. The canary removes it. */
+	 * refused (unix_allow never grants in a directory the agent may write,
+	 * and /tmp is one). The canary removes it. */
 	char unix_foreign[SBX_PATH_MAX];
 	int unix_foreign_err;	/* why there is none (an errno) */
-	bool unix_foreign_allowed;	/* under unix_allow: it must connect */
 	/* deny_read files with more than one name (a hard link elsewhere is
 	 * not under the mask), "; "-separated, or "" */
 	char secret_aliases[256];

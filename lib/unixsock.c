@@ -118,6 +118,8 @@
 
 /* The unix sockets the session bound to a path that it holds at once. */
 #define OWN_MAX 1024
+/* af_unix's listening state (TCP_LISTEN in the kernel's numbering). */
+#define TCP_LISTEN_STATE 10
 
 /* ---- the decision ---------------------------------------------------------- */
 
@@ -140,7 +142,8 @@ static const struct sbx_list_field unix_policy_lists[] = {
 };
 
 int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session *s,
-			  bool private_netns, struct sbx_unix_policy *out, struct sbx_error *err)
+			  bool private_netns, bool pidns, struct sbx_unix_policy *out,
+			  struct sbx_error *err)
 {
 	struct sbx_unix_policy *pol = malloc(sizeof(*pol));
 	size_t i;
@@ -149,6 +152,8 @@ int sbx_unix_policy_build(const struct sbx_profile *p, const struct sbx_session 
 	if (!pol)
 		return sbx_error_set(err, ENOMEM, "unix policy: out of memory");
 	sbx_clear_used(pol, sizeof(*pol), unix_policy_lists, ARRAY_SIZE(unix_policy_lists));
+	pol->uid = s->uid;
+	pol->pidns = pidns;
 	pol->abstract_ok = private_netns;
 	pol->bind_on_behalf = !private_netns;
 	if (p->host_write == SBX_ACCESS_ALLOW)
@@ -225,7 +230,7 @@ enum sbx_unix_verdict sbx_unix_path_verdict(const struct sbx_unix_policy *pol, c
 
 /* ---- the session's own sockets ------------------------------------------- */
 
-/* The cookies of the unix sockets the session bound to a path. */
+/* The cookies of the unix sockets the session bound. */
 struct own_sockets {
 	pthread_mutex_t lock;
 	size_t n;
@@ -250,6 +255,7 @@ static dev_t kernel_dev(uint32_t v)
 struct diag_sock {
 	uint64_t cookie;
 	uint32_t sock_ino;	/* the socket's own inode (sockfs) */
+	bool listening;
 	uint32_t peer_ino;	/* its peer's, 0 when none */
 	bool bound;		/* to a path: dev and ino are the file's */
 	dev_t dev;
@@ -326,6 +332,7 @@ static int diag_each(bool (*fn)(void *ctx, const struct diag_sock *d), void *ctx
 			d.cookie = (uint64_t)m->udiag_cookie[0] |
 				   (uint64_t)m->udiag_cookie[1] << 32;
 			d.sock_ino = m->udiag_ino;
+			d.listening = m->udiag_state == TCP_LISTEN_STATE;
 			a = (const struct nlattr *)((const char *)m + NLMSG_ALIGN(sizeof(*m)));
 			left = h->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(sizeof(*m)));
 			while (left >= NLA_HDRLEN && a->nla_len >= NLA_HDRLEN &&
@@ -374,7 +381,10 @@ static bool check_one(void *ctx, const struct diag_sock *d)
 {
 	struct own_check *c = ctx;
 
-	if (!d->bound || d->dev != c->dev || d->ino != c->ino)
+	/* The kernel connects to the socket that bound the file, which
+	 * listens; the server's end of each connection made carries the
+	 * listener's file too, with a cookie of its own. */
+	if (!d->bound || !d->listening || d->dev != c->dev || d->ino != c->ino)
 		return true;
 	c->found = true;
 	if (!own_has_locked(c->own, d->cookie))
@@ -383,25 +393,52 @@ static bool check_one(void *ctx, const struct diag_sock *d)
 }
 
 /*
- * Is the socket file st one the session bound? Only if a socket of this
- * network namespace is bound to it and every one that is was bound by the
- * session. The kernel gives 32 bits of the inode number: a second socket
- * matching refuses, it never grants; but a file whose number does not fit
- * (a large XFS) could match a socket of the session's on another inode
- * while its own socket, bound in another namespace, is not listed, so it
- * is refused. Refused too when the kernel's diagnostics cannot be read.
+ * Is the socket file st one the session bound? Only if a listening socket
+ * of this network namespace is bound to it and every one that is was
+ * bound by the session. unix_diag gives 32 bits of the file's inode
+ * number: a second match refuses, it never grants. But on a filesystem
+ * with 64-bit numbers (XFS) a socket of the session's on another inode can
+ * match a foreign file whose listener, in another network namespace, is
+ * not listed at all (an attacker review reached a host tmux server so):
+ * where the session has a network namespace of its own the connection is
+ * checked again once made (listened_inside). Refused when the kernel's
+ * diagnostics cannot be read.
  */
 static bool own_socket(struct own_sockets *own, const struct stat *st)
 {
 	struct own_check c = { .own = own, .dev = st->st_dev, .ino = (uint32_t)st->st_ino };
 	int r;
 
-	if ((uint64_t)st->st_ino > UINT32_MAX)
-		return false;
 	pthread_mutex_lock(&own->lock);
 	r = diag_each(check_one, &c);
 	pthread_mutex_unlock(&own->lock);
 	return r == 0 && c.found && !c.foreign;
+}
+
+/*
+ * A connection just made to a socket judged the session's own: did its
+ * listener listen inside the session? SO_PEERCRED carries the pid that
+ * called listen(), numbered in this process's pid namespace. Where the
+ * session has one (this is its init), a process outside it reads as 0,
+ * whether or not it still lives, so a daemon that forked after listen()
+ * still counts. Without one (the PAM stage's network namespace, no user
+ * namespace), the listener must be a live process in this network
+ * namespace: one that forked and left after listen() is refused.
+ */
+static bool listened_inside(int fd, bool pidns)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	char link[64];
+	struct stat st;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || len != sizeof(cr) ||
+	    cr.pid <= 0)
+		return false;
+	if (pidns)
+		return true;
+	snprintf(link, sizeof(link), "/proc/%d/ns/net", (int)cr.pid);
+	return stat(link, &st) == 0 && (unsigned long)st.st_ino == sbx_ns_inode("net");
 }
 
 struct own_keep {
@@ -434,16 +471,22 @@ static void own_compact_locked(struct own_sockets *own)
 	own->n = kept;
 }
 
+static int sock_cookie(int sfd, uint64_t *cookie)
+{
+	socklen_t len = sizeof(*cookie);
+
+	return getsockopt(sfd, SOL_SOCKET, SO_COOKIE, cookie, &len) == 0 ? 0 : -errno;
+}
+
 /* Remember the socket sfd as the session's own: 0, or -ENOBUFS when the
  * session holds OWN_MAX bound sockets already (or -errno of SO_COOKIE). */
 static int own_record(struct own_sockets *own, int sfd)
 {
 	uint64_t cookie;
-	socklen_t len = sizeof(cookie);
-	int r = 0;
+	int r = sock_cookie(sfd, &cookie);
 
-	if (getsockopt(sfd, SOL_SOCKET, SO_COOKIE, &cookie, &len) != 0)
-		return -errno;
+	if (r)
+		return r;
 	pthread_mutex_lock(&own->lock);
 	if (!own_has_locked(own, cookie)) {
 		if (own->n == OWN_MAX)
@@ -457,11 +500,48 @@ static int own_record(struct own_sockets *own, int sfd)
 	return r;
 }
 
-int sbx_unix_foreign_listener(const char *dir, char *path, size_t size)
+struct peer_find {
+	uint32_t self;		/* the client socket's inode */
+	dev_t dev;		/* the file it should be connected to */
+	uint32_t ino;
+	bool found;
+};
+
+static bool find_peer(void *ctx, const struct diag_sock *d)
+{
+	struct peer_find *f = ctx;
+
+	if (!d->listening || !d->bound || d->dev != f->dev || d->ino != f->ino)
+		return true;
+	for (size_t i = 0; i < d->n_icons && !f->found; i++) {
+		uint32_t v;
+
+		memcpy(&v, d->icons + i * sizeof(v), sizeof(v));
+		f->found = v == f->self;
+	}
+	return !f->found;
+}
+
+/* Is the connected unix socket fd still in the queue of a listener bound
+ * to the file target, in this network namespace? (Only where it waits to
+ * be accepted: the server's end of an accepted one is made in the
+ * client's namespace, whatever the listener's, so it proves nothing.) */
+static bool peer_is(int fd, const struct stat *target)
+{
+	struct stat self;
+	struct peer_find f = { .dev = target->st_dev, .ino = (uint32_t)target->st_ino };
+
+	if (fstat(fd, &self) != 0)
+		return false;
+	f.self = (uint32_t)self.st_ino;
+	return diag_each(find_peer, &f) == 0 && f.found;
+}
+
+int sbx_unix_foreign_listener(int sock, const char *dir, char *path, size_t size)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	uint64_t tag = 0;
-	int fd, e;
+	int fd = sock, e;
 
 	if (getrandom(&tag, sizeof(tag), GRND_NONBLOCK) != (ssize_t)sizeof(tag))
 		tag ^= (uint64_t)sbx_monotonic_ms() << 20 ^ (uint64_t)getpid();
@@ -469,7 +549,8 @@ int sbx_unix_foreign_listener(const char *dir, char *path, size_t size)
 			 dir, (unsigned long long)tag) != 0 ||
 	    sbx_strlcpy(path, size, sun.sun_path) != 0)
 		return -ENAMETOOLONG;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
@@ -486,45 +567,6 @@ int sbx_unix_foreign_listener(const char *dir, char *path, size_t size)
 		return -e;
 	}
 	return fd;
-}
-
-struct peer_find {
-	uint32_t self;		/* the client socket's inode */
-	dev_t dev;		/* the file it should be connected to */
-	uint32_t ino;
-	bool found;
-};
-
-static bool find_peer(void *ctx, const struct diag_sock *d)
-{
-	struct peer_find *f = ctx;
-
-	if (!d->bound || d->dev != f->dev || d->ino != f->ino)
-		return true;
-	/* An accepted connection (it shares the listener's file)... */
-	if (d->peer_ino == f->self)
-		f->found = true;
-	/* ... or one still in the listener's queue. */
-	for (size_t i = 0; i < d->n_icons && !f->found; i++) {
-		uint32_t v;
-
-		memcpy(&v, d->icons + i * sizeof(v), sizeof(v));
-		f->found = v == f->self;
-	}
-	return !f->found;
-}
-
-/* Is the connected unix socket fd's peer a socket bound to the file
- * target, in this network namespace? */
-static bool peer_is(int fd, const struct stat *target)
-{
-	struct stat self;
-	struct peer_find f = { .dev = target->st_dev, .ino = (uint32_t)target->st_ino };
-
-	if (fstat(fd, &self) != 0)
-		return false;
-	f.self = (uint32_t)self.st_ino;
-	return diag_each(find_peer, &f) == 0 && f.found;
 }
 
 /* ---- acting on behalf ------------------------------------------------------- */
@@ -731,6 +773,30 @@ static int connect_on_behalf(const struct job *j, int domain, int fd, const void
 	return r;
 }
 
+/* Whether the directory holding path may gain entries the agent (uid)
+ * makes: its own (it may chmod it), or writable by group or others (a
+ * sticky bit still lets anyone add a name, a hard link included). A
+ * directory that cannot be opened without symlinks counts as writable. */
+static bool dir_writable_by(const char *path, uid_t uid)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	char dir[SBX_PATH_MAX], *slash;
+	struct stat st;
+	int fd;
+	bool w;
+
+	if (sbx_strlcpy(dir, sizeof(dir), path) != 0 || !(slash = strrchr(dir, '/')))
+		return true;
+	slash[slash == dir ? 1 : 0] = '\0';
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+	if (fd < 0)
+		return true;
+	w = fstat(fd, &st) != 0 || st.st_uid == uid || (st.st_mode & 0022);
+	close(fd);
+	return w;
+}
+
 /* path resolved as the caller (pid) would, from its cwd when relative,
  * without magic links (they would be resolved in the supervisor's context):
  * an O_PATH fd pinning the inode (flags added), and its real path. -errno
@@ -800,6 +866,11 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 		r = -ECONNREFUSED;	/* what connect() says of a non-socket */
 		goto out;
 	}
+	/* unix_allow lets a place through, not whatever the agent can put
+	 * there: a hard link or a rename brings any socket of its uid into
+	 * a directory it may write. There, the socket must be its own. */
+	if (verdict == SBX_UNIX_ALLOW && dir_writable_by(real, j->pol->uid))
+		verdict = SBX_UNIX_IF_OWN;
 	if (verdict == SBX_UNIX_IF_OWN && !own_socket(j->own, &st)) {
 		r = -EACCES;
 		goto out;
@@ -810,6 +881,16 @@ static int connect_pathname(const struct job *j, pid_t pid, int sfd,
 	r = connect_on_behalf(j, AF_UNIX, sfd, &via,
 			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(link) + 1),
 			      &st);
+	/* Where the session has a network namespace of its own, what 32 bits
+	 * of an inode number matched is checked on the connection
+	 * (own_socket); a miss is cut before the caller holds it (the
+	 * listener sees an empty connection). Without one, the foreign
+	 * listener is listed and refused before. */
+	if (r == 0 && verdict == SBX_UNIX_IF_OWN && j->pol->abstract_ok &&
+	    !listened_inside(sfd, j->pol->pidns)) {
+		(void)shutdown(sfd, SHUT_RDWR);
+		r = -EACCES;
+	}
 out:
 	close(pin);
 	return r;

@@ -1236,17 +1236,20 @@ static void test_unix_own_sockets(void **state)
 }
 
 /*
- * unix_allow lets a place through whoever bound there: the canary's socket
- * bound outside the supervisor is then expected to connect (unix_allow
- * covering /tmp), and the session holds; the agent's own-uid listener
- * outside connects where the entry covers it. Control: without the
- * entry, the same listener is refused.
+ * unix_allow lets a place through whoever bound there, but not a directory
+ * the agent may add names to (its own, or one open to others): a hard
+ * link or a rename brings any socket of its uid there. Allowed: a socket
+ * of the agent's uid in a root-owned 0755 directory under the entry.
+ * Refused: the same listener through a hard link in the agent's own
+ * workspace under an entry, and (the control) without any entry. The
+ * canary's socket in /tmp stays refused with /tmp listed: /tmp is open to
+ * all.
  */
 static void test_unix_allow_canary(void **state)
 {
 	struct fixture *fx = *state;
 	struct outcome *o = calloc(1, sizeof(*o));
-	char ws[64], agentsock[128];
+	char ws[64], rootdir[64], agentsock[128], linked[128];
 	int lagent;
 
 	if (!ready(fx, false))
@@ -1258,23 +1261,30 @@ static void test_unix_allow_canary(void **state)
 	sbx_strlcpy(fx->extra, sizeof(fx->extra), ws);	/* teardown removes it */
 	assert_int_equal(chmod(ws, 0755), 0);
 	assert_int_equal(chown(ws, sbx_test_uid(), sbx_test_gid()), 0);
-	snprintf(agentsock, sizeof(agentsock), "%s/agent.sock", ws);
+	snprintf(rootdir, sizeof(rootdir), "/var/tmp/sbx-test-apply-ual-XXXXXX");
+	assert_non_null(mkdtemp(rootdir));
+	assert_int_equal(chmod(rootdir, 0755), 0);
+	snprintf(agentsock, sizeof(agentsock), "%s/agent.sock", rootdir);
+	snprintf(linked, sizeof(linked), "%s/linked.sock", ws);
 	lagent = foreign_listener(agentsock);
 	assert_true(lagent >= 0);
 	assert_int_equal(chown(agentsock, sbx_test_uid(), sbx_test_gid()), 0);
-	for (int tmp = 0; tmp < 2; tmp++) {
-		const char *allow = tmp ? "/tmp" : ws;
+	assert_int_equal(link(agentsock, linked), 0);
 
-		assert_int_equal(helper_unix_allow(fx, ws, PROBE_REAL, allow, false, "-c",
-						   agentsock, o), tmp ? EACCES : 0);
-		assert_unix_rule(o);
-		if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, ", and unix_allow"))
-			fail_msg("unix_sockets detail does not name unix_allow: %s",
-				 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
-	}
-	assert_int_equal(helper_unix(fx, ws, PROBE_REAL, false, "-c", agentsock, o), EACCES);
+	assert_int_equal(helper_unix_allow(fx, ws, PROBE_REAL, rootdir, false, "-c", agentsock, o),
+			 0);
 	assert_unix_rule(o);
+	if (!strstr(o->report.entry[SBX_F_UNIX_SOCKETS].detail, ", and unix_allow"))
+		fail_msg("unix_sockets detail does not name unix_allow: %s",
+			 o->report.entry[SBX_F_UNIX_SOCKETS].detail);
+	assert_int_equal(helper_unix_allow(fx, ws, PROBE_REAL, ws, false, "-c", linked, o), EACCES);
+	assert_int_equal(helper_unix_allow(fx, ws, PROBE_REAL, "/tmp", false, "-c", agentsock, o),
+			 EACCES);
+	assert_unix_rule(o);
+	assert_int_equal(helper_unix(fx, ws, PROBE_REAL, false, "-c", agentsock, o), EACCES);
 	close(lagent);
+	unlink(linked);
+	sbx_test_rmtree(rootdir);
 	sbx_test_rmtree(ws);
 	fx->extra[0] = '\0';
 	free(o);

@@ -234,7 +234,7 @@ static int child(void *arg)
 	s.uid = getuid();
 	snprintf(s.home, sizeof(s.home), "%s/home", tmp_dir);
 	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
-	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, true, &pol, &err) == 0);
 	/* The policy's places: the workspace, home, /tmp, /dev/shm. */
 	CHILD_CHECK(sbx_unix_path_verdict(&pol, "/tmp/x.sock") == SBX_UNIX_IF_OWN);
 	CHILD_CHECK(sbx_unix_path_verdict(&pol, host_sock) == SBX_UNIX_REFUSE);
@@ -547,7 +547,7 @@ static void test_path_verdict(void **state)
 	s.uid = 1234;
 	snprintf(s.home, sizeof(s.home), "/home/agent");
 	snprintf(s.workspace, sizeof(s.workspace), "/srv/ws");
-	assert_int_equal(sbx_unix_policy_build(p, &s, true, pol, &err), 0);
+	assert_int_equal(sbx_unix_policy_build(p, &s, true, true, pol, &err), 0);
 	assert_false(pol->bind_on_behalf);
 	assert_int_equal(sbx_unix_path_verdict(pol, "/srv/ws/x.sock"), SBX_UNIX_IF_OWN);
 	assert_int_equal(sbx_unix_path_verdict(pol, "/home/agent/.gnupg/S.gpg-agent"),
@@ -559,7 +559,7 @@ static void test_path_verdict(void **state)
 	assert_int_equal(sbx_unix_path_verdict(pol, "/srv/wsx/x.sock"), SBX_UNIX_REFUSE);
 	assert_int_equal(sbx_unix_path_verdict(pol, "/run/docker.sock"), SBX_UNIX_REFUSE);
 	/* Without a private network namespace bind() is decided here. */
-	assert_int_equal(sbx_unix_policy_build(p, &s, false, pol, &err), 0);
+	assert_int_equal(sbx_unix_policy_build(p, &s, false, true, pol, &err), 0);
 	assert_true(pol->bind_on_behalf);
 	free(p);
 	free(pol);
@@ -674,7 +674,7 @@ static int child_bind_mediated(void *arg)
 	s.uid = getuid();
 	snprintf(s.home, sizeof(s.home), "%s/home", tmp_dir);
 	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
-	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, true, &pol, &err) == 0);
 	snprintf(link, sizeof(link), "%s/ws/out-link", tmp_dir);
 	CHILD_CHECK(symlink(outside_dir, link) == 0);
 	snprintf(outside, sizeof(outside), "%s/s.sock", outside_dir);
@@ -791,7 +791,7 @@ static int child_bind_landlock(void *arg)
 	s.uid = getuid();
 	snprintf(s.home, sizeof(s.home), "%s/ws", tmp_dir);
 	snprintf(s.workspace, sizeof(s.workspace), "%s/ws", tmp_dir);
-	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, &pol, &err) == 0);
+	CHILD_CHECK(sbx_unix_policy_build(&p, &s, false, true, &pol, &err) == 0);
 	if (sbx_landlock_plan_build(&p, &s, sbx_test_decision(&p, false), &plan, &err) != 0) {
 		fprintf(stderr, "landlock plan: %s\n", err.msg);
 		return 1;
