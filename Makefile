@@ -163,7 +163,8 @@ $(ESCAPE_TEST): tests/escape/test_escape.c $(TESTLIB) $(LIBSBX)
 # Every test tier from one command. Each tier does its own set-up and
 # removes what it created.
 check: all $(SHELL_TEST_BIN) $(HELPERS) $(TEST_BINS) $(ESCAPE_TEST)
-	@BUILD=$(BUILD) SAN=$(SAN) ./tests/run-tests.sh $(TEST_BINS) $(ESCAPE_TEST) tests/libsbx/run.sh \
+	@BUILD=$(BUILD) SAN=$(SAN) ./tests/run-tests.sh $(TEST_BINS) $(ESCAPE_TEST) tests/escape/ino64.sh \
+		tests/libsbx/run.sh \
 		tests/explain/run.sh tests/deb/run.sh \
 		tests/egress/run.sh tests/e2e/run.sh
 
@@ -270,7 +271,7 @@ lint: $(LINT_DB)
 DEB_PKGS := build-essential clang libclang-rt-dev libpam0g-dev libseccomp-dev libcap-dev \
             libcmocka-dev libpam-modules openssh-server openssh-client \
             openssh-sftp-server tmux iproute2 util-linux procps python3-minimal python3 curl openssl rsync \
-            git python3-pip \
+            git python3-pip xfsprogs \
             cppcheck clang-tidy pkgconf
 deps:
 	@./tests/install-deps.sh $(DEB_PKGS)

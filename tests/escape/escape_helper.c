@@ -1652,6 +1652,33 @@ static void cls_unix_sameuid(void)
 		run_with_var("tmux_inside_new", "SHELL=/bin/sh", start);
 		run_prog("tmux_inside_run", run, NULL, 0);
 		put("tmux_inside_ran", "%s", stat("/tmp/esc-in-tmux-ran", &st) == 0 ? "OK" : "ABSENT");
+		/* A second client while one stays connected: the server's end of
+		 * the first connection carries the socket's file too. */
+		{
+			char *waiter[] = { "/usr/bin/tmux", "-S", in_tmux, "wait-for", "esc", NULL };
+			char *ls[] = { "/usr/bin/tmux", "-S", in_tmux, "ls", NULL };
+			char *wake[] = { "/usr/bin/tmux", "-S", in_tmux, "wait-for", "-S", "esc", NULL };
+			pid_t w;
+
+			fflush(NULL);
+			w = fork();
+			if (w == 0) {
+				int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+				if (null >= 0) {
+					dup2(null, 0);
+					dup2(null, 1);
+					dup2(null, 2);
+				}
+				execve(waiter[0], waiter, self_env);
+				_exit(127);
+			}
+			sleep_ms(300);
+			run_prog("tmux_inside_second_client", ls, NULL, 0);
+			run_prog("tmux_inside_wake", wake, NULL, 0);
+			if (w > 0)
+				waitpid(w, NULL, 0);
+		}
 		/* Cleanup only: the client may see the server go before it
 		 * answers, and say so with exit 1. */
 		run_prog("tmux_inside_kill", stop, NULL, 0);

@@ -467,6 +467,8 @@ static const struct expect table[] = {
 	CONTROL("unix_sameuid", "tmux_inside_new", PALL, "exit=0"),
 	CONTROL("unix_sameuid", "tmux_inside_run", PALL, "exit=0"),
 	CONTROL("unix_sameuid", "tmux_inside_ran", PALL, "OK"),
+	CONTROL("unix_sameuid", "tmux_inside_second_client", PALL, "exit=0"),
+	CONTROL("unix_sameuid", "tmux_inside_wake", PALL, "exit=0"),
 	HARMLESS("unix_sameuid", "tmux_inside_kill", PALL, "exit=0|exit=1", "cleanup: kill-server's own status races the server's exit"),
 	/* ssh-add -l exit 1: connected, "The agent has no identities." */
 	CONTROL("unix_sameuid", "sshagent_inside", PALL, "exit=1"),
