@@ -657,6 +657,29 @@ int sbx_landlock_abi(void);
 int sbx_landlock_apply(const struct sbx_landlock_plan *plan, int abi_limit,
 		       struct sbx_landlock_result *res, struct sbx_error *err);
 
+/* ---- wx.c: W^X under the command gate ----------------------------------- */
+
+/*
+ * PR_SET_MDWE (Linux 6.3, include/uapi/linux/prctl.h), spelled as the
+ * kernel spells it so a newer <sys/prctl.h> repeats it harmlessly; Debian
+ * 12's headers predate it. REFUSE_EXEC_GAIN refuses a mapping that is
+ * writable and executable, and mprotect/pkey_mprotect adding PROT_EXEC to
+ * a mapping that lacks it. It is inherited by fork and kept across execve
+ * unless NO_INHERIT (6.6) is set, and once set it cannot be cleared.
+ */
+#ifndef PR_SET_MDWE
+#define PR_SET_MDWE 65
+#endif
+#ifndef PR_GET_MDWE
+#define PR_GET_MDWE 66
+#endif
+#ifndef PR_MDWE_REFUSE_EXEC_GAIN
+# define PR_MDWE_REFUSE_EXEC_GAIN (1UL << 0)
+#endif
+#ifndef PR_MDWE_NO_INHERIT
+# define PR_MDWE_NO_INHERIT (1UL << 1)
+#endif
+
 /* ---- seccomp.c --------------------------------------------------------- */
 
 #define SBX_SECCOMP_MAX_INSNS 1024

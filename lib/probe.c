@@ -573,6 +573,13 @@ static void probe_mount_setattr(struct sbx_probe *p)
 	p->mount_setattr = !(r < 0 && errno == ENOSYS);
 }
 
+/* PR_GET_MDWE is a query: it answers on every kernel that has
+ * PR_SET_MDWE (6.3) and fails with EINVAL before, and sets nothing. */
+static void probe_mdwe(struct sbx_probe *p)
+{
+	p->mdwe = prctl(PR_GET_MDWE, 0, 0, 0, 0) >= 0;
+}
+
 /* Everything but the namespaces: plain syscalls and reads, no process. */
 static void probe_kernel_facts(struct sbx_probe *p)
 {
@@ -585,6 +592,7 @@ static void probe_kernel_facts(struct sbx_probe *p)
 	probe_seccomp(p);
 	probe_cgroup(p);
 	probe_mount_setattr(p);
+	probe_mdwe(p);
 }
 
 void sbx_probe_kernel(struct sbx_probe *out)
@@ -727,7 +735,7 @@ struct probe_row {
 	char detail[320];	/* when ok: extra facts; when not: layer and fix */
 };
 
-enum { ROW_COUNT = 14 };
+enum { ROW_COUNT = 15 };
 
 static void probe_rows(const struct sbx_probe *p, struct probe_row rows[ROW_COUNT])
 {
@@ -817,6 +825,12 @@ static void probe_rows(const struct sbx_probe *p, struct probe_row rows[ROW_COUN
 			 "mount_setattr(2) missing (kernel < 5.12); recursive "
 			 "read-only falls back to per-mount remounts");
 	i++;
+	ROW("mdwe", p->mdwe);
+	if (!p->mdwe)
+		sbx_text_set(rows[i].detail, sizeof(rows[i].detail),
+			 "PR_SET_MDWE missing (kernel < 6.3); the command gate keeps memory "
+			 "W^X with seccomp rules alone");
+	i++;
 #undef ROW
 }
 
@@ -880,7 +894,7 @@ static bool *probe_row_flag(struct sbx_probe *p, size_t i)
 	bool *flags[ROW_COUNT] = {
 		NULL, &p->seccomp, &p->seccomp_kill_process, &p->userns, &p->mountns,
 		&p->pidns, &p->netns, &p->ipcns, &p->utsns, &p->cgroupns, &p->cgroup2,
-		&p->cgroup2_delegated, &p->cgroup2_limits, &p->mount_setattr,
+		&p->cgroup2_delegated, &p->cgroup2_limits, &p->mount_setattr, &p->mdwe,
 	};
 
 	return flags[i];

@@ -494,6 +494,7 @@ struct sbx_probe {
 	bool cgroup2_delegated;		/* a writable, delegated subtree for this uid */
 	bool cgroup2_limits;		/* memory, pids and cpu controllers in cgroup v2 */
 	bool mount_setattr;		/* mount_setattr(2) available */
+	bool mdwe;			/* PR_SET_MDWE (Linux 6.3): W^X by the kernel */
 	char ns_source[160];		/* where the namespace fields came from (text only) */
 };
 

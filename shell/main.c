@@ -167,8 +167,9 @@ static void note_loader_env(void)
 #ifdef SBX_TESTING
 /*
  * Test build only (tests/agent-shell-testable): SBX_TEST_PROBE=
- * "no-userns,no-landlock,no-netns" takes the real probe and removes what it
- * names, so tests can drive the degraded paths on a full kernel. The
+ * "no-userns,no-landlock,no-netns,no-mdwe" takes the real probe and removes
+ * what it names, so tests can drive the degraded paths on a full kernel
+ * (no-mdwe: the gate's W^X by seccomp alone, as on Linux < 6.3). The
  * shipped agent-shell is compiled without this block (check: strings).
  */
 static int apply_test_probe(void)
@@ -199,6 +200,8 @@ static int apply_test_probe(void)
 				    "Landlock disabled by SBX_TEST_PROBE (test build)");
 		} else if (strcmp(t, "no-netns") == 0) {
 			forced.netns = false;
+		} else if (strcmp(t, "no-mdwe") == 0) {
+			forced.mdwe = false;
 		} else {
 			fprintf(stderr, "agent-shell: SBX_TEST_PROBE: unknown item %s\n", t);
 			return -EINVAL;

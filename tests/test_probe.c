@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +24,8 @@ static void test_probe_landlock_seccomp(void **state)
 	assert_true(p->seccomp);
 	assert_true(p->seccomp_kill_process);
 	assert_true(p->mount_setattr);	/* Linux >= 5.12 */
+	/* PR_SET_MDWE (6.3): the probe says what the kernel's own query says. */
+	assert_int_equal(p->mdwe, prctl(PR_GET_MDWE, 0, 0, 0, 0) >= 0);
 	/* Probed once: the same cache comes back. */
 	assert_int_equal(sbx_probe_get(&again, &err), 0);
 	assert_ptr_equal(p, again);
@@ -184,7 +187,7 @@ static void test_json_round_trip(void **state)
 		offsetof(struct sbx_probe, ipcns), offsetof(struct sbx_probe, utsns),
 		offsetof(struct sbx_probe, cgroupns), offsetof(struct sbx_probe, cgroup2),
 		offsetof(struct sbx_probe, cgroup2_delegated), offsetof(struct sbx_probe, cgroup2_limits),
-		offsetof(struct sbx_probe, mount_setattr),
+		offsetof(struct sbx_probe, mount_setattr), offsetof(struct sbx_probe, mdwe),
 	};
 	struct sbx_probe a, b;
 	const struct sbx_probe *real;
@@ -203,6 +206,7 @@ static void test_json_round_trip(void **state)
 			snprintf(a.landlock_why, sizeof(a.landlock_why), "off at boot");
 			snprintf(a.userns_why, sizeof(a.userns_why), "max_user_namespaces=0");
 			a.seccomp = a.netns = a.cgroup2_delegated = a.cgroup2_limits = true;
+			a.mdwe = !real->mdwe;
 		}
 		json = render(&a, true);
 		memset(&b, 0, sizeof(b));
