@@ -31,6 +31,7 @@
  *     workspace_read | workspace_write | host_read | host_write = allow|deny
  *     network = allow|proxy|deny       command = allow|deny|gated
  *                                      ("gated" is read as proxy)
+ *     gate_jit = allow|deny            (executable memory under the gate)
  *     home = ephemeral|isolated|real   isolation = sandboxed|unconfined
  *     ack_unconfined = yes|no          shell = TEMPLATE
  *     root = TEMPLATE ro|rw|none       (repeatable, appends)
@@ -232,7 +233,7 @@ enum key {
 	K_INHERIT, K_WS_ROOT, K_WS_READ, K_WS_WRITE, K_HOST_READ, K_HOST_WRITE,
 	K_NETWORK, K_COMMAND, K_HOME, K_ISOLATION, K_ACK, K_SHELL, K_ROOT,
 	K_DENY, K_GATE, K_SERVICES, K_MIN_LEVEL, K_REQUIRE, K_PAM_STAGE, K_UNIX_ALLOW,
-	K_EGRESS,
+	K_EGRESS, K_GATE_JIT,
 	K_LIMIT0,
 	K_COUNT = K_LIMIT0 + SBX_LIMIT_COUNT,
 };
@@ -241,7 +242,7 @@ static const char *const key_names[K_LIMIT0] = {
 	"inherit", "workspace_root", "workspace_read", "workspace_write",
 	"host_read", "host_write", "network", "command", "home", "isolation",
 	"ack_unconfined", "shell", "root", "deny_read", "gate_allow", "services",
-	"min_level", "require", "pam_stage", "unix_allow", "egress_allow",
+	"min_level", "require", "pam_stage", "unix_allow", "egress_allow", "gate_jit",
 };
 
 static int key_lookup(const char *k)
@@ -339,6 +340,8 @@ static int apply_one(struct parser *ps, const struct kv *kv, int key,
 			return BAD("bad value '%s' (allow | deny | gated)", kv->val);
 		p->command = a;
 		return 0;
+	case K_GATE_JIT:
+		return set_fs_access(ps, kv, &p->gate_jit);
 	case K_HOME:
 		if (sbx_home_parse(kv->val, &p->home) < 0)
 			return BAD("bad value '%s' (isolated | ephemeral | real)", kv->val);

@@ -166,6 +166,9 @@ static void emit_json(const struct sbx_profile *p, struct sink *s)
 	}
 	if (p->egress_any)
 		put_kv(s, "egress_allow", "any", 8);
+	/* Only when allowed, so the hash of a profile without it is unchanged. */
+	if (p->gate_jit != SBX_ACCESS_DENY)
+		put_kv(s, "gate_jit", sbx_access_name(p->gate_jit), 16);
 
 	put_key(s, "limits", false);
 	puts_(s, "{");
@@ -239,6 +242,9 @@ int sbx_profile_to_text(const struct sbx_profile *p, FILE *out)
 	    sbx_access_name(p->host_write));
 	ROW("network", "%s", sbx_network_name(p->network));
 	ROW("command", "%s", sbx_access_name(p->command));
+	if (p->command != SBX_ACCESS_ALLOW)
+		ROW("gate_jit", "%s", p->gate_jit == SBX_ACCESS_ALLOW ?
+		    "allow (anonymous executable memory allowed)" : "deny (memory W^X)");
 	ROW("home", "%s", sbx_home_name(p->home));
 	ROW("isolation", "%s%s", sbx_isolation_name(p->isolation),
 	    p->ack_unconfined ? " (acknowledged)" : "");

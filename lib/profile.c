@@ -69,6 +69,7 @@ static void set_default(struct sbx_profile *p)
 	size_t i;
 
 	set_base(p, "default");
+	p->gate_jit = SBX_ACCESS_DENY;
 	p->host_write = SBX_ACCESS_DENY;
 	p->network = SBX_ACCESS_DENY;
 	p->home = SBX_HOME_EPHEMERAL;
@@ -102,6 +103,7 @@ uint32_t sbx_require_for_network(uint32_t require, enum sbx_access network)
 static void set_open(struct sbx_profile *p)
 {
 	set_base(p, "open");
+	p->gate_jit = SBX_ACCESS_ALLOW;
 	p->host_write = SBX_ACCESS_ALLOW;
 	p->network = SBX_ACCESS_ALLOW;
 	p->home = SBX_HOME_REAL;
@@ -418,6 +420,8 @@ static int validate(const struct sbx_profile *p, bool ceiling,
 	    !access_ok(p->host_read) || !access_ok(p->host_write) ||
 	    !access_ok(p->network) || !access_ok(p->command))
 		return sbx_error_set(err, EINVAL, "validate(%s): access value out of range", n);
+	if (p->gate_jit != SBX_ACCESS_DENY && p->gate_jit != SBX_ACCESS_ALLOW)
+		return sbx_error_set(err, EINVAL, "validate(%s): gate_jit is neither allow nor deny", n);
 	if ((unsigned)p->home > SBX_HOME_REAL)
 		return sbx_error_set(err, EINVAL, "validate(%s): home out of range", n);
 	if ((unsigned)p->isolation > SBX_ISOLATION_UNCONFINED)

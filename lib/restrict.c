@@ -288,6 +288,8 @@ int sbx_profile_restrict(const struct sbx_profile *a, const struct sbx_profile *
 	/* deny < proxy < allow: the numbers of enum sbx_access. */
 	o->network = amin(a->network, b->network);
 	o->command = amin(a->command, b->command);
+	/* W^X (deny) is narrower than a JIT (allow). */
+	o->gate_jit = amin(a->gate_jit, b->gate_jit);
 	o->home = a->home < b->home ? a->home : b->home;
 	o->isolation = (a->isolation == SBX_ISOLATION_SANDBOXED ||
 			b->isolation == SBX_ISOLATION_SANDBOXED) ?

@@ -274,6 +274,9 @@ struct sbx_profile {
 	 * reach the egress list. */
 	enum sbx_access network;
 	enum sbx_access command;	/* gated: only gate_allow executables run */
+	/* Under the gate: allow lets programs make executable memory (a JIT);
+	 * deny (the default) keeps memory W^X (docs/design.md section 6). */
+	enum sbx_access gate_jit;
 	enum sbx_home home;
 	enum sbx_isolation isolation;
 	bool ack_unconfined;		/* required for isolation = unconfined */

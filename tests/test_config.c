@@ -180,6 +180,58 @@ static void test_inherit(void **state)
 	sbx_config_free(cfg);
 }
 
+/* gate_jit: deny unless a profile says allow, inherited, narrowed by a
+ * ceiling that says deny; shown and hashed only where it matters. */
+static void test_gate_jit(void **state)
+{
+	struct sbx_config *cfg = NULL;
+	struct sbx_error err = { 0 };
+	struct sbx_profile *r = malloc(sizeof(*r));
+	const struct sbx_profile *a, *b, *c;
+	char ha[65], hc[65], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(r);
+	assert_int_equal(parse("[ceiling]\ngate_jit = deny\n"
+			       "[profile a]\nworkspace_root = /w\ncommand = gated\n"
+			       "gate_allow = /usr/bin/git\ngate_jit = allow\n"
+			       "[profile b]\ninherit = a\n"
+			       "[profile c]\nworkspace_root = /w\ncommand = gated\n"
+			       "gate_allow = /usr/bin/git\n", &cfg, &err), 0);
+	a = sbx_config_find_profile(cfg, "a");
+	b = sbx_config_find_profile(cfg, "b");
+	c = sbx_config_find_profile(cfg, "c");
+	assert_int_equal(a->gate_jit, SBX_ACCESS_ALLOW);
+	assert_int_equal(b->gate_jit, SBX_ACCESS_ALLOW);	/* inherited */
+	assert_int_equal(c->gate_jit, SBX_ACCESS_DENY);	/* the default */
+	assert_int_equal(cfg->ceiling.gate_jit, SBX_ACCESS_DENY);
+	assert_int_equal(sbx_profile_restrict(a, &cfg->ceiling, r, &err), 0);
+	assert_int_equal(r->gate_jit, SBX_ACCESS_DENY);
+	/* Only an allow reaches the hash: profiles without the key keep theirs. */
+	sbx_profile_hash(c, hc);
+	memcpy(r, c, sizeof(*r));
+	r->gate_jit = SBX_ACCESS_ALLOW;
+	sbx_profile_hash(r, ha);
+	assert_string_not_equal(ha, hc);
+	/* --explain shows it under a gate. */
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	assert_int_equal(sbx_profile_to_text(a, f), 0);
+	fclose(f);
+	assert_non_null(strstr(text, "gate_jit         allow (anonymous executable memory allowed)"));
+	free(text);
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	assert_int_equal(sbx_profile_to_text(c, f), 0);
+	fclose(f);
+	assert_non_null(strstr(text, "gate_jit         deny (memory W^X)"));
+	free(text);
+	sbx_config_free(cfg);
+	free(r);
+}
+
 /* An inherit chain of links profiles p0 -> p1 -> ... -> p<links>, written
  * from p0 down (resolving recurses along it) or from the end up (every
  * parent is resolved already). */
@@ -523,6 +575,9 @@ static struct bad bad_rows[] = {
 	ROW("unconfined_without_ack", P "isolation = unconfined\n", -EINVAL, NAME ":1:", "ack_unconfined"),
 	ROW("ack_on_sandboxed", P "ack_unconfined = yes\n", -EINVAL, NAME ":1:", "ack_unconfined"),
 	ROW("gated_without_list", P "command = gated\n", -EINVAL, NAME ":1:", "gate_allow"),
+	ROW("gate_jit_gated", P "gate_jit = gated\n", -EINVAL, NAME ":3:", "'gate_jit': bad value 'gated' (allow | deny)"),
+	ROW("gate_jit_yes", P "gate_jit = yes\n", -EINVAL, NAME ":3:", "'gate_jit'"),
+	ROW("gate_jit_twice", P "gate_jit = deny\ngate_jit = allow\n", -EINVAL, NAME ":4:", "'gate_jit': duplicate key"),
 	ROW("root_is_workspace", P "root = /w ro\n", -EINVAL, NAME ":1:", "workspace root"),
 	ROW("root_twice_different", P "root = /o ro\nroot = /o rw\n", -EINVAL, NAME ":1:", "/o"),
 	ROW("ceiling_unconfined_without_ack", "[ceiling]\nisolation = unconfined\nack_unconfined = no\n" P, -EINVAL, NAME ":1:", "[ceiling]"),
@@ -594,6 +649,9 @@ static void test_positive_controls(void **state)
 		P "[match]\nuser alice$ = p\ngroup _g.x-1 = p\nuser alice = p\n",
 		P "# \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 UTF-8 is fine\n",
 		P "command = gated\ngate_allow = /usr/bin/git\n",
+		P "command = gated\ngate_allow = /usr/bin/git\ngate_jit = allow\n",
+		P "gate_jit = deny\n",
+		("[ceiling]\ngate_jit = deny\n" P),
 		P "isolation = unconfined\nack_unconfined = yes\n",
 		P "pam_stage = required\n",
 		P "network = proxy\negress_allow = a.org:8443\n",
@@ -706,6 +764,7 @@ int main(void)
 	const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_full_example),
 		cmocka_unit_test(test_inherit),
+		cmocka_unit_test(test_gate_jit),
 		cmocka_unit_test(test_inherit_depth),
 		cmocka_unit_test(test_select),
 		cmocka_unit_test(test_comments_and_templates),

@@ -135,6 +135,17 @@ static void test_fields(void **state)
 	assert_int_equal(r->n_deny_read, 7);	/* 6 defaults + /srv/secret */
 	assert_int_equal(r->command, SBX_ACCESS_GATED);
 	assert_int_equal(r->n_gate, 2);		/* only a is gated: its list */
+	/* gate_jit: the open ceiling lets a's deny stand, a deny ceiling
+	 * narrows an allow, and allow only comes from both sides. */
+	assert_int_equal(r->gate_jit, SBX_ACCESS_DENY);
+	a->gate_jit = SBX_ACCESS_ALLOW;
+	assert_int_equal(sbx_profile_restrict(a, b, r, &err), 0);
+	assert_int_equal(r->gate_jit, SBX_ACCESS_ALLOW);
+	b->gate_jit = SBX_ACCESS_DENY;
+	assert_int_equal(sbx_profile_restrict(a, b, r, &err), 0);
+	assert_int_equal(r->gate_jit, SBX_ACCESS_DENY);
+	a->gate_jit = SBX_ACCESS_DENY;
+	b->gate_jit = SBX_ACCESS_ALLOW;
 	assert_int_equal(r->n_services, 2);	/* b has no cap */
 
 	/* Both gated: intersection. Disjoint services: explicit "none". */
@@ -266,6 +277,7 @@ static void random_profile(struct sbx_profile *p, bool ceiling)
 	p->host_write = racc();
 	p->network = racc();
 	p->command = racc();
+	p->gate_jit = rnd(2) ? SBX_ACCESS_ALLOW : SBX_ACCESS_DENY;
 	p->home = (enum sbx_home)rnd(3);
 	p->isolation = (enum sbx_isolation)rnd(2);
 	p->ack_unconfined = p->isolation == SBX_ISOLATION_UNCONFINED;
@@ -332,6 +344,7 @@ static void assert_scalars_within(const struct sbx_profile *r, const struct sbx_
 	assert_true(r->host_write <= p->host_write);
 	assert_true(r->network <= p->network);
 	assert_true(r->command <= p->command);
+	assert_true(r->gate_jit <= p->gate_jit);
 	assert_true(r->home <= p->home);
 	assert_true(r->isolation <= p->isolation || p->isolation == SBX_ISOLATION_UNCONFINED);
 	if (p->isolation == SBX_ISOLATION_SANDBOXED)
