@@ -895,6 +895,7 @@ static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_r
 	pl->seccomp.network_denied = d->network_denied;
 	pl->seccomp.inet_denied = d->inet_denied;
 	pl->seccomp.gated = p->command != SBX_ACCESS_ALLOW;
+	pl->seccomp.wx = pl->seccomp.gated;
 	pl->seccomp.host_pids = d->host_pids;
 	/* Host daemons' pathname sockets are part of the network: with the
 	 * network denied, connect() is decided by the unix supervisor. */

@@ -687,7 +687,15 @@ int sbx_landlock_apply(const struct sbx_landlock_plan *plan, int abi_limit,
 struct sbx_seccomp_opts {
 	bool network_denied;	/* deny MSG_FASTOPEN, MPTCP (TCP_FASTOPEN* sockopts) */
 	bool inet_denied;	/* also deny AF_INET/AF_INET6 sockets (no netns) */
-	bool gated;		/* deny memfd_create without MFD_NOEXEC_SEAL, execveat of fds */
+	bool gated;		/* deny memfd_create and memfd_secret, execveat of fds */
+	/* W^X under the gate (docs/design.md section 6): no mmap of anonymous
+	 * or shared memory with PROT_EXEC, no shmat(SHM_EXEC): what
+	 * PR_SET_MDWE leaves open. */
+	bool wx;
+	/* And without PR_SET_MDWE (Linux < 6.3) what it would hold: no mmap
+	 * both writable and executable, no mprotect/pkey_mprotect to
+	 * PROT_EXEC. Only with wx. */
+	bool wx_no_mdwe;
 	/* connect() goes to a user-notification supervisor (unixsock.c) and
 	 * AF_UNIX datagram sockets are refused; notify_fd gets the listener
 	 * (close-on-exec) after a successful load, else -1. */

@@ -438,8 +438,7 @@ static int add_network_denied_rules(struct ruleset *rs)
  * execve'd, but ld.so maps it PROT_EXEC all the same (`ld.so
  * /proc/self/fd/N` ran a copied binary; memfds live on an internal mount no
  * noexec reaches). Under the gate no memfd is made at all, nor a
- * memfd_secret. SysV shared memory attached executable is anonymous code
- * memory outside every mount; shmflg is an int, SHM_EXEC a low bit.
+ * memfd_secret.
  */
 static int add_gate_rules(struct ruleset *rs)
 {
@@ -450,8 +449,47 @@ static int add_gate_rules(struct ruleset *rs)
 		r = RULE0(rs, memfd_secret, EPERM_ACTION);
 	if (r == 0)
 		r = RULE(rs, execveat, EPERM_ACTION, any_bit(4, AT_EMPTY_PATH));
+	return r;
+}
+
+/*
+ * W^X under the gate (docs/design.md section 6). An allowed interpreter
+ * made to run crafted code mapped anonymous memory executable and jumped
+ * into native code no file had given it. PR_SET_MDWE (Linux 6.3) refuses
+ * a mapping both writable and executable and any mapping gaining
+ * PROT_EXEC, but not a new executable mapping: on 6.18 under MDWE,
+ * mmap(MAP_SHARED|MAP_ANONYMOUS, PROT_READ|PROT_EXEC) and then
+ * mremap(old_size 0) gave a second mapping of the same pages, which
+ * mprotect made writable (dropping exec is not a gain), and code written
+ * there ran through the first; a fork shares the pages the same way, and
+ * so does a SysV segment attached twice, once SHM_EXEC. So executable
+ * mappings are private file mappings only: what ld.so makes, of files the
+ * mount view leaves executable (the allow-list's closure, all root's).
+ * Without MDWE the filter refuses what MDWE would too: a mapping both
+ * writable and executable, and mprotect/pkey_mprotect to PROT_EXEC at all,
+ * since BPF cannot tell a file mapping from anonymous memory. glibc's
+ * loader maps code with mmap of the file and asks mprotect for PROT_EXEC
+ * only for an executable stack or text relocations, both refused by MDWE
+ * as well (bash, python3, git, gcc, make and perl ran alike under both).
+ * mmap's prot and flags and mprotect's prot are unsigned long, read whole
+ * by the kernel; every bit compared is in the low word. shmflg is an int,
+ * SHM_EXEC a low bit.
+ */
+static int add_wx_rules(struct ruleset *rs)
+{
+	int r;
+
+	r = RULE(rs, mmap, EPERM_ACTION, any_bit(2, PROT_EXEC),
+		 any_bit(3, MAP_ANONYMOUS | MAP_SHARED));
 	if (r == 0)
 		r = RULE(rs, shmat, EPERM_ACTION, any_bit(2, SHM_EXEC));
+	if (r != 0 || !rs->opts->wx_no_mdwe)
+		return r;
+	r = RULE(rs, mmap, EPERM_ACTION, any_bit(2, PROT_EXEC), any_bit(2, PROT_WRITE));
+	if (r == 0)
+		r = RULE(rs, mprotect, EPERM_ACTION, any_bit(2, PROT_EXEC));
+	if (r == 0)
+		r = RULE(rs, pkey_mprotect, EPERM_ACTION, any_bit(2, PROT_EXEC));
 	return r;
 }
 
@@ -554,6 +592,8 @@ static int build_rules(struct ruleset *rs)
 		r = add_network_denied_rules(rs);
 	if (r == 0 && rs->opts->gated)
 		r = add_gate_rules(rs);
+	if (r == 0 && rs->opts->wx)
+		r = add_wx_rules(rs);
 	/* Pathname unix sockets are reached by connect() only once datagram
 	 * sockets are gone (add_socket_rules): every connect() goes to the
 	 * supervisor (lib/unixsock.c), which decides and connects on the

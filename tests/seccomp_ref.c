@@ -347,11 +347,35 @@ static int add_gate_rules(struct filter_ctx *f)
 	if (r == 0)
 		r = rule1(f, "execveat", SCMP_ACT_ERRNO(EPERM),
 			  SCMP_A4(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH));
-	/* SysV shared memory attached executable is anonymous code memory
-	 * outside every mount; shmflg is an int, SHM_EXEC a low bit. */
+	return r;
+}
+
+/* W^X under the gate (lib/seccomp.c, add_wx_rules): no executable mapping
+ * of anonymous or shared memory, no SHM_EXEC; without MDWE also no mapping
+ * writable and executable, no mprotect/pkey_mprotect to PROT_EXEC. Written
+ * the way libseccomp takes them: one compare per argument per rule, so
+ * "anonymous or shared" is two rules. */
+static int add_wx_rules(struct filter_ctx *f)
+{
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	const struct scmp_arg_cmp exec = SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC);
+	int r;
+
+	r = rule2(f, "mmap", eperm, exec,
+		  SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, MAP_ANONYMOUS));
 	if (r == 0)
-		r = rule1(f, "shmat", SCMP_ACT_ERRNO(EPERM),
-			  SCMP_A2(SCMP_CMP_MASKED_EQ, SHM_EXEC, SHM_EXEC));
+		r = rule2(f, "mmap", eperm, exec,
+			  SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_SHARED, MAP_SHARED));
+	if (r == 0)
+		r = rule1(f, "shmat", eperm, SCMP_A2(SCMP_CMP_MASKED_EQ, SHM_EXEC, SHM_EXEC));
+	if (r != 0 || !f->opts->wx_no_mdwe)
+		return r;
+	r = rule1(f, "mmap", eperm, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC | PROT_WRITE,
+					    PROT_EXEC | PROT_WRITE));
+	if (r == 0)
+		r = rule1(f, "mprotect", eperm, exec);
+	if (r == 0)
+		r = rule1(f, "pkey_mprotect", eperm, exec);
 	return r;
 }
 
@@ -584,6 +608,8 @@ static int build_filter(struct sbx_seccomp_opts *o, scmp_filter_ctx *out,
 	if (o->network_denied && (r = add_network_denied_rules(&f)) != 0)
 		goto out;
 	if (o->gated && (r = add_gate_rules(&f)) != 0)
+		goto out;
+	if (o->wx && (r = add_wx_rules(&f)) != 0)
 		goto out;
 	if (o->unix_notify && (r = add_unix_rules(&f)) != 0)
 		goto out;

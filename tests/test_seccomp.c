@@ -475,6 +475,80 @@ static void test_gated(void **state)
 	expect_child_ok(child_gated, (void *)1);
 }
 
+/*
+ * W^X under the gate: what the rules refuse, next to what every dynamic
+ * program does (a private executable mapping of a file, as ld.so makes,
+ * and anonymous memory read-write). arg NULL: the rules beside MDWE;
+ * else the rules without it (Linux < 6.3). MDWE itself is not set here:
+ * what is left to it must pass the filter.
+ */
+static int child_wx(void *arg)
+{
+	struct sbx_seccomp_opts o = { .gated = true, .wx = true, .wx_no_mdwe = arg != NULL };
+	struct sbx_error err = { 0 };
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *m, *f;
+	int fd;
+
+	CHILD_CHECK((fd = open("/bin/true", O_RDONLY | O_CLOEXEC)) >= 0);
+	CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	if (sbx_seccomp_apply(&o, &err) != 0) {
+		fprintf(stderr, "sbx_seccomp_apply: %s\n", err.msg);
+		return 1;
+	}
+	/* controls */
+	CHILD_CHECK((m = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      -1, 0)) != MAP_FAILED);
+	CHILD_CHECK((f = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_DENYWRITE,
+			      fd, 0)) != MAP_FAILED);
+	CHILD_CHECK(mprotect(m, page, PROT_READ) == 0);
+	CHILD_CHECK(mprotect(m, page, PROT_READ | PROT_WRITE) == 0);
+	CHILD_ERRNO(shmat(-1, NULL, SHM_RDONLY), EINVAL);	/* the kernel's own answer */
+	/* anonymous or shared memory mapped executable */
+	CHILD_ERRNO(mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+		    EPERM);
+	CHILD_ERRNO(mmap(NULL, page, PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), EPERM);
+	CHILD_ERRNO(mmap(NULL, page, PROT_READ | PROT_WRITE | PROT_EXEC,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), EPERM);
+	CHILD_ERRNO(mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_SHARED | MAP_ANONYMOUS, -1, 0),
+		    EPERM);
+	CHILD_ERRNO(mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0), EPERM);
+	CHILD_ERRNO(mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_SHARED_VALIDATE, fd, 0), EPERM);
+	/* high bits the kernel keeps (unsigned long) change nothing */
+	CHILD_ERRNO(syscall(SYS_mmap, NULL, page, HI32 | PROT_READ | PROT_EXEC,
+			    HI32 | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), EPERM);
+	CHILD_ERRNO(shmat(-1, NULL, SHM_EXEC), EPERM);
+	CHILD_ERRNO(syscall(SYS_shmat, -1, NULL, HI32 | SHM_EXEC), EPERM);
+	if (!o.wx_no_mdwe) {
+		/* left to MDWE, which refuses them where it is set */
+		CHILD_CHECK(mprotect(m, page, PROT_READ | PROT_EXEC) == 0);
+		CHILD_CHECK(munmap(m, page) == 0);
+		CHILD_CHECK((m = mmap(NULL, page, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE,
+				      fd, 0)) != MAP_FAILED);
+	} else {
+		CHILD_ERRNO(mprotect(m, page, PROT_READ | PROT_EXEC), EPERM);
+		CHILD_ERRNO(mprotect(m, page, PROT_EXEC), EPERM);
+		CHILD_ERRNO(syscall(SYS_pkey_mprotect, m, page, PROT_READ | PROT_EXEC, -1), EPERM);
+		/* the price: BPF cannot tell file from anonymous memory */
+		CHILD_ERRNO(mprotect(f, page, PROT_READ | PROT_EXEC), EPERM);
+		CHILD_ERRNO(mmap(NULL, page, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE, fd, 0),
+			    EPERM);
+		CHILD_ERRNO(mmap(NULL, page, PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
+				 -1, 0), EPERM);
+	}
+	munmap(m, page);
+	munmap(f, page);
+	close(fd);
+	return 0;
+}
+
+static void test_wx(void **state)
+{
+	(void)state;
+	expect_child_ok(child_wx, NULL);
+	expect_child_ok(child_wx, (void *)1);
+}
+
 static long x32_getpid(void)
 {
 	long ret;
@@ -946,13 +1020,18 @@ static void bpf_walk(const struct sock_filter *f, size_t n, const struct seccomp
 static const char *shape_opts_str(const struct sbx_seccomp_opts *o, char *buf, size_t size)
 {
 	snprintf(buf, size, "network_denied %d inet_denied %d gated %d unix_notify %d "
-		 "unix_bind_notify %d host_pids %d", o->network_denied, o->inet_denied,
-		 o->gated, o->unix_notify, o->unix_bind_notify, o->host_pids);
+		 "unix_bind_notify %d host_pids %d wx %d wx_no_mdwe %d", o->network_denied,
+		 o->inet_denied, o->gated, o->unix_notify, o->unix_bind_notify, o->host_pids,
+		 o->wx, o->wx_no_mdwe);
 	return buf;
 }
 
-/* The options a profile can produce, one bit each. */
-static void opts_from_bits(struct sbx_seccomp_opts *o, unsigned int bits)
+/* The options a profile can produce, one bit each; false for a
+ * combination none produces (W^X comes only with the gate, wx_no_mdwe
+ * only with wx). */
+#define OPT_BITS 256u
+#define OPT_ALL (OPT_BITS - 1)
+static bool opts_from_bits(struct sbx_seccomp_opts *o, unsigned int bits)
 {
 	memset(o, 0, sizeof(*o));
 	o->network_denied = bits & 1;
@@ -961,6 +1040,9 @@ static void opts_from_bits(struct sbx_seccomp_opts *o, unsigned int bits)
 	o->unix_notify = bits & 8;
 	o->unix_bind_notify = bits & 16;
 	o->host_pids = bits & 32;
+	o->wx = bits & 64;
+	o->wx_no_mdwe = bits & 128;
+	return (o->gated || !o->wx) && (o->wx || !o->wx_no_mdwe);
 }
 
 static void test_filter_shape(void **state)
@@ -989,11 +1071,12 @@ static void test_filter_shape(void **state)
 	print_message("[  SKIP    ] the bounds are worked out for x86_64 and aarch64\n");
 	skip();
 #else
-	for (unsigned int bits = 0; bits < 64; bits++) {
+	for (unsigned int bits = 0; bits < OPT_BITS; bits++) {
 		struct sbx_error err = { 0 };
 		unsigned int n_cached = 0;
 
-		opts_from_bits(&o, bits);
+		if (!opts_from_bits(&o, bits))
+			continue;
 		if (sbx_seccomp_prepare(&o, &err) != 0)
 			fail_msg("sbx_seccomp_prepare(%s): %s",
 				 shape_opts_str(&o, desc, sizeof(desc)), err.msg);
@@ -1014,6 +1097,9 @@ static void test_filter_shape(void **state)
 					 shape_opts_str(&o, desc, sizeof(desc)));
 		}
 		for (size_t i = 0; i < ARRAY_SIZE(hot); i++) {
+			/* W^X reads mmap's prot: the price of the gate's rule */
+			if (o.wx && hot[i] == SYS_mmap)
+				continue;
 			d.nr = (int)hot[i];
 			bpf_walk(o.prog, o.prog_len, &d, &w);
 			if (w.ret != SECCOMP_RET_ALLOW || !w.const_only)
@@ -1036,6 +1122,19 @@ static void test_filter_shape(void **state)
 				fail_msg("nr %ld: first argument read after %u instructions "
 					 "(at most %d; %s)", checked[i], w.first_arg,
 					 SHAPE_REACH_MAX, shape_opts_str(&o, desc, sizeof(desc)));
+		}
+		/* and W^X's mmap, which every malloc of a large block pays */
+		if (o.wx) {
+			d.nr = SYS_mmap;
+			d.args[2] = PROT_READ | PROT_WRITE;
+			d.args[3] = MAP_PRIVATE | MAP_ANONYMOUS;
+			bpf_walk(o.prog, o.prog_len, &d, &w);
+			assert_int_equal(w.ret, SECCOMP_RET_ALLOW);
+			if (w.first_arg > SHAPE_REACH_MAX)
+				fail_msg("mmap: first argument read after %u instructions "
+					 "(at most %d; %s)", w.first_arg, SHAPE_REACH_MAX,
+					 shape_opts_str(&o, desc, sizeof(desc)));
+			memset(d.args, 0, sizeof(d.args));
 		}
 		d.nr = SYS_ioctl;
 		d.args[0] = 1;
@@ -1144,6 +1243,9 @@ static void test_same_as_reference(void **state)
 		TIOCSTI, TIOCLINUX, TIOCSETD, TCGETS, TIOCSTI + 1,
 		MSG_FASTOPEN, MSG_FASTOPEN | MSG_DONTWAIT, MSG_DONTWAIT,
 		AT_EMPTY_PATH, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, SHM_EXEC, SHM_RDONLY,
+		PROT_READ | PROT_WRITE | PROT_EXEC, PROT_READ | PROT_EXEC, MAP_ANONYMOUS,
+		MAP_PRIVATE | MAP_ANONYMOUS, MAP_SHARED | MAP_ANONYMOUS, MAP_SHARED_VALIDATE,
+		MAP_PRIVATE | MAP_DENYWRITE, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS,
 		SECCOMP_SET_MODE_STRICT, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
 		SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC,
 		CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
@@ -1172,7 +1274,7 @@ static void test_same_as_reference(void **state)
 		pool[npool++] = base[i] ^ HI32;
 		pool[npool++] = base[i] | 0xffffffff00000000ULL;
 	}
-	for (unsigned int bits = 0; bits < 64; bits++) {
+	for (unsigned int bits = 0; bits < OPT_BITS; bits++) {
 		struct sbx_error err = { 0 };
 		static const uint32_t extra_nrs[] = {
 			SBX_SECCOMP_NR_CUTOFF + 1, 512, 1000, 0x3fffffff, 0x40000000,
@@ -1182,7 +1284,8 @@ static void test_same_as_reference(void **state)
 		uint32_t nrs[SBX_SECCOMP_NR_CUTOFF + 11 + ARRAY_SIZE(extra_nrs)];
 		size_t n_nrs = 0;
 
-		opts_from_bits(&mine, bits);
+		if (!opts_from_bits(&mine, bits))
+			continue;
 		ref = mine;
 		if (sbx_seccomp_prepare(&mine, &err) != 0)
 			fail_msg("sbx_seccomp_prepare: %s", err.msg);
@@ -1228,8 +1331,9 @@ static void test_same_as_reference(void **state)
 				}
 			/* every pair of the first four arguments, over the base pool:
 			 * the rules compare at most two arguments. For the options
-			 * that shape socket's rules, and all of them on. */
-			if ((bits & ~(1u | 2u | 8u)) != 0 && bits != 63)
+			 * that shape socket's rules, and all of them on (mmap's
+			 * W^X rules among them). */
+			if ((bits & ~(1u | 2u | 8u)) != 0 && bits != OPT_ALL)
 				continue;
 			for (int i = 0; i < 4; i++)
 				for (int j = i + 1; j < 4; j++)
@@ -1272,6 +1376,7 @@ int main(void)
 		cmocka_unit_test(test_other_processes),
 		cmocka_unit_test(test_inet_denied),
 		cmocka_unit_test(test_gated),
+		cmocka_unit_test(test_wx),
 		cmocka_unit_test(test_foreign_arch_killed),
 		cmocka_unit_test(test_new_listener),
 		cmocka_unit_test(test_moby_denied),
