@@ -300,10 +300,34 @@ static void worker_seccomp(struct plans *pl, struct sbx_report *r)
 		}
 		report_unix_sockets(pl, r);
 	}
-	sbx_report_set(r, SBX_F_SECCOMP, true, false, "native arch only; %s%s",
+	/* What the filter holds, and only that: the gate's memory rules are
+	 * named only where they were loaded. */
+	sbx_report_set(r, SBX_F_SECCOMP, true, false,
+		       "native arch only; %sdangerous syscalls refused%s%s%s",
 		       pl->seccomp.network_denied ? "network syscalls narrowed; " : "",
-		       pl->seccomp.gated ? "memfd exec and fd exec refused" :
-		       "dangerous syscalls refused");
+		       pl->seccomp.gated ? "; gate: no memfd, no exec of an fd" : "",
+		       pl->seccomp.wx ? ", no executable anonymous or shared mapping, no SHM_EXEC" :
+		       "",
+		       pl->seccomp.wx_no_mdwe ?
+		       ", no writable executable mapping, no mprotect to PROT_EXEC" : "");
+}
+
+/* W^X under the gate: set before the filter (which refuses personality()
+ * with an argument); the filter's own rules for it load with the rest. */
+static void worker_wx(const struct plans *pl)
+{
+	struct sbx_error err = { 0 };
+
+	if (sbx_wx_apply(pl->d.wx, &err) != 0)
+		die("W^X", &err);
+}
+
+static void worker_wx_report(const struct plans *pl, struct sbx_report *r)
+{
+	if (pl->d.wx != SBX_WX_NONE)
+		sbx_report_set(r, SBX_F_MEMORY_WX, !pl->d.wx_partial, false, "%s%s%s",
+			       pl->d.wx_partial ? SBX_WX_PARTIAL_WHY : "",
+			       pl->d.wx_partial ? "; " : "", sbx_wx_describe(pl->d.wx));
 }
 
 static void worker_gate_report(const struct plans *pl, struct sbx_report *r)
@@ -398,9 +422,11 @@ static void __attribute__((noreturn)) worker(const struct sbx_run *run, struct p
 
 	report_fd = worker_fds(pl, report_fd, r);
 
-	/* 9. seccomp, last. */
+	/* 9. W^X under the gate, then seccomp, last. */
+	worker_wx(pl);
 	worker_seccomp(pl, r);
 	worker_gate_report(pl, r);
+	worker_wx_report(pl, r);
 
 	/* Fully confined now: the program will be dumpable after its exec
 	 * anyway, and the canaries need /proc/self files owned by this uid
@@ -895,7 +921,9 @@ static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_r
 	pl->seccomp.network_denied = d->network_denied;
 	pl->seccomp.inet_denied = d->inet_denied;
 	pl->seccomp.gated = p->command != SBX_ACCESS_ALLOW;
-	pl->seccomp.wx = pl->seccomp.gated;
+	pl->seccomp.wx = d->wx != SBX_WX_NONE;
+	pl->seccomp.wx_no_mdwe = d->wx == SBX_WX_SECCOMP;
+	pl->canary.wx = d->wx;
 	pl->seccomp.host_pids = d->host_pids;
 	/* Host daemons' pathname sockets are part of the network: with the
 	 * network denied, connect() is decided by the unix supervisor. */

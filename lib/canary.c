@@ -15,9 +15,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -1416,6 +1418,90 @@ static void canary_command_gate(const struct sbx_profile *p, const struct sbx_se
 	canary_pass(r, SBX_F_COMMAND_GATE);
 }
 
+/*
+ * W^X under the gate (docs/design.md section 6), tried for real: an
+ * anonymous page read-write (the control), the same page mprotect'ed to
+ * exec (MDWE's EACCES, or the filter's EPERM without MDWE), an anonymous
+ * mapping read-write-exec (the filter's EPERM: it refuses any executable
+ * anonymous mapping before MDWE would look). SHM_EXEC on an invalid id
+ * gets the filter's EPERM where the kernel alone would say EINVAL. Then
+ * what would get around it: MDWE cleared or not inherited, an inherited
+ * READ_IMPLIES_EXEC (every readable mapping executable past the filter),
+ * and /proc/self/mem writable (its writes reach read-only and executable
+ * pages: Landlock or the read-only /proc must refuse the open).
+ */
+static void canary_memory_wx(const struct sbx_canary_ctx *ctx, struct sbx_report *r)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	int want = ctx && ctx->wx == SBX_WX_MDWE ? EACCES : EPERM, e, fd, pers;
+	void *m;
+	long v;
+
+	if (!achieved(r, SBX_F_MEMORY_WX))
+		return;
+	if (!ctx || ctx->wx == SBX_WX_NONE) {
+		canary_fail(r, SBX_F_MEMORY_WX, "no W^X mechanism was decided");
+		return;
+	}
+	if (ctx->wx == SBX_WX_MDWE) {
+		v = prctl(PR_GET_MDWE, 0, 0, 0, 0);
+		if (v != (long)PR_MDWE_REFUSE_EXEC_GAIN) {
+			canary_fail(r, SBX_F_MEMORY_WX, "PR_GET_MDWE: %ld%s%s, not REFUSE_EXEC_GAIN",
+				    v, v < 0 ? " " : "", v < 0 ? strerror(errno) : "");
+			return;
+		}
+		e = prctl(PR_SET_MDWE, 0, 0, 0, 0) == 0 ? 0 : errno;
+		if (e != EPERM) {
+			canary_fail(r, SBX_F_MEMORY_WX, "PR_SET_MDWE(0): %s, not EPERM",
+				    e ? strerror(e) : "cleared");
+			return;
+		}
+	}
+	pers = personality(0xffffffff);
+	if (pers < 0 || (pers & READ_IMPLIES_EXEC)) {
+		canary_fail(r, SBX_F_MEMORY_WX, "personality: %s",
+			    pers < 0 ? strerror(errno) : "READ_IMPLIES_EXEC is set");
+		return;
+	}
+	m = mmap(NULL, page, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m != MAP_FAILED || errno != EPERM) {
+		e = errno;
+		if (m != MAP_FAILED)
+			munmap(m, page);
+		canary_fail(r, SBX_F_MEMORY_WX, "mmap(anonymous, PROT_WRITE|PROT_EXEC): %s, not EPERM",
+			    m != MAP_FAILED ? "mapped" : strerror(e));
+		return;
+	}
+	m = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		canary_fail(r, SBX_F_MEMORY_WX, "mmap(anonymous, PROT_READ|PROT_WRITE): %s",
+			    strerror(errno));
+		return;
+	}
+	e = mprotect(m, page, PROT_READ | PROT_EXEC) == 0 ? 0 : errno;
+	munmap(m, page);
+	if (e != want) {
+		canary_fail(r, SBX_F_MEMORY_WX, "mprotect(anonymous, PROT_EXEC): %s, not %s",
+			    e ? strerror(e) : "made executable", strerror(want));
+		return;
+	}
+	/* An id no segment has: nothing is attached either way. */
+	e = shmat(-1, NULL, SHM_EXEC) == (void *)-1 ? errno : 0;
+	if (e != EPERM) {
+		canary_fail(r, SBX_F_MEMORY_WX, "shmat(SHM_EXEC): %s, not EPERM",
+			    e ? strerror(e) : "attached");
+		return;
+	}
+	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		canary_fail(r, SBX_F_MEMORY_WX, "/proc/self/mem opens for writing (its writes reach "
+			    "executable pages)");
+		return;
+	}
+	canary_pass(r, SBX_F_MEMORY_WX);
+}
+
 void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
 		    const struct sbx_canary_ctx *ctx, struct sbx_report *r)
 {
@@ -1440,5 +1526,6 @@ void sbx_canary_run(const struct sbx_profile *p, const struct sbx_session *s,
 	canary_rlimits(p, r);
 	canary_home(s, r);
 	canary_command_gate(p, s, ctx, r);
+	canary_memory_wx(ctx, r);
 	errno = saved;
 }

@@ -106,6 +106,19 @@ int sbx_decide(const struct sbx_profile *p, const struct sbx_probe *probe,
 		d->gate = SBX_GATE_LANDLOCK;
 	else
 		d->gate = SBX_GATE_SHELL;
+	/* Memory W^X under the gate unless the profile lets programs JIT:
+	 * the kernel's MDWE (6.3) with the filter's rules for what it leaves
+	 * open, else the filter alone. It needs no namespace: every path of
+	 * a gated session gets it. */
+	if (d->gate == SBX_GATE_NONE || p->gate_jit == SBX_ACCESS_ALLOW)
+		d->wx = SBX_WX_NONE;
+	else
+		d->wx = probe->mdwe ? SBX_WX_MDWE : SBX_WX_SECCOMP;
+	/* A write through /proc/self/mem reaches pages the mapping does not
+	 * let the program write (FOLL_FORCE), executable ones included, MDWE
+	 * or not. Landlock keeps /proc read-only, and so does the mount
+	 * view's own /proc without it; with neither, W^X is partial. */
+	d->wx_partial = d->wx != SBX_WX_NONE && !d->ns && d->landlock_abi == 0;
 	return 0;
 }
 
@@ -177,6 +190,7 @@ void sbx_decision_expect(const struct sbx_decision *d, struct sbx_report *r)
 	       "cannot be made noexec, so ld.so can load any readable program" :
 	       "partial: no mount view and no Landlock; the allow-list is checked by agent-shell "
 	       "only");
+	expect(r, SBX_F_MEMORY_WX, d->wx != SBX_WX_NONE && !d->wx_partial, SBX_WX_PARTIAL_WHY);
 	r->landlock_abi = d->landlock_abi;
 	sbx_report_finish(r);
 }

@@ -680,6 +680,19 @@ int sbx_landlock_apply(const struct sbx_landlock_plan *plan, int abi_limit,
 # define PR_MDWE_NO_INHERIT (1UL << 1)
 #endif
 
+/* In the worker, before the filter is loaded (it refuses personality()
+ * with an argument): READ_IMPLIES_EXEC inherited from whoever started
+ * agent-shell cleared, then PR_SET_MDWE when m is SBX_WX_MDWE. 0 or
+ * -errno with the call named in err. */
+int sbx_wx_apply(enum sbx_wx_mech m, struct sbx_error *err);
+/* What holds under m, for the report's memory_wx entry. */
+const char *sbx_wx_describe(enum sbx_wx_mech m);
+/* The memory_wx entry of a gated profile that lets programs JIT. */
+#define SBX_WX_JIT_ALLOWED "anonymous executable memory allowed (gate_jit = allow)"
+/* Why W^X is partial where the decision says so (wx_partial). */
+#define SBX_WX_PARTIAL_WHY "partial: without Landlock or a mount view /proc/self/mem opens " \
+			   "for writing, and its writes reach executable pages"
+
 /* ---- seccomp.c --------------------------------------------------------- */
 
 #define SBX_SECCOMP_MAX_INSNS 1024
@@ -1068,6 +1081,7 @@ struct sbx_canary_ctx {
 	int keep_fd;	/* an fd above 2 the caller keeps open (report pipe), or -1 */
 	char *const *envp;	/* the environment execve will pass, or NULL */
 	char exec_control[SBX_PATH_MAX];	/* gated: a file left executable, or "" */
+	enum sbx_wx_mech wx;		/* how memory is kept W^X (memory_wx) */
 	bool unix_bind_mediated;	/* bind() of abstract names must be refused */
 	/* A socket of the agent's uid listening in /tmp that the session did
 	 * not bind (sbx_unix_foreign_listener), or "": its connect() must be

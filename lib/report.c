@@ -34,6 +34,7 @@ static const char *const feature_names[SBX_F_COUNT] = {
 	[SBX_F_CGROUP_LIMITS] = "cgroup_limits",
 	[SBX_F_SECCOMP] = "seccomp",
 	[SBX_F_COMMAND_GATE] = "command_gate",
+	[SBX_F_MEMORY_WX] = "memory_wx",
 	[SBX_F_NETWORK_EGRESS] = "network_egress",
 };
 
@@ -107,6 +108,13 @@ void sbx_report_init(struct sbx_report *r, const struct sbx_profile *p)
 	r->entry[SBX_F_UNIX_SOCKETS].requested = p->network != SBX_ACCESS_ALLOW;
 	r->entry[SBX_F_DENY_READ].requested = p->n_deny_read > 0;
 	r->entry[SBX_F_COMMAND_GATE].requested = p->command != SBX_ACCESS_ALLOW;
+	/* W^X under the gate, unless the profile lets programs JIT: then the
+	 * entry says so instead (docs/design.md section 6). */
+	r->entry[SBX_F_MEMORY_WX].requested = p->command != SBX_ACCESS_ALLOW &&
+					      p->gate_jit != SBX_ACCESS_ALLOW;
+	if (p->command != SBX_ACCESS_ALLOW && p->gate_jit == SBX_ACCESS_ALLOW)
+		sbx_strlcpy(r->entry[SBX_F_MEMORY_WX].detail,
+			    sizeof(r->entry[SBX_F_MEMORY_WX].detail), SBX_WX_JIT_ALLOWED);
 	r->entry[SBX_F_NETWORK_EGRESS].requested = p->network == SBX_NETWORK_PROXY;
 	if (p->network == SBX_NETWORK_PROXY)
 		sbx_egress_list_format(p, r->egress_list, sizeof(r->egress_list),
@@ -208,7 +216,10 @@ static uint32_t compute_guarantees(const struct sbx_report *r)
 		g |= SBX_G_ENV_SCRUB;
 	if (sbx_report_holds(r, SBX_F_HOME))
 		g |= SBX_G_HOME_ISOLATION;
-	if (r->command != SBX_ACCESS_ALLOW && sbx_report_holds(r, SBX_F_COMMAND_GATE))
+	/* Only the allow-list's code runs: no other file is executable, and
+	 * (unless the profile allows a JIT) no memory becomes code either. */
+	if (r->command != SBX_ACCESS_ALLOW && sbx_report_holds(r, SBX_F_COMMAND_GATE) &&
+	    (!r->entry[SBX_F_MEMORY_WX].requested || sbx_report_holds(r, SBX_F_MEMORY_WX)))
 		g |= SBX_G_EXEC_BOUNDARY;
 	if (sbx_report_holds(r, SBX_F_NO_NEW_PRIVS) && sbx_report_holds(r, SBX_F_CAPS))
 		g |= SBX_G_NO_PRIVILEGE_GAIN;
@@ -261,7 +272,9 @@ static const struct need *guarantee_needs(uint32_t g, size_t *count)
 		  .n = { 1, 2 } } };
 	static const struct need env[] = { ONE(SBX_F_ENV_SCRUB) };
 	static const struct need home[] = { ONE(SBX_F_HOME) };
-	static const struct need exec[] = { ONE(SBX_F_COMMAND_GATE) };
+	static const struct need exec[] = {
+		ONE(SBX_F_COMMAND_GATE),
+		{ .way = { { SBX_F_MEMORY_WX } }, .n = { 1, 0 }, .if_requested = true } };
 	static const struct need nopriv[] = { ONE(SBX_F_NO_NEW_PRIVS), ONE(SBX_F_CAPS) };
 	static const struct need sys[] = { ONE(SBX_F_SECCOMP) };
 	static const struct need res[] = {

@@ -535,6 +535,13 @@ enum sbx_gate_mech {
 	SBX_GATE_SHELL,		/* partial: agent-shell's own check only */
 };
 
+/* How the gate keeps memory W^X (docs/design.md section 6). */
+enum sbx_wx_mech {
+	SBX_WX_NONE,		/* no gate, or gate_jit = allow */
+	SBX_WX_MDWE,		/* PR_SET_MDWE, and seccomp for what it leaves */
+	SBX_WX_SECCOMP,		/* seccomp alone (Linux < 6.3) */
+};
+
 enum sbx_deny_read_mech {
 	SBX_DENY_READ_NONE,	/* no entries, or nothing can hold them */
 	SBX_DENY_READ_MASKS,	/* masked in the mount view */
@@ -561,6 +568,11 @@ struct sbx_decision {
 	bool host_pids;			/* no pid namespace: other pids reachable */
 	bool cgroup2;			/* a cgroup v2 that could hold the session's limits */
 	enum sbx_gate_mech gate;
+	enum sbx_wx_mech wx;
+	/* W^X partial: nothing keeps /proc/self/mem from being opened for
+	 * writing (no Landlock, no mount view), and its writes reach
+	 * executable pages. */
+	bool wx_partial;
 	/* network = proxy: a bridge in the sandbox's own network namespace
 	 * (nothing else can be told from the host's loopback); why not. */
 	bool egress;
@@ -619,6 +631,7 @@ enum sbx_feature {
 	SBX_F_CGROUP_LIMITS,	/* memory_max, pids_max, cpu_max on the session's cgroup */
 	SBX_F_SECCOMP,
 	SBX_F_COMMAND_GATE,
+	SBX_F_MEMORY_WX,	/* under the gate: no memory writable and executable */
 	SBX_F_NETWORK_EGRESS,	/* network = proxy: the bridge to agent-sandbox-egressd */
 	SBX_F_COUNT,
 };

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -31,7 +32,7 @@ static const enum sbx_feature boundary[] = {
 	SBX_F_UTSNS, SBX_F_CGROUPNS, SBX_F_MOUNT_VIEW, SBX_F_DENY_READ,
 	SBX_F_CAPS, SBX_F_NO_NEW_PRIVS, SBX_F_LANDLOCK_FS, SBX_F_LANDLOCK_NET,
 	SBX_F_LANDLOCK_IOCTL, SBX_F_LANDLOCK_SCOPE, SBX_F_SECCOMP,
-	SBX_F_COMMAND_GATE,
+	SBX_F_COMMAND_GATE, SBX_F_MEMORY_WX,
 };
 
 /* What execve would be given after the scrub. */
@@ -47,6 +48,7 @@ static void host_ns(struct sbx_canary_ctx *ctx, int keep_fd)
 	char path[64];
 	struct stat st;
 
+	memset(ctx, 0, sizeof(*ctx));
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		snprintf(path, sizeof(path), "/proc/self/ns/%s", names[i]);
 		*slot[i] = stat(path, &st) == 0 ? (unsigned long)st.st_ino : 0;
@@ -111,6 +113,7 @@ static int unconfined_child(void *arg)
 	sbx_report_set(&r, SBX_F_RLIMITS, true, false, "claimed");
 	memset(&s, 0, sizeof(s));
 	host_ns(&ctx, c->fd);
+	ctx.wx = SBX_WX_MDWE;	/* claimed, and not set */
 	sbx_canary_run(&p, &s, &ctx, &r);
 	return send_report(c->fd, &r);
 }
@@ -228,6 +231,7 @@ static void test_unconfined_verifies_nothing(void **state)
 	assert_detail(&r, SBX_F_LANDLOCK_SCOPE, "another uid");
 	assert_detail(&r, SBX_F_LANDLOCK_IOCTL, "Inappropriate ioctl");
 	assert_detail(&r, SBX_F_COMMAND_GATE, "/tmp is not mounted noexec");
+	assert_detail(&r, SBX_F_MEMORY_WX, "PR_GET_MDWE: 0");
 	/* Unconfined, a listed secret file opens and reads. */
 	assert_detail(&r, SBX_F_DENY_READ, "is readable");
 	/* Positive controls in the same child: what it did do is proven. */
@@ -404,6 +408,126 @@ static void test_confined_verifies(void **state)
 	assert_false(canary_file_left());
 }
 
+/*
+ * memory_wx: verified only where W^X is in force the way the decision
+ * said, and every way around it is closed. Each case is a child of the
+ * agent's uid with its own user and mount namespace (for a read-only
+ * /proc), lib/seccomp.c's W^X rules and lib/wx.c; what the case leaves
+ * out must fail the canary with its reason.
+ */
+struct wx_case {
+	const char *name;
+	enum sbx_wx_mech claim;		/* what the canary is told */
+	enum sbx_wx_mech applied;	/* what sbx_wx_apply does (NONE: not called) */
+	enum sbx_wx_mech rules;		/* what the filter is built for */
+	bool proc_writable;		/* leave /proc as the host's */
+	bool rie;			/* READ_IMPLIES_EXEC handed in */
+	const char *fails;		/* NULL: verified; else in the detail */
+};
+
+static const struct wx_case *wx_now;
+
+static int wx_child(void *arg)
+{
+	const struct child *c = arg;
+	const struct wx_case *k = wx_now;
+	struct sbx_seccomp_opts o = { .gated = true, .wx = true };
+	struct sbx_error err = { 0 };
+	struct sbx_canary_ctx ctx;
+	struct sbx_profile p;
+	struct sbx_report r;
+
+	if (hygiene(c->fd))
+		return 2;
+	host_ns(&ctx, c->fd);
+	ctx.wx = k->claim;
+	sbx_profile_init_default(&p);
+	p.command = SBX_ACCESS_GATED;
+	sbx_report_init(&r, &p);
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+		return 3;
+	if (!k->proc_writable && readonly_bind("/proc") != 0)
+		return 4;
+	if (k->rie && personality(READ_IMPLIES_EXEC) < 0)
+		return 5;
+	if (sbx_wx_apply(k->applied, &err) != 0)
+		return 6;
+	o.wx_no_mdwe = k->rules == SBX_WX_SECCOMP;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || sbx_seccomp_apply(&o, &err) != 0)
+		return 7;
+	/* As the worker: dumpable again before the canaries (a uid change
+	 * left /proc/self root's). */
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+		return 8;
+	sbx_report_set(&r, SBX_F_MEMORY_WX, true, false, "claimed");
+	sbx_canary_run(&p, NULL, &ctx, &r);
+	return write(c->fd, &r.entry[SBX_F_MEMORY_WX], sizeof(r.entry[0])) ==
+	       (ssize_t)sizeof(r.entry[0]) ? 0 : 9;
+}
+
+static void test_memory_wx_canary(void **state)
+{
+	static const struct wx_case cases[] = {
+		{ "seccomp alone", SBX_WX_SECCOMP, SBX_WX_SECCOMP, SBX_WX_SECCOMP, false, false,
+		  NULL },
+		{ "READ_IMPLIES_EXEC cleared", SBX_WX_SECCOMP, SBX_WX_SECCOMP, SBX_WX_SECCOMP,
+		  false, true, NULL },
+		{ "MDWE", SBX_WX_MDWE, SBX_WX_MDWE, SBX_WX_MDWE, false, false, NULL },
+		{ "MDWE claimed, not set", SBX_WX_MDWE, SBX_WX_SECCOMP, SBX_WX_SECCOMP, false,
+		  false, "PR_GET_MDWE: 0, not REFUSE_EXEC_GAIN" },
+		{ "MDWE's rules without MDWE", SBX_WX_SECCOMP, SBX_WX_SECCOMP, SBX_WX_MDWE, false,
+		  false, "mprotect(anonymous, PROT_EXEC): made executable, not Operation not "
+		  "permitted" },
+		{ "the filter's EPERM, not MDWE's", SBX_WX_MDWE, SBX_WX_MDWE, SBX_WX_SECCOMP, false,
+		  false, "mprotect(anonymous, PROT_EXEC): Operation not permitted, not Permission "
+		  "denied" },
+		{ "READ_IMPLIES_EXEC left", SBX_WX_SECCOMP, SBX_WX_NONE, SBX_WX_SECCOMP, false,
+		  true, "personality: READ_IMPLIES_EXEC is set" },
+		{ "/proc/self/mem writable", SBX_WX_SECCOMP, SBX_WX_SECCOMP, SBX_WX_SECCOMP, true,
+		  false, "/proc/self/mem opens for writing" },
+	};
+	bool mdwe = prctl(PR_GET_MDWE, 0, 0, 0, 0) >= 0;	/* the kernel's own answer */
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct sbx_report_entry e;
+		struct child c = { -1, NULL };
+		int fds[2], code;
+		size_t got = 0;
+
+		if (cases[i].applied == SBX_WX_MDWE && !mdwe) {
+			print_message("[  SKIP    ] %s: the kernel has no PR_SET_MDWE (< 6.3)\n",
+				      cases[i].name);
+			continue;
+		}
+		wx_now = &cases[i];
+		assert_int_equal(pipe(fds), 0);
+		c.fd = fds[1];
+		code = sbx_test_status_code(sbx_test_fork(true, wx_child, &c));
+		close(fds[1]);
+		while (code == 0 && got < sizeof(e)) {
+			ssize_t n = read(fds[0], (char *)&e + got, sizeof(e) - got);
+
+			assert_true(n > 0);
+			got += (size_t)n;
+		}
+		close(fds[0]);
+		if (code != 0)
+			fail_msg("%s: the child failed at step %d", cases[i].name, code);
+		print_message("  %-30s %s: %s\n", cases[i].name, e.verified ? "verified" : "refused",
+			      e.detail);
+		assert_true(e.achieved);
+		if (!cases[i].fails) {
+			assert_true(e.verified);
+			assert_string_equal(e.detail, "claimed");
+		} else {
+			assert_false(e.verified);
+			assert_non_null(strstr(e.detail, cases[i].fails));
+		}
+	}
+}
+
 /* The workspace is made and removed outside the test body, so a failed
  * assertion still cleans up. */
 static int ws_setup(void **state)
@@ -511,6 +635,7 @@ int main(void)
 		cmocka_unit_test(test_unconfined_verifies_nothing),
 		cmocka_unit_test(test_seccomp_canary_checks_the_rules),
 		cmocka_unit_test(test_env_checks_the_programs_environment),
+		cmocka_unit_test(test_memory_wx_canary),
 		cmocka_unit_test_setup_teardown(test_confined_verifies, ws_setup, ws_teardown),
 	};
 	return cmocka_run_group_tests_name("canary", tests, NULL, NULL);

@@ -36,8 +36,8 @@ static void test_init_requested(void **state)
 	/* Default: network deny, deny_read set, command allow, ephemeral home,
 	 * no session limits. */
 	for (unsigned f = 0; f < SBX_F_COUNT; f++) {
-		bool want = f != SBX_F_COMMAND_GATE && f != SBX_F_CGROUP_LIMITS &&
-			    f != SBX_F_NETWORK_EGRESS;
+		bool want = f != SBX_F_COMMAND_GATE && f != SBX_F_MEMORY_WX &&
+			    f != SBX_F_CGROUP_LIMITS && f != SBX_F_NETWORK_EGRESS;
 
 		assert_int_equal(r.entry[f].requested, want);
 		assert_false(r.entry[f].achieved);
@@ -52,9 +52,21 @@ static void test_init_requested(void **state)
 	assert_false(r.entry[SBX_F_NETNS].requested);
 	assert_false(r.entry[SBX_F_LANDLOCK_NET].requested);
 	assert_true(r.entry[SBX_F_COMMAND_GATE].requested);
+	assert_true(r.entry[SBX_F_MEMORY_WX].requested);	/* gate_jit deny */
+	assert_string_equal(r.entry[SBX_F_MEMORY_WX].detail, "");
 	assert_false(r.entry[SBX_F_HOME].requested);
 	assert_false(r.entry[SBX_F_DENY_READ].requested);
 	assert_true(r.entry[SBX_F_SECCOMP].requested);
+
+	/* gate_jit allow: nothing to prove, and the entry says why */
+	p.gate_jit = SBX_ACCESS_ALLOW;
+	sbx_report_init(&r, &p);
+	assert_true(r.entry[SBX_F_COMMAND_GATE].requested);
+	assert_false(r.entry[SBX_F_MEMORY_WX].requested);
+	assert_string_equal(r.entry[SBX_F_MEMORY_WX].detail,
+			    "anonymous executable memory allowed (gate_jit = allow)");
+	p.gate_jit = SBX_ACCESS_DENY;
+	sbx_report_init(&r, &p);
 
 	p.network = SBX_ACCESS_GATED;	/* gated network behaves as deny */
 	p.command = SBX_ACCESS_DENY;
@@ -116,7 +128,7 @@ static void test_guarantee_table(void **state)
 		{ SBX_G_NETWORK_BOUNDARY, { SBX_F_LANDLOCK_NET, SBX_F_SECCOMP, SBX_F_UNIX_SOCKETS }, 3 },
 		{ SBX_G_ENV_SCRUB, { SBX_F_ENV_SCRUB }, 1 },
 		{ SBX_G_HOME_ISOLATION, { SBX_F_HOME }, 1 },
-		{ SBX_G_EXEC_BOUNDARY, { SBX_F_COMMAND_GATE }, 1 },
+		{ SBX_G_EXEC_BOUNDARY, { SBX_F_COMMAND_GATE, SBX_F_MEMORY_WX }, 2 },
 		{ SBX_G_NO_PRIVILEGE_GAIN, { SBX_F_NO_NEW_PRIVS, SBX_F_CAPS }, 2 },
 		{ SBX_G_SYSCALL_FILTER, { SBX_F_SECCOMP }, 1 },
 		{ SBX_G_RESOURCE_LIMITS, { SBX_F_RLIMITS }, 1 },
@@ -172,6 +184,30 @@ static void test_guarantee_table(void **state)
 	r.entry[SBX_F_DENY_READ].verified = true;
 	sbx_report_finish(&r);
 	assert_false(r.guarantees & SBX_G_READ_BOUNDARY);
+
+	/* exec_boundary under the gate rests on memory_wx too, and names it
+	 * when it does not hold; with gate_jit allow the file gate alone. */
+	p.require = SBX_G_EXEC_BOUNDARY;
+	sbx_report_init(&r, &p);
+	mark_all(&r, true, true);
+	r.entry[SBX_F_MEMORY_WX].verified = false;
+	snprintf(r.entry[SBX_F_MEMORY_WX].detail, sizeof(r.entry[0].detail),
+		 "canary: /proc/self/mem opens for writing");
+	sbx_report_finish(&r);
+	assert_true(r.command == SBX_ACCESS_GATED && sbx_report_holds(&r, SBX_F_COMMAND_GATE));
+	assert_false(r.guarantees & SBX_G_EXEC_BOUNDARY);
+	assert_false(r.floor_met);
+	assert_non_null(strstr(r.refusal, "required guarantee exec_boundary not held: memory_wx "
+			       "(not verified: canary: /proc/self/mem opens for writing)"));
+	p.gate_jit = SBX_ACCESS_ALLOW;
+	sbx_report_init(&r, &p);
+	mark_all(&r, true, true);
+	sbx_report_finish(&r);
+	assert_false(r.entry[SBX_F_MEMORY_WX].requested);
+	assert_true(r.guarantees & SBX_G_EXEC_BOUNDARY);
+	assert_true(r.floor_met);
+	p.gate_jit = SBX_ACCESS_DENY;
+	p.require = 0;
 
 	/* Session limits requested: resource_limits needs them held too, and
 	 * names them when they are not; without them, rlimits suffice. */
@@ -259,7 +295,8 @@ static uint32_t oracle(const struct sbx_report *r)
 		g |= SBX_G_ENV_SCRUB;
 	if (v(r, SBX_F_HOME))
 		g |= SBX_G_HOME_ISOLATION;
-	if (r->command != SBX_ACCESS_ALLOW && v(r, SBX_F_COMMAND_GATE))
+	if (r->command != SBX_ACCESS_ALLOW && v(r, SBX_F_COMMAND_GATE) &&
+	    (!r->entry[SBX_F_MEMORY_WX].requested || v(r, SBX_F_MEMORY_WX)))
 		g |= SBX_G_EXEC_BOUNDARY;
 	if (v(r, SBX_F_NO_NEW_PRIVS) && v(r, SBX_F_CAPS))
 		g |= SBX_G_NO_PRIVILEGE_GAIN;
@@ -296,6 +333,7 @@ static void test_property_random(void **state)
 		p.ack_unconfined = p.isolation == SBX_ISOLATION_UNCONFINED;
 		p.network = (enum sbx_access)(xorshift(&seed) % 3);
 		p.command = (enum sbx_access)(xorshift(&seed) % 3);
+		p.gate_jit = (xorshift(&seed) % 2) ? SBX_ACCESS_ALLOW : SBX_ACCESS_DENY;
 		p.host_read = (enum sbx_access)(xorshift(&seed) % 3);
 		p.host_write = (enum sbx_access)(xorshift(&seed) % 3);
 		p.home = (enum sbx_home)(xorshift(&seed) % 3);
