@@ -35,6 +35,7 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -56,6 +57,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
@@ -146,10 +148,13 @@ static char start_fds[256];
 
 /*
  * Run a program: its execve errno when that failed (reported through a
- * close-on-exec pipe), else exit=N or SIG<name>. Its stdout goes to out
- * (NUL-terminated, may be NULL), its stderr to /dev/null.
+ * close-on-exec pipe), else exit=N or SIG<name>, written to outcome. Its
+ * stdout goes to out (NUL-terminated, may be NULL), its stderr to
+ * /dev/null unless err_to_out. Returns the wait status, or -1 when it did
+ * not run.
  */
-static void run_prog(const char *name, char *const argv[], char *out, size_t out_size)
+static int run_capture(char *const argv[], char *out, size_t out_size, bool err_to_out,
+		       char *outcome, size_t outcome_size)
 {
 	int ep[2], op[2], status = 0, e = 0;
 	char sink[512];
@@ -169,12 +174,12 @@ static void run_prog(const char *name, char *const argv[], char *out, size_t out
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
-		put(name, "fork:%s", err_name(errno));
+		snprintf(outcome, outcome_size, "fork:%s", err_name(errno));
 		close(ep[0]);
 		close(ep[1]);
 		close(op[0]);
 		close(op[1]);
-		return;
+		return -1;
 	}
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -182,7 +187,7 @@ static void run_prog(const char *name, char *const argv[], char *out, size_t out
 		dup2(op[1], 1);
 		if (null >= 0) {
 			dup2(null, 0);
-			dup2(null, 2);
+			dup2(err_to_out ? op[1] : null, 2);
 		}
 		execve(argv[0], argv, prog_env ? prog_env : self_env);
 		e = errno;
@@ -211,13 +216,25 @@ static void run_prog(const char *name, char *const argv[], char *out, size_t out
 	n = read(ep[0], &e, sizeof(e));
 	close(ep[0]);
 	if (n == (ssize_t)sizeof(e)) {
-		put(name, "%s", err_name(e));
-		return;
+		snprintf(outcome, outcome_size, "%s", err_name(e));
+		return -1;
 	}
-	put_status(name, status);
-	return;
+	if (WIFSIGNALED(status))
+		snprintf(outcome, outcome_size, "SIG%s", sigabbrev_np(WTERMSIG(status)) ?: "?");
+	else
+		snprintf(outcome, outcome_size, "exit=%d", WEXITSTATUS(status));
+	return status;
 pipe_failed:
-	put(name, "pipe:%s", err_name(errno));
+	snprintf(outcome, outcome_size, "pipe:%s", err_name(errno));
+	return -1;
+}
+
+static void run_prog(const char *name, char *const argv[], char *out, size_t out_size)
+{
+	char outcome[64];
+
+	run_capture(argv, out, out_size, false, outcome, sizeof(outcome));
+	put(name, "%s", outcome);
 }
 
 static void sleep_ms(long ms)
@@ -1101,6 +1118,466 @@ static void cls_gate(void)
 	exec_copy("home", home_dir);
 }
 
+/* ---- wx: W^X under the gate (classes wx and wx_jit) -------------------------- */
+
+/*
+ * Every way an allowed program could turn memory into code: each attempt
+ * runs in a child and, where it gets executable memory it could write,
+ * runs native code there. Its outcome: RAN (the code ran), MAPPED (an
+ * executable mapping it could not write), OK (done, nothing to run), or
+ * the errno of the step that was refused.
+ */
+#define WX_RAN 0
+#define WX_MAPPED 250
+#define WX_DONE 251
+
+#if defined(__x86_64__)
+static const unsigned char native_code[] = { 0xb8, 42, 0, 0, 0, 0xc3 };	/* mov eax,42; ret */
+#elif defined(__aarch64__)
+static const unsigned char native_code[] = {
+	0x40, 0x05, 0x80, 0x52,		/* mov w0, #42 */
+	0xc0, 0x03, 0x5f, 0xd6,		/* ret */
+};
+#endif
+
+static size_t page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static int call_code(void *p)
+{
+	__builtin___clear_cache((char *)p, (char *)p + sizeof(native_code));
+	return ((int (*)(void))p)() == 42 ? WX_RAN : EDOM;
+}
+
+static int write_and_call(void *w, void *x)
+{
+	memcpy(w, native_code, sizeof(native_code));
+	return call_code(x);
+}
+
+static int wx_anon_rwx(void *arg)
+{
+	void *p = mmap(NULL, page_size(), PROT_READ | PROT_WRITE | PROT_EXEC,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	(void)arg;
+	return p == MAP_FAILED ? errno : write_and_call(p, p);
+}
+
+static int wx_anon_rx(void *arg)
+{
+	void *p = mmap(NULL, page_size(), PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+
+	(void)arg;
+	return p == MAP_FAILED ? errno : WX_MAPPED;
+}
+
+/* An executable shared mapping, then a second mapping of the same pages
+ * made writable: mremap(old_size 0) where MDWE refuses only gains. */
+static int wx_alias_of(int fd)
+{
+	size_t n = page_size();
+	void *x = mmap(NULL, n, PROT_READ | PROT_EXEC, MAP_SHARED | (fd < 0 ? MAP_ANONYMOUS : 0),
+		       fd, 0), *w;
+
+	if (x == MAP_FAILED)
+		return errno;
+	w = mremap(x, 0, n, MREMAP_MAYMOVE);
+	if (w == MAP_FAILED)
+		return errno;
+	if (mprotect(w, n, PROT_READ | PROT_WRITE) != 0)
+		return errno;
+	return write_and_call(w, x);
+}
+
+static int wx_shared_rx(void *arg)
+{
+	(void)arg;
+	return wx_alias_of(-1);
+}
+
+static int wx_devzero_shared_rx(void *arg)
+{
+	int fd = open("/dev/zero", O_RDWR | O_CLOEXEC);
+
+	(void)arg;
+	return fd < 0 ? errno : wx_alias_of(fd);
+}
+
+/* This program's own file: on an executable mount, as every allowed one. */
+static int open_self(void)
+{
+	char self[512];
+
+	path_in(self, sizeof(self), A.fix, "escape_helper");
+	return open(self, O_RDONLY | O_CLOEXEC);
+}
+
+static int wx_file_rwx(void *arg)
+{
+	int fd = open_self();
+	void *p;
+
+	(void)arg;
+	if (fd < 0)
+		return errno;
+	p = mmap(NULL, page_size(), PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	return p == MAP_FAILED ? errno : write_and_call(p, p);
+}
+
+static int wx_file_shared_rx(void *arg)
+{
+	int fd = open_self();
+	void *p;
+
+	(void)arg;
+	if (fd < 0)
+		return errno;
+	p = mmap(NULL, page_size(), PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? errno : WX_MAPPED;
+}
+
+/* A private executable mapping of the file (what ld.so makes), made
+ * writable (a loss of exec, which MDWE allows), then executable again. */
+static int wx_file_regain(void *arg)
+{
+	size_t n = page_size();
+	int fd = open_self();
+	void *p;
+
+	(void)arg;
+	if (fd < 0)
+		return errno;
+	p = mmap(NULL, n, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return errno;
+	if (mprotect(p, n, PROT_READ | PROT_WRITE) != 0)
+		return errno;
+	memcpy(p, native_code, sizeof(native_code));
+	if (mprotect(p, n, PROT_READ | PROT_EXEC) != 0)
+		return errno;
+	return call_code(p);
+}
+
+static int wx_mprotect(int prot, bool pkey)
+{
+	size_t n = page_size();
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long r;
+
+	if (p == MAP_FAILED)
+		return errno;
+	memcpy(p, native_code, sizeof(native_code));
+	r = pkey ? syscall(SYS_pkey_mprotect, p, n, prot, -1) : mprotect(p, n, prot);
+	return r != 0 ? errno : call_code(p);
+}
+
+static int wx_mprotect_rx(void *arg)
+{
+	(void)arg;
+	return wx_mprotect(PROT_READ | PROT_EXEC, false);
+}
+
+static int wx_mprotect_rwx(void *arg)
+{
+	(void)arg;
+	return wx_mprotect(PROT_READ | PROT_WRITE | PROT_EXEC, false);
+}
+
+static int wx_pkey_mprotect_rx(void *arg)
+{
+	(void)arg;
+	return wx_mprotect(PROT_READ | PROT_EXEC, true);
+}
+
+/* What glibc does for a thread stack when its stack flags say exec (the
+ * live attack flipped them): the stack made executable in place. */
+static int wx_stack(void *arg)
+{
+	unsigned char code[64] __attribute__((aligned(16)));
+	uintptr_t at = (uintptr_t)code & ~(uintptr_t)(page_size() - 1);
+
+	(void)arg;
+	memcpy(code, native_code, sizeof(native_code));
+	if (mprotect((void *)at, page_size(), PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
+		return errno;
+	return call_code(code);
+}
+
+/* SysV shared memory attached read-write, then made executable; or
+ * attached a second time with SHM_EXEC. The segment goes at once. */
+static int wx_shm(bool second_attach)
+{
+	/* Mode 0700: SHM_EXEC asks for x on the segment too. */
+	int id = shmget(IPC_PRIVATE, page_size(), IPC_CREAT | 0700), r;
+	void *w, *x;
+
+	if (id < 0)
+		return errno;
+	w = shmat(id, NULL, 0);
+	x = w == (void *)-1 ? w : second_attach ? shmat(id, NULL, SHM_RDONLY | SHM_EXEC) : w;
+	r = w == (void *)-1 || x == (void *)-1 ? errno : 0;
+	shmctl(id, IPC_RMID, NULL);
+	if (r)
+		return r;
+	memcpy(w, native_code, sizeof(native_code));
+	if (!second_attach && mprotect(w, page_size(), PROT_READ | PROT_EXEC) != 0)
+		return errno;
+	return call_code(x);
+}
+
+static int wx_shm_mprotect(void *arg)
+{
+	(void)arg;
+	return wx_shm(false);
+}
+
+static int wx_shmat_exec(void *arg)
+{
+	(void)arg;
+	return wx_shm(true);
+}
+
+/* An anonymous shared mapping read-write, a second mapping of its pages
+ * (mremap, old size 0), that one made executable. */
+static int wx_mremap_alias(void *arg)
+{
+	size_t n = page_size();
+	void *w = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0), *x;
+
+	(void)arg;
+	if (w == MAP_FAILED)
+		return errno;
+	memcpy(w, native_code, sizeof(native_code));
+	x = mremap(w, 0, n, MREMAP_MAYMOVE);
+	if (x == MAP_FAILED)
+		return errno;
+	if (mprotect(x, n, PROT_READ | PROT_EXEC) != 0)
+		return errno;
+	return call_code(x);
+}
+
+/* The deprecated remap takes its protection from the mapping; a prot
+ * other than 0 is refused by the kernel itself. */
+static int wx_remap_file_pages(void *arg)
+{
+	size_t n = page_size();
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	(void)arg;
+	if (p == MAP_FAILED)
+		return errno;
+	return syscall(SYS_remap_file_pages, p, n, PROT_EXEC, 0, 0) == 0 ? WX_DONE : errno;
+}
+
+/* READ_IMPLIES_EXEC: every readable mapping executable, after the filter
+ * has looked at the arguments. */
+static int wx_personality(void *arg)
+{
+	void *p;
+
+	(void)arg;
+	if (syscall(SYS_personality, 0x0400000UL /* READ_IMPLIES_EXEC */) < 0)
+		return errno;
+	p = mmap(NULL, page_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? errno : write_and_call(p, p);
+}
+
+static int wx_mdwe_clear(void *arg)
+{
+	(void)arg;
+	return prctl(65 /* PR_SET_MDWE */, 0UL, 0UL, 0UL, 0UL) == 0 ? WX_DONE : errno;
+}
+
+/* A function of this program overwritten through /proc/self/mem (its
+ * writes reach read-only, executable pages), then called. */
+static int __attribute__((noinline)) victim(void)
+{
+	return 1;
+}
+
+static int wx_procmem(void *arg)
+{
+	int (*volatile fn)(void) = victim;
+	int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+
+	(void)arg;
+	if (fd < 0)
+		return errno;
+	if (pwrite(fd, native_code, sizeof(native_code), (off_t)(uintptr_t)fn) < 0)
+		return errno;
+	return fn() == 42 ? WX_RAN : EDOM;
+}
+
+static int wx_process_vm_writev(void *arg)
+{
+	int (*volatile fn)(void) = victim;
+	struct iovec local = { (void *)native_code, sizeof(native_code) };
+	struct iovec remote = { (void *)(uintptr_t)fn, sizeof(native_code) };
+
+	(void)arg;
+	if (process_vm_writev(getpid(), &local, 1, &remote, 1, 0) < 0)
+		return errno;
+	return fn() == 42 ? WX_RAN : EDOM;
+}
+
+static void put_wx(const char *name, int (*fn)(void *))
+{
+	int status = inside_fork_wait(name, fn, NULL);
+
+	if (status < 0)
+		return;
+	if (WIFSIGNALED(status))
+		put(name, "SIG%s", sigabbrev_np(WTERMSIG(status)) ?: "?");
+	else if (WEXITSTATUS(status) == WX_RAN)
+		put(name, "RAN");
+	else if (WEXITSTATUS(status) == WX_MAPPED)
+		put(name, "MAPPED");
+	else if (WEXITSTATUS(status) == WX_DONE)
+		put(name, "OK");
+	else
+		put(name, "%s", err_name(WEXITSTATUS(status)));
+}
+
+/* A copy of this program whose PT_GNU_STACK asks for an executable stack,
+ * run through the loader: ld.so must make the stack executable first. */
+static int set_exec_stack(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC), r = -1;
+	Elf64_Ehdr eh;
+
+	if (fd < 0)
+		return -1;
+	if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) &&
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64) {
+		for (unsigned i = 0; i < eh.e_phnum; i++) {
+			Elf64_Phdr ph;
+			off_t at = (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize);
+
+			if (pread(fd, &ph, sizeof(ph), at) != (ssize_t)sizeof(ph))
+				break;
+			if (ph.p_type != PT_GNU_STACK)
+				continue;
+			ph.p_flags = PF_R | PF_W | PF_X;
+			if (pwrite(fd, &ph, sizeof(ph), at) == (ssize_t)sizeof(ph))
+				r = 0;
+			break;
+		}
+	}
+	close(fd);
+	return r;
+}
+
+static void ldso_execstack(void)
+{
+	char copy[512], self[512];
+	char *const argv[] = { (char *)LOADER, copy, (char *)"noop", NULL };
+
+	path_in(self, sizeof(self), A.fix, "escape_helper");
+	snprintf(copy, sizeof(copy), "/tmp/esc-execstack-%d", (int)getpid());
+	if (copy_file(self, copy, 0755) != 0 || set_exec_stack(copy) != 0) {
+		put("ldso_execstack", "setup:%s", err_name(errno));
+		unlink(copy);
+		return;
+	}
+	run_prog("ldso_execstack", argv, NULL, 0);
+	unlink(copy);
+}
+
+/*
+ * git grep through PCRE2, whose JIT needs executable memory: OK (found),
+ * JIT-REFUSED (git died saying so: before 2.40 it does not fall back to
+ * the interpreter), or the exit status. A file of the workspace, no
+ * repository (--no-index).
+ */
+static void git_grep(const char *name, const char *how, const char *pattern)
+{
+	char out[2048], outcome[64];
+	/* Relative: git 2.39 aborts (a BUG()) on an absolute path with
+	 * --no-index outside a repository. */
+	char *const argv[] = { (char *)"/usr/bin/git", (char *)"grep", (char *)"--no-index",
+			       (char *)"-n", (char *)how, (char *)pattern, (char *)"--",
+			       (char *)"esc-grep.c", NULL };
+	int status;
+
+	status = run_capture(argv, out, sizeof(out), true, outcome, sizeof(outcome));
+	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+	    strstr(out, "int main(void)"))
+		put(name, "OK");
+	else if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 128 &&
+		 strstr(out, "Couldn't JIT the PCRE2 pattern"))
+		put(name, "JIT-REFUSED");
+	else
+		put(name, "%s", outcome);
+}
+
+static void cls_wx(void)
+{
+	char self[512], file[512];
+	void *p;
+	long v;
+	int fd;
+
+	/* Controls: anonymous memory read-write, allowed programs that load
+	 * their libraries (the helper itself, sh), git's regex engine. */
+	p = mmap(NULL, page_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	put_ret("mmap_rw", p == MAP_FAILED ? -1 : 0, false);
+	if (p != MAP_FAILED)
+		munmap(p, page_size());
+	path_in(self, sizeof(self), A.fix, "escape_helper");
+	{
+		char *const argv[] = { self, (char *)"noop", NULL };
+
+		run_prog("self_exec", argv, NULL, 0);
+	}
+	{
+		char *const argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)"exit 7", NULL };
+
+		run_prog("sh_exit7", argv, NULL, 0);
+	}
+	path_in(file, sizeof(file), A.ws, "esc-grep.c");
+	if (!A.ws || chdir(A.ws) != 0)
+		put("grep_dir", "%s", err_name(errno));
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, "int main(void)\n", 15) != 15)
+		put("grep_file", "%s", err_name(errno));
+	if (fd >= 0)
+		close(fd);
+	git_grep("git_grep_regex", "-e", "ma.n");
+	git_grep("git_grep_fixed", "-F", "main");
+	git_grep("git_grep_P", "-P", "ma\\w+");
+	unlink(file);
+
+	put_wx("mmap_anon_rwx", wx_anon_rwx);
+	put_wx("mmap_anon_rx", wx_anon_rx);
+	put_wx("mmap_shared_rx_alias", wx_shared_rx);
+	put_wx("devzero_shared_rx_alias", wx_devzero_shared_rx);
+	put_wx("mmap_file_rwx", wx_file_rwx);
+	put_wx("mmap_file_shared_rx", wx_file_shared_rx);
+	put_wx("file_regain_exec", wx_file_regain);
+	put_wx("mprotect_rx", wx_mprotect_rx);
+	put_wx("mprotect_rwx", wx_mprotect_rwx);
+	put_wx("pkey_mprotect_rx", wx_pkey_mprotect_rx);
+	put_wx("stack_exec", wx_stack);
+	put_wx("shm_mprotect_rx", wx_shm_mprotect);
+	put_wx("shmat_exec_alias", wx_shmat_exec);
+	put_wx("mremap_alias_rx", wx_mremap_alias);
+	put_wx("remap_file_pages_exec", wx_remap_file_pages);
+	put_wx("personality_rie", wx_personality);
+	put_wx("mdwe_clear", wx_mdwe_clear);
+	v = prctl(66 /* PR_GET_MDWE */, 0UL, 0UL, 0UL, 0UL);
+	if (v < 0)
+		put("mdwe_get", "%s", err_name(errno));
+	else
+		put("mdwe_get", "%ld", v);
+	put_wx("procmem_write_text", wx_procmem);
+	put_wx("process_vm_writev_text", wx_process_vm_writev);
+	ldso_execstack();
+}
+
 /* ---- network --------------------------------------------------------------- */
 
 static struct sockaddr_in loopback4(unsigned port)
@@ -1748,6 +2225,8 @@ static const struct {
 	{ "fs_boundary", cls_fs_boundary },
 	{ "secret_alias", cls_secret_alias },
 	{ "gate", cls_gate },
+	{ "wx", cls_wx },
+	{ "wx_jit", cls_wx },
 	{ "network", cls_network },
 	{ "unix", cls_unix },
 	{ "unix_sameuid", cls_unix_sameuid },

@@ -50,7 +50,9 @@
 
 /* ---- the four paths ----------------------------------------------------------- */
 
-enum path { FULL, NOLL, NOUSERNS, BARE, NPATHS };
+/* The last two only for the classes that name them (W^X: the kernel's
+ * MDWE forced missing, so the filter alone holds it, as before 6.3). */
+enum path { FULL, NOLL, NOUSERNS, BARE, NOMDWE, NOUSERNS_NOMDWE, NPATHS };
 
 #define PF (1u << FULL)
 #define PL (1u << NOLL)
@@ -59,6 +61,10 @@ enum path { FULL, NOLL, NOUSERNS, BARE, NPATHS };
 #define PNS (PF | PL)		/* a user namespace, a mount view, a pid namespace */
 #define PDEG (PU | PB)		/* no namespaces at all */
 #define PALL (PNS | PDEG)
+#define PSF (1u << NOMDWE)	/* the full path, W^X by seccomp alone */
+#define PSU (1u << NOUSERNS_NOMDWE)
+#define PS (PSF | PSU)
+#define PWX (PALL | PS)
 
 static const struct {
 	const char *name;
@@ -69,6 +75,8 @@ static const struct {
 	[NOLL] = { "nolandlock", "no-landlock", "init,fixture" },
 	[NOUSERNS] = { "nouserns", "no-userns", "parent,fixture" },
 	[BARE] = { "bare", "no-userns,no-landlock", "parent,fixture" },
+	[NOMDWE] = { "nomdwe", "no-mdwe", "init,fixture" },
+	[NOUSERNS_NOMDWE] = { "nouserns-nomdwe", "no-userns,no-mdwe", "parent,fixture" },
 };
 
 /* ---- the contract ---------------------------------------------------------------- */
@@ -146,6 +154,19 @@ struct expect {
 			"a layer that covers metadata (Landlock has none)",          \
 			"write_boundary"),                                           \
 	OPEN("fs_boundary", a, PB, "OK", "write_boundary")
+/* W^X refusals: MDWE's EACCES where the kernel has it, the filter's
+ * EPERM where it is forced missing. */
+#define WX_BOTH(a, what)                                                            \
+	STOPS("wx", a, PALL, "EACCES", "MDWE (" what ")"),                          \
+	STOPS("wx", a, PS, "EPERM", "seccomp (" what ")")
+/* Under gate_jit = allow: the program's own business, and the report says
+ * "anonymous executable memory allowed". */
+#define JIT_RUNS(a, w) HARMLESS("wx_jit", a, PF | PSF, w, "gate_jit = allow: a JIT's memory")
+/* git grep of a fixed string or a -P pattern under W^X: git before 2.40
+ * dies saying PCRE2's JIT failed (JIT-REFUSED), later ones fall back to
+ * the interpreter (OK). want_here() picks by the installed git. */
+#define GIT_JIT "GIT-JIT"
+
 /* An exec under the gate of something not on the allow-list. */
 #define GATE_COPY(t)                                                                 \
 	CONTROL("gate", "copy_" t, PALL, "OK"),                                      \
@@ -397,6 +418,84 @@ static const struct expect table[] = {
 	GATE_COPY("ws"),
 	GATE_COPY("home"),
 
+	/*
+	 * wx (profile escwx: the gate with git, gate_jit deny): every way an
+	 * allowed program could turn memory into native code, each of which
+	 * runs code ("RAN") in class wx_jit. MDWE answers EACCES, the filter
+	 * EPERM: the errno names the layer.
+	 */
+	CONTROL("wx", "mmap_rw", PWX, "OK"),
+	CONTROL("wx", "self_exec", PWX, "exit=0"),	/* a dynamic program loads its libraries */
+	CONTROL("wx", "sh_exit7", PWX, "exit=7"),
+	CONTROL("wx", "git_grep_regex", PWX, "OK"),	/* git's regex engine, no JIT */
+	STOPS("wx", "git_grep_fixed", PWX, GIT_JIT, "git: PCRE2's JIT refused (W^X)"),
+	STOPS("wx", "git_grep_P", PWX, GIT_JIT, "git: PCRE2's JIT refused (W^X)"),
+	STOPS("wx", "mmap_anon_rwx", PWX, "EPERM", "seccomp (no executable anonymous mapping)"),
+	STOPS("wx", "mmap_anon_rx", PWX, "EPERM", "seccomp (no executable anonymous mapping)"),
+	STOPS("wx", "mmap_shared_rx_alias", PWX, "EPERM",
+	      "seccomp (no executable shared mapping: MDWE lets an alias of it be made writable)"),
+	STOPS("wx", "devzero_shared_rx_alias", PWX, "EPERM", "seccomp (no executable shared mapping)"),
+	STOPS("wx", "mmap_file_shared_rx", PWX, "EPERM", "seccomp (no executable shared mapping)"),
+	WX_BOTH("mmap_file_rwx", "writable and executable"),
+	WX_BOTH("file_regain_exec", "exec gained again"),
+	WX_BOTH("mprotect_rx", "exec gained"),
+	WX_BOTH("mprotect_rwx", "writable and executable"),
+	WX_BOTH("pkey_mprotect_rx", "exec gained"),
+	WX_BOTH("stack_exec", "the stack made executable"),
+	WX_BOTH("shm_mprotect_rx", "SysV memory made executable"),
+	STOPS("wx", "shmat_exec_alias", PWX, "EPERM", "seccomp (no SHM_EXEC)"),
+	WX_BOTH("mremap_alias_rx", "an alias of shared memory made executable"),
+	STOPS("wx", "remap_file_pages_exec", PWX, "EINVAL", "kernel (remap_file_pages takes no protection)"),
+	STOPS("wx", "personality_rie", PWX, "EPERM", "seccomp (personality: query and PER_LINUX only)"),
+	STOPS("wx", "mdwe_clear", PALL, "EPERM", "MDWE is sticky"),
+	HARMLESS("wx", "mdwe_clear", PS, "OK|EINVAL", "nothing set to clear: the filter holds W^X"),
+	STOPS("wx", "mdwe_get", PALL, "1", "MDWE set, and kept across execve"),
+	HARMLESS("wx", "mdwe_get", PS, "0|EINVAL", "the filter alone holds W^X"),
+	STOPS("wx", "procmem_write_text", PF | PU | PS, "EACCES", "landlock (/proc read-only)"),
+	STOPS("wx", "procmem_write_text", PL, "EROFS", "the view's /proc mounted read-only"),
+	OPEN("wx", "procmem_write_text", PB, "RAN", "exec_boundary"),
+	STOPS("wx", "process_vm_writev_text", PWX, "EPERM", "seccomp"),
+	STOPS("wx", "ldso_execstack", PNS | PSF, "exit=127", "noexec mount (ld.so cannot map it)"),
+	STOPS("wx", "ldso_execstack", PDEG | PSU, "exit=127", "W^X (ld.so cannot make the stack executable)"),
+	STOPS("wx", "report_memory_wx", PNS | PU | PS, "VERIFIED", "memory_wx achieved and proven"),
+	STOPS("wx", "report_memory_wx", PB, "NOT-ACHIEVED", "memory_wx partial: /proc/self/mem writable"),
+	STOPS("wx", "report_seccomp_wx", PWX, "LISTED", "the filter's W^X rules named"),
+	STOPS("wx", "report_seccomp_mprotect", PALL, "ABSENT", "MDWE's, not the filter's"),
+	STOPS("wx", "report_seccomp_mprotect", PS, "LISTED", "the filter's without MDWE"),
+
+	/* wx_jit (profile escjit: gate_jit = allow): the same attempts run
+	 * code, and the report says so instead of W^X. */
+	CONTROL("wx_jit", "mmap_rw", PF | PSF, "OK"),
+	CONTROL("wx_jit", "self_exec", PF | PSF, "exit=0"),
+	CONTROL("wx_jit", "sh_exit7", PF | PSF, "exit=7"),
+	CONTROL("wx_jit", "git_grep_regex", PF | PSF, "OK"),
+	CONTROL("wx_jit", "git_grep_fixed", PF | PSF, "OK"),
+	CONTROL("wx_jit", "git_grep_P", PF | PSF, "OK"),
+	JIT_RUNS("mmap_anon_rwx", "RAN"),
+	JIT_RUNS("mmap_anon_rx", "MAPPED"),
+	JIT_RUNS("mmap_shared_rx_alias", "RAN"),
+	STOPS("wx_jit", "devzero_shared_rx_alias", PF | PSF, "EPERM", "noexec /dev in the mount view"),
+	JIT_RUNS("mmap_file_shared_rx", "MAPPED"),
+	JIT_RUNS("mmap_file_rwx", "RAN"),
+	JIT_RUNS("file_regain_exec", "RAN"),
+	JIT_RUNS("mprotect_rx", "RAN"),
+	JIT_RUNS("mprotect_rwx", "RAN"),
+	JIT_RUNS("pkey_mprotect_rx", "RAN"),
+	JIT_RUNS("stack_exec", "RAN"),
+	JIT_RUNS("shm_mprotect_rx", "RAN"),
+	JIT_RUNS("shmat_exec_alias", "RAN"),
+	JIT_RUNS("mremap_alias_rx", "RAN"),
+	STOPS("wx_jit", "remap_file_pages_exec", PF | PSF, "EINVAL", "kernel (remap_file_pages takes no protection)"),
+	STOPS("wx_jit", "personality_rie", PF | PSF, "EPERM", "seccomp (personality: query and PER_LINUX only)"),
+	JIT_RUNS("mdwe_clear", "OK"),
+	JIT_RUNS("mdwe_get", "0"),
+	STOPS("wx_jit", "procmem_write_text", PF | PSF, "EACCES", "landlock (/proc read-only)"),
+	STOPS("wx_jit", "process_vm_writev_text", PF | PSF, "EPERM", "seccomp"),
+	STOPS("wx_jit", "ldso_execstack", PF | PSF, "exit=127", "noexec mount (ld.so cannot map it)"),
+	STOPS("wx_jit", "report_memory_wx", PF | PSF, "JIT-ALLOWED", "memory_wx not requested, and says why"),
+	STOPS("wx_jit", "report_seccomp_wx", PF | PSF, "ABSENT", "no W^X rule loaded, none named"),
+	STOPS("wx_jit", "report_seccomp_mprotect", PF | PSF, "ABSENT", "no W^X rule loaded, none named"),
+
 	/* network (profile esc: network = deny). */
 	STOPS("network", "tcp_host", PNS, "ECONNREFUSED", "network namespace"),
 	STOPS("network", "tcp_host", PDEG, "EAFNOSUPPORT", "seccomp (no inet sockets)"),
@@ -546,7 +645,7 @@ struct world {
 	char abstract[64];
 	char mark[64];			/* the name of the marker files */
 	char mark_tmp[96], mark_shm[96], mark_home[192];
-	char conf[5][128];
+	char conf[7][128];		/* one per enum profile */
 	unsigned tcp_port, udp_port;
 	uid_t uid;
 	gid_t gid;
@@ -562,13 +661,18 @@ struct world {
 	/* Independent kernel probes: the contract assumes both. */
 	int landlock_abi;
 	bool userns;
+	/* git 2.40 and later fall back to PCRE2's interpreter when its JIT
+	 * gets no executable memory (git --version, read at set-up). */
+	bool git_jit_fallback;
 };
 
 static struct world W;
 
-enum profile { ESC, ESCGATE, ESCTIME, ESCLIMITS, ESCHOME, NPROFILES };
-static const char *const profile_names[NPROFILES] = { "esc", "escgate", "esctime", "esclimits",
-						      "eschome" };
+enum profile { ESC, ESCGATE, ESCTIME, ESCLIMITS, ESCWX, ESCJIT, ESCHOME, NPROFILES };
+static const char *const profile_names[NPROFILES] = {
+	"esc", "escgate", "esctime", "esclimits", "escwx", "escjit", "eschome",
+};
+_Static_assert(ARRAY_SIZE(((struct world *)0)->conf) == NPROFILES, "a config per profile");
 
 static int write_text(const char *path, const char *text, mode_t mode)
 {
@@ -727,6 +831,14 @@ static int write_configs(void)
 			 "nproc = 64\n"
 			 "tmp_size = 8M\n"
 			 "fsize = 16M\n"
+			 "\n"
+			 "[profile escwx]\n"
+			 "inherit = escgate\n"
+			 "gate_allow = /usr/bin/git\n"
+			 "\n"
+			 "[profile escjit]\n"
+			 "inherit = escwx\n"
+			 "gate_jit = allow\n"
 			 "\n"
 			 "[profile eschome]\n"
 			 "inherit = esc\n"
@@ -928,6 +1040,25 @@ static void probe_kernel(void)
 	}
 	waitpid(pid, &status, 0);
 	W.userns = pid > 0 && sbx_test_status_code(status) == 0;
+	{
+		FILE *f = popen("/usr/bin/git --version 2>/dev/null", "r");
+		char line[128] = "";
+		unsigned long major = 0, minor = 0;
+		char *end = NULL;
+
+		if (f) {
+			if (!fgets(line, sizeof(line), f))
+				line[0] = '\0';
+			pclose(f);
+		}
+		/* "git version 2.39.5" */
+		if (strncmp(line, "git version ", 12) == 0) {
+			major = strtoul(line + 12, &end, 10);
+			if (end && *end == '.')
+				minor = strtoul(end + 1, NULL, 10);
+		}
+		W.git_jit_fallback = major > 2 || (major == 2 && minor >= 40);
+	}
 }
 
 /* sbx_test_int80_native(), probed once by the group setup. */
@@ -1446,6 +1577,8 @@ static const char *want_here(const struct expect *e)
 {
 	if (!strcmp(e->attempt, "int80_getpid") && int80_native == 0)
 		return "SIGSEGV";
+	if (!strcmp(e->want, GIT_JIT))
+		return W.git_jit_fallback ? "OK" : "JIT-REFUSED";
 	return e->want;
 }
 
@@ -1453,6 +1586,9 @@ static const char *layer_here(const struct expect *e)
 {
 	if (!strcmp(e->attempt, "int80_getpid") && int80_native == 0)
 		return "no i386 syscall entry on this machine (unconfined int 0x80: SIGSEGV)";
+	if (!strcmp(e->want, GIT_JIT))
+		return W.git_jit_fallback ? "git >= 2.40: PCRE2's interpreter when its JIT is refused" :
+		       "git < 2.40: dies, naming PCRE2's JIT, when W^X refuses it";
 	return e->layer;
 }
 
@@ -1569,6 +1705,7 @@ struct class_def {
 	void (*after)(enum path p, struct run *r);
 	/* A fix may rightly drop a guarantee from the full report here. */
 	bool report_may_narrow;
+	unsigned paths;		/* 0: the four of every class (PALL) */
 };
 
 static void reset_counts(enum path p)
@@ -1859,6 +1996,29 @@ static void after_swap(enum path p, struct run *r)
 	}
 }
 
+/* What the session's report says of W^X (read from its JSON): the
+ * memory_wx entry, and whether the seccomp entry names the W^X rules. */
+static void after_wx(enum path p, struct run *r)
+{
+	const struct sbx_report_entry *m = &r->report.entry[SBX_F_MEMORY_WX];
+	const char *sec = r->report.entry[SBX_F_SECCOMP].detail;
+
+	(void)p;
+	if (!r->have_report) {
+		add_line(r, "report_memory_wx", "NO-REPORT");
+		return;
+	}
+	add_line(r, "report_memory_wx", "%s",
+		 !m->requested ? (strcmp(m->detail, "anonymous executable memory allowed "
+					 "(gate_jit = allow)") ? "NOT-REQUESTED" : "JIT-ALLOWED") :
+		 !m->achieved ? "NOT-ACHIEVED" : !m->verified ? "NOT-VERIFIED" : "VERIFIED");
+	add_line(r, "report_seccomp_wx", "%s",
+		 strstr(sec, "no executable anonymous or shared mapping, no SHM_EXEC") ? "LISTED" :
+		 "ABSENT");
+	add_line(r, "report_seccomp_mprotect", "%s",
+		 strstr(sec, "no mprotect to PROT_EXEC") ? "LISTED" : "ABSENT");
+}
+
 static const char *const env_dirty[] = {
 	"BASH_ENV=/x", "ENV=/y", "FOO=bar", "LD_BIND_NOW=1", NULL,
 };
@@ -1875,6 +2035,8 @@ static const struct class_def classes[] = {
 	{ .name = "secret_alias", .profile = ESC, .before = before_alias, .after = after_alias,
 	  .report_may_narrow = true },
 	{ .name = "gate", .profile = ESCGATE },
+	{ .name = "wx", .profile = ESCWX, .after = after_wx, .paths = PWX },
+	{ .name = "wx_jit", .profile = ESCJIT, .after = after_wx, .paths = PF | PSF },
 	{ .name = "network", .profile = ESC, .before = reset_counts, .after = after_network },
 	{ .name = "unix", .profile = ESC, .before = reset_counts, .after = after_unix },
 	/* The real home, so a socket in it outside is one the session sees. */
@@ -1931,6 +2093,9 @@ static void run_class(const char *name)
 			.env_extra = c->env_extra, .timeout_s = c->timeout_s,
 		};
 
+		if (!((c->paths ? c->paths : PALL) & (1u << p)))
+			continue;
+
 		if (c->before)
 			c->before(p);
 		run_session(&sp, r);
@@ -1966,6 +2131,8 @@ CLASS_TEST(privileged_binaries)
 CLASS_TEST(fs_boundary)
 CLASS_TEST(secret_alias)
 CLASS_TEST(gate)
+CLASS_TEST(wx)
+CLASS_TEST(wx_jit)
 CLASS_TEST(network)
 CLASS_TEST(unix)
 CLASS_TEST(unix_sameuid)
@@ -1991,6 +2158,8 @@ int main(void)
 		cmocka_unit_test(test_fs_boundary),
 		cmocka_unit_test(test_secret_alias),
 		cmocka_unit_test(test_gate),
+		cmocka_unit_test(test_wx),
+		cmocka_unit_test(test_wx_jit),
 		cmocka_unit_test(test_network),
 		cmocka_unit_test(test_unix),
 		cmocka_unit_test(test_unix_sameuid),
