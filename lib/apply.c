@@ -963,7 +963,11 @@ static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_r
 	pl->canary.keep_fd = REPORT_FD;
 	find_secret_aliases(p, pl->canary.secret_aliases, sizeof(pl->canary.secret_aliases));
 	sbx_secret_places_find(p, &pl->canary.secret_places);
-	/* A file the gate leaves executable, for its canary's control. */
+	/* A file the gate leaves executable, for its canary's control; and
+	 * those the kernel would give an executable stack, for W^X's. */
+	if (pl->mounts.exec)
+		sbx_strlcpy(pl->canary.exec_stack, sizeof(pl->canary.exec_stack),
+			    pl->mounts.exec->exec_stack);
 	if (pl->mounts.exec) {
 		for (size_t i = 0; i < pl->mounts.exec->n && !pl->canary.exec_control[0]; i++) {
 			struct stat st;

@@ -1427,8 +1427,10 @@ static void canary_command_gate(const struct sbx_profile *p, const struct sbx_se
  * gets the filter's EPERM where the kernel alone would say EINVAL. Then
  * what would get around it: MDWE cleared or not inherited, an inherited
  * READ_IMPLIES_EXEC (every readable mapping executable past the filter),
- * and /proc/self/mem writable (its writes reach read-only and executable
- * pages: Landlock or the read-only /proc must refuse the open).
+ * /proc/self/mem writable (its writes reach read-only and executable
+ * pages: Landlock or the read-only /proc must refuse the open), and an
+ * executable of the gate whose ELF asks the kernel for an executable
+ * stack.
  */
 static void canary_memory_wx(const struct sbx_canary_ctx *ctx, struct sbx_report *r)
 {
@@ -1497,6 +1499,12 @@ static void canary_memory_wx(const struct sbx_canary_ctx *ctx, struct sbx_report
 		close(fd);
 		canary_fail(r, SBX_F_MEMORY_WX, "/proc/self/mem opens for writing (its writes reach "
 			    "executable pages)");
+		return;
+	}
+	/* Found outside (lib/elf.c): no layer refuses what execve grants. */
+	if (ctx->exec_stack[0]) {
+		canary_fail(r, SBX_F_MEMORY_WX, "an executable stack from the kernel at execve for %s "
+			    "(PT_GNU_STACK)", ctx->exec_stack);
 		return;
 	}
 	canary_pass(r, SBX_F_MEMORY_WX);

@@ -72,7 +72,7 @@ struct elf_src {
 };
 
 struct elf_phdr {
-	uint32_t type;
+	uint32_t type, flags;
 	uint64_t offset, vaddr, filesz;
 };
 
@@ -107,6 +107,7 @@ static void phdr_decode(unsigned cls, const unsigned char *raw, struct elf_phdr 
 
 	memcpy(&p, raw, wide ? sizeof(p.p64) : sizeof(p.p32));
 	ph->type = le32toh(wide ? p.p64.p_type : p.p32.p_type);
+	ph->flags = le32toh(wide ? p.p64.p_flags : p.p32.p_flags);
 	ph->offset = wide ? le64toh(p.p64.p_offset) : le32toh(p.p32.p_offset);
 	ph->vaddr = wide ? le64toh(p.p64.p_vaddr) : le32toh(p.p32.p_vaddr);
 	ph->filesz = wide ? le64toh(p.p64.p_filesz) : le32toh(p.p32.p_filesz);
@@ -375,6 +376,9 @@ static int elf_parse(struct elf_src *s, struct sbx_elf_info *info)
 				goto out;
 			}
 			dynamic = &ph[i];
+		} else if (ph[i].type == PT_GNU_STACK) {
+			/* binfmt_elf takes the last one, and so do we. */
+			info->exec_stack = (ph[i].flags & PF_X) != 0;
 		}
 	}
 	if (interp)
@@ -619,6 +623,27 @@ static void note(struct sbx_exec_set *set, const char *fmt, ...)
 		}
 		memcpy(buf + len, len ? "; ..." : "...", len ? sizeof("; ...") : sizeof("..."));
 	}
+}
+
+/*
+ * An object of the set whose PT_GNU_STACK asks for an executable stack:
+ * executed, it gets one from the kernel (setup_arg_pages), MDWE or not and
+ * with no system call a filter could refuse; measured on 6.18, code
+ * written to the stack of such a program ran. Loaded as a library, ld.so
+ * has to mprotect the stack executable, which W^X refuses. Listed so the
+ * memory_wx canary can say why W^X does not hold.
+ */
+static void note_exec_stack(struct sbx_exec_set *set, const char *canon,
+			    const struct sbx_elf_info *info)
+{
+	char *buf = set->exec_stack;
+	size_t len = strlen(buf);
+
+	if (!info->exec_stack || strstr(buf, canon) || (len >= 3 && !strcmp(buf + len - 3, "...")))
+		return;
+	if (snprintf(buf + len, sizeof(set->exec_stack) - len, "%s%s", len ? "; " : "", canon) >=
+	    (int)(sizeof(set->exec_stack) - len))
+		snprintf(buf + len, sizeof(set->exec_stack) - len, "%s...", len ? "; " : "");
 }
 
 static int open_file(const char *path)
@@ -885,6 +910,7 @@ static int try_lib(struct walk *w, size_t from, const char *name, const char *ca
 		free(info);
 		return r;
 	}
+	note_exec_stack(w->set, canon, info);
 	/* glibc's l_origin: the directory of the name the object was opened
 	 * by, not of its target. */
 	dirname_of(cand, origin, sizeof(origin));
@@ -1235,6 +1261,7 @@ static int add_object(struct walk *w, const char *canon, enum obj_kind kind, con
 		free(info);
 		return 0;
 	}
+	note_exec_stack(w->set, canon, info);
 	memcpy(interp, info->interp, sizeof(interp));
 	/* ld.so's $ORIGIN for the executable comes from /proc/self/exe:
 	 * the canonical path. */

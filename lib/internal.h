@@ -1082,6 +1082,9 @@ struct sbx_canary_ctx {
 	char *const *envp;	/* the environment execve will pass, or NULL */
 	char exec_control[SBX_PATH_MAX];	/* gated: a file left executable, or "" */
 	enum sbx_wx_mech wx;		/* how memory is kept W^X (memory_wx) */
+	/* The gate's executables that ask for an executable stack
+	 * (sbx_exec_set.exec_stack), or "". */
+	char exec_stack[256];
 	bool unix_bind_mediated;	/* bind() of abstract names must be refused */
 	/* A socket of the agent's uid listening in /tmp that the session did
 	 * not bind (sbx_unix_foreign_listener), or "": its connect() must be
@@ -1158,6 +1161,7 @@ struct sbx_elf_info {
 	char needed[SBX_ELF_MAX_NEEDED][SBX_ELF_NAME_MAX];	/* DT_NEEDED, in order */
 	char rpath[1024];	/* DT_RPATH, "" when none */
 	char runpath[1024];	/* DT_RUNPATH, "" when none */
+	bool exec_stack;	/* PT_GNU_STACK asks for PF_X */
 };
 
 /* Fill buf with len bytes at off: 0 or -errno (-EIO when short). */
@@ -1195,6 +1199,10 @@ struct sbx_exec_set {
 	size_t n, cap;
 	char **paths;		/* canonical, symlink-free files and directories */
 	char unresolved[512];	/* "libx.so.1 (needed by /usr/bin/y)", "; "-separated, "..." if cut */
+	/* Objects in the set whose PT_GNU_STACK asks for an executable stack,
+	 * "; "-separated, "..." if cut: the kernel gives one at execve, past
+	 * every W^X layer (docs/design.md section 6). */
+	char exec_stack[256];
 	/* Private. */
 	const char *ldcache_file;	/* NULL: /etc/ld.so.cache (tests point elsewhere) */
 	bool ldcache_loaded;

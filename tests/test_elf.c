@@ -651,6 +651,23 @@ static void test_parse_refusals(void **state)
 		assert_int_equal(parse_mem(buf, len, info, &err, NULL), 0);
 		assert_true(info->is_elf);
 	}
+	/* PT_GNU_STACK: an executable stack asked for (PF_X), in both
+	 * classes; read-write only, or no such header, is not. */
+	for (unsigned cls = ELFCLASS32; cls <= ELFCLASS64; cls++) {
+		struct synth st = basic(cls, cls == ELFCLASS64 ? EM_X86_64 : EM_386);
+		size_t flags_at = cls == ELFCLASS64 ? 4 : 24;
+
+		len = synth_build(&st, buf, sizeof(buf), &L);
+		assert_int_equal(parse_mem(buf, len, info, &err, NULL), 0);
+		assert_false(info->exec_stack);
+		put32(buf + L.ph_dynamic, PT_GNU_STACK);
+		put32(buf + L.ph_dynamic + flags_at, PF_R | PF_W);
+		assert_int_equal(parse_mem(buf, len, info, &err, NULL), 0);
+		assert_false(info->exec_stack);
+		put32(buf + L.ph_dynamic + flags_at, PF_R | PF_W | PF_X);
+		assert_int_equal(parse_mem(buf, len, info, &err, NULL), 0);
+		assert_true(info->exec_stack);
+	}
 	free(info);
 }
 

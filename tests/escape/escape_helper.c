@@ -1147,6 +1147,9 @@ static size_t page_size(void)
 
 static int call_code(void *p)
 {
+	/* Code that cannot run must end the child with SIGSEGV, not in a
+	 * handler (a sanitizer's) that exits. */
+	signal(SIGSEGV, SIG_DFL);
 	__builtin___clear_cache((char *)p, (char *)p + sizeof(native_code));
 	return ((int (*)(void))p)() == 42 ? WX_RAN : EDOM;
 }
@@ -1512,6 +1515,20 @@ static void git_grep(const char *name, const char *how, const char *pattern)
 		put(name, "JIT-REFUSED");
 	else
 		put(name, "%s", outcome);
+}
+
+/* An allowed program whose ELF asks for an executable stack (the test's
+ * patched copy of this one), next to this one: its stack runs code. */
+static void cls_wx_stack(void)
+{
+	char self[512], copy[512];
+	char *const argv_self[] = { self, (char *)"stack_run", NULL };
+	char *const argv_copy[] = { copy, (char *)"stack_run", NULL };
+
+	path_in(self, sizeof(self), A.fix, "escape_helper");
+	path_in(copy, sizeof(copy), A.fix, "escape_helper_execstack");
+	run_prog("stack_run_self", argv_self, NULL, 0);
+	run_prog("stack_run_execstack", argv_copy, NULL, 0);
 }
 
 static void cls_wx(void)
@@ -2227,6 +2244,7 @@ static const struct {
 	{ "gate", cls_gate },
 	{ "wx", cls_wx },
 	{ "wx_jit", cls_wx },
+	{ "wx_stack", cls_wx_stack },
 	{ "network", cls_network },
 	{ "unix", cls_unix },
 	{ "unix_sameuid", cls_unix_sameuid },
@@ -2251,6 +2269,14 @@ int main(int argc, char **argv, char **envp)
 		return 2;
 	if (strcmp(argv[1], "noop") == 0)
 		return 0;
+	/* Native code on the stack, called: 0 when it ran (the kernel gave
+	 * this program an executable stack), else it dies with SIGSEGV. */
+	if (strcmp(argv[1], "stack_run") == 0) {
+		unsigned char code[64] __attribute__((aligned(16)));
+
+		memcpy(code, native_code, sizeof(native_code));
+		return call_code(code) == WX_RAN ? 0 : 1;
+	}
 	for (int i = 2; i < argc; i++) {
 		char *eq = strchr(argv[i], '=');
 		const char *v;

@@ -21,6 +21,7 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -496,6 +497,18 @@ static const struct expect table[] = {
 	STOPS("wx_jit", "report_seccomp_wx", PF | PSF, "ABSENT", "no W^X rule loaded, none named"),
 	STOPS("wx_jit", "report_seccomp_mprotect", PF | PSF, "ABSENT", "no W^X rule loaded, none named"),
 
+	/* wx_stack (profile escstack: escwx and a copy of the helper whose
+	 * PT_GNU_STACK asks for an executable stack): the kernel gives it one
+	 * at execve, MDWE or not, and no filter sees it. Not contained; the
+	 * report names it and lists no exec_boundary. */
+	STOPS("wx_stack", "stack_run_self", PF | PSF, "SIGSEGV", "kernel (no executable stack asked for)"),
+	OPEN("wx_stack", "stack_run_execstack", PF | PSF, "exit=0", "exec_boundary"),
+	STOPS("wx_stack", "report_memory_wx", PF | PSF, "NOT-VERIFIED-EXEC-STACK",
+	      "the canary names the executable stack"),
+	STOPS("wx_stack", "report_seccomp_wx", PF | PSF, "LISTED", "the filter's W^X rules named"),
+	STOPS("wx_stack", "report_seccomp_mprotect", PF, "ABSENT", "MDWE's, not the filter's"),
+	STOPS("wx_stack", "report_seccomp_mprotect", PSF, "LISTED", "the filter's without MDWE"),
+
 	/* network (profile esc: network = deny). */
 	STOPS("network", "tcp_host", PNS, "ECONNREFUSED", "network namespace"),
 	STOPS("network", "tcp_host", PDEG, "EAFNOSUPPORT", "seccomp (no inet sockets)"),
@@ -645,7 +658,7 @@ struct world {
 	char abstract[64];
 	char mark[64];			/* the name of the marker files */
 	char mark_tmp[96], mark_shm[96], mark_home[192];
-	char conf[7][128];		/* one per enum profile */
+	char conf[8][128];		/* one per enum profile */
 	unsigned tcp_port, udp_port;
 	uid_t uid;
 	gid_t gid;
@@ -668,9 +681,9 @@ struct world {
 
 static struct world W;
 
-enum profile { ESC, ESCGATE, ESCTIME, ESCLIMITS, ESCWX, ESCJIT, ESCHOME, NPROFILES };
+enum profile { ESC, ESCGATE, ESCTIME, ESCLIMITS, ESCWX, ESCJIT, ESCSTACK, ESCHOME, NPROFILES };
 static const char *const profile_names[NPROFILES] = {
-	"esc", "escgate", "esctime", "esclimits", "escwx", "escjit", "eschome",
+	"esc", "escgate", "esctime", "esclimits", "escwx", "escjit", "escstack", "eschome",
 };
 _Static_assert(ARRAY_SIZE(((struct world *)0)->conf) == NPROFILES, "a config per profile");
 
@@ -723,6 +736,35 @@ static int copy_file(const char *from, const char *to, mode_t mode)
 		return -1;
 	}
 	return close(out);
+}
+
+/* Mark an ELF64's PT_GNU_STACK read-write-execute: what -z execstack
+ * writes. 0, or -1 when it has none. */
+static int set_exec_stack(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC), r = -1;
+	Elf64_Ehdr eh;
+
+	if (fd < 0)
+		return -1;
+	if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) &&
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64) {
+		for (unsigned i = 0; i < eh.e_phnum; i++) {
+			Elf64_Phdr ph;
+			off_t at = (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize);
+
+			if (pread(fd, &ph, sizeof(ph), at) != (ssize_t)sizeof(ph))
+				break;
+			if (ph.p_type != PT_GNU_STACK)
+				continue;
+			ph.p_flags = PF_R | PF_W | PF_X;
+			if (pwrite(fd, &ph, sizeof(ph), at) == (ssize_t)sizeof(ph))
+				r = 0;
+			break;
+		}
+	}
+	close(fd);
+	return r;
 }
 
 static double now_s(void)
@@ -840,13 +882,18 @@ static int write_configs(void)
 			 "inherit = escwx\n"
 			 "gate_jit = allow\n"
 			 "\n"
+			 "[profile escstack]\n"
+			 "inherit = escwx\n"
+			 "gate_allow = %s_execstack\n"
+			 "\n"
 			 "[profile eschome]\n"
 			 "inherit = esc\n"
 			 "home = real\n"
 			 "\n"
 			 "[match]\n"
 			 "group %s = %s\n",
-			 W.fix, W.shell, W.ws, W.secret, W.helper, W.group, profile_names[i]);
+			 W.fix, W.shell, W.ws, W.secret, W.helper, W.helper, W.group,
+			 profile_names[i]);
 		if (len < 0 || (size_t)len >= sizeof(text) || write_text(W.conf[i], text, 0644) != 0)
 			return -1;
 	}
@@ -1153,6 +1200,11 @@ static int group_setup_inner(void)
 		return -1;
 	if (copy_file(W.helper_src, W.helper, 0755) != 0)
 		return -1;
+	snprintf(path, sizeof(path), "%s_execstack", W.helper);
+	if (copy_file(W.helper_src, path, 0755) != 0 || set_exec_stack(path) != 0) {
+		fprintf(stderr, "test_escape: %s: no PT_GNU_STACK to mark executable\n", path);
+		return -1;
+	}
 	snprintf(path, sizeof(path), "%s/id-suid", W.fix);
 	if (copy_file("/usr/bin/id", path, 04755) != 0)
 		return -1;
@@ -2011,7 +2063,10 @@ static void after_wx(enum path p, struct run *r)
 	add_line(r, "report_memory_wx", "%s",
 		 !m->requested ? (strcmp(m->detail, "anonymous executable memory allowed "
 					 "(gate_jit = allow)") ? "NOT-REQUESTED" : "JIT-ALLOWED") :
-		 !m->achieved ? "NOT-ACHIEVED" : !m->verified ? "NOT-VERIFIED" : "VERIFIED");
+		 !m->achieved ? "NOT-ACHIEVED" :
+		 m->verified ? "VERIFIED" :
+		 strstr(m->detail, "an executable stack from the kernel at execve") ?
+		 "NOT-VERIFIED-EXEC-STACK" : "NOT-VERIFIED");
 	add_line(r, "report_seccomp_wx", "%s",
 		 strstr(sec, "no executable anonymous or shared mapping, no SHM_EXEC") ? "LISTED" :
 		 "ABSENT");
@@ -2037,6 +2092,7 @@ static const struct class_def classes[] = {
 	{ .name = "gate", .profile = ESCGATE },
 	{ .name = "wx", .profile = ESCWX, .after = after_wx, .paths = PWX },
 	{ .name = "wx_jit", .profile = ESCJIT, .after = after_wx, .paths = PF | PSF },
+	{ .name = "wx_stack", .profile = ESCSTACK, .after = after_wx, .paths = PF | PSF },
 	{ .name = "network", .profile = ESC, .before = reset_counts, .after = after_network },
 	{ .name = "unix", .profile = ESC, .before = reset_counts, .after = after_unix },
 	/* The real home, so a socket in it outside is one the session sees. */
@@ -2133,6 +2189,7 @@ CLASS_TEST(secret_alias)
 CLASS_TEST(gate)
 CLASS_TEST(wx)
 CLASS_TEST(wx_jit)
+CLASS_TEST(wx_stack)
 CLASS_TEST(network)
 CLASS_TEST(unix)
 CLASS_TEST(unix_sameuid)
@@ -2160,6 +2217,7 @@ int main(void)
 		cmocka_unit_test(test_gate),
 		cmocka_unit_test(test_wx),
 		cmocka_unit_test(test_wx_jit),
+		cmocka_unit_test(test_wx_stack),
 		cmocka_unit_test(test_network),
 		cmocka_unit_test(test_unix),
 		cmocka_unit_test(test_unix_sameuid),
