@@ -1974,6 +1974,13 @@ static void check_kernel(struct doctor *d)
 		    "as %s: user, mount, pid%s%s%s%s namespaces", who, p.netns ? ", net" : "",
 		    p.ipcns ? ", ipc" : "", p.utsns ? ", uts" : "", p.cgroupns ? ", cgroup" : "");
 	check_cgroup(d, &p);
+	/* docs/design.md section 6: W^X under the gate holds either way; which
+	 * layers hold it is worth knowing (the report's memory_wx says it too). */
+	if (any_gated(d))
+		row(d, DOC_OK, "kernel", "mdwe", NULL, "%s", p.mdwe ?
+		    "PR_SET_MDWE: the gate keeps memory W^X with the kernel's MDWE and seccomp" :
+		    "no PR_SET_MDWE (kernel < 6.3): the gate keeps memory W^X with seccomp alone, "
+		    "which also refuses every mprotect to PROT_EXEC");
 	/* docs/design.md section 6: under the gate seccomp already refuses exec-able memfds;
 	 * the sysctl adds a host-wide layer on dedicated agent hosts. */
 	if (any_gated(d) && sbx_read_file("/proc/sys/vm/memfd_noexec", 64, &mfd, &len, NULL) == 0) {

@@ -4,7 +4,7 @@
  * `-c` command is split into plain words and its program must be on the
  * allow-list. This is a usability check with a clear message; the
  * boundary is the kernel's (Landlock EXECUTE only on the allow-list,
- * noexec writable mounts, memfd exec refused), see docs/design.md section 6.
+ * noexec writable mounts, no memfd, memory W^X), see docs/design.md section 6.
  */
 #include <errno.h>
 #include <limits.h>

@@ -378,6 +378,7 @@ static void test_repo_example(void **state)
 	p = sbx_config_find_profile(cfg, "ci");
 	assert_non_null(p);
 	assert_int_equal(p->command, SBX_ACCESS_GATED);
+	assert_int_equal(p->gate_jit, SBX_ACCESS_DENY);	/* W^X: no JIT in a C build */
 	assert_true(p->n_gate >= 3);
 	assert_int_equal(p->home, SBX_HOME_EPHEMERAL);
 	assert_int_equal(sbx_config_select(cfg, "someone", agents, 1, &p, &err), 0);
