@@ -1265,6 +1265,32 @@ static int wx_file_regain(void *arg)
 	return call_code(p);
 }
 
+/* A file the agent writes (the workspace), mapped shared read-write,
+ * then made executable: the page the write changed is the code. */
+static int wx_ws_file(void *arg)
+{
+	size_t n = page_size();
+	char path[512];
+	void *p;
+	int fd;
+
+	(void)arg;
+	snprintf(path, sizeof(path), "%s/esc-wx-%d", A.ws ? A.ws : "/nonexistent", (int)getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+	if (fd < 0)
+		return errno;
+	unlink(path);
+	if (ftruncate(fd, (off_t)n) != 0)
+		return errno;
+	p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return errno;
+	memcpy(p, native_code, sizeof(native_code));
+	if (mprotect(p, n, PROT_READ | PROT_EXEC) != 0)
+		return errno;
+	return call_code(p);
+}
+
 static int wx_mprotect(int prot, bool pkey)
 {
 	size_t n = page_size();
@@ -1575,6 +1601,7 @@ static void cls_wx(void)
 	put_wx("mmap_file_rwx", wx_file_rwx);
 	put_wx("mmap_file_shared_rx", wx_file_shared_rx);
 	put_wx("file_regain_exec", wx_file_regain);
+	put_wx("ws_file_shared_rx", wx_ws_file);
 	put_wx("mprotect_rx", wx_mprotect_rx);
 	put_wx("mprotect_rwx", wx_mprotect_rwx);
 	put_wx("pkey_mprotect_rx", wx_pkey_mprotect_rx);

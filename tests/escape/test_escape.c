@@ -439,6 +439,9 @@ static const struct expect table[] = {
 	STOPS("wx", "mmap_file_shared_rx", PWX, "EPERM", "seccomp (no executable shared mapping)"),
 	WX_BOTH("mmap_file_rwx", "writable and executable"),
 	WX_BOTH("file_regain_exec", "exec gained again"),
+	/* The workspace is noexec with a mount view, so EACCES there is the
+	 * mount's as well; without one, MDWE's or the filter's alone. */
+	WX_BOTH("ws_file_shared_rx", "a file the agent writes made executable"),
 	WX_BOTH("mprotect_rx", "exec gained"),
 	WX_BOTH("mprotect_rwx", "writable and executable"),
 	WX_BOTH("pkey_mprotect_rx", "exec gained"),
@@ -479,6 +482,7 @@ static const struct expect table[] = {
 	JIT_RUNS("mmap_file_shared_rx", "MAPPED"),
 	JIT_RUNS("mmap_file_rwx", "RAN"),
 	JIT_RUNS("file_regain_exec", "RAN"),
+	STOPS("wx_jit", "ws_file_shared_rx", PF | PSF, "EACCES", "noexec workspace"),
 	JIT_RUNS("mprotect_rx", "RAN"),
 	JIT_RUNS("mprotect_rwx", "RAN"),
 	JIT_RUNS("pkey_mprotect_rx", "RAN"),
