@@ -723,7 +723,7 @@ struct sbx_seccomp_opts {
 	bool host_pids;
 	int notify_fd;
 	/* The program sbx_seccomp_prepare emitted, prog_len 0 until then:
-	 * 362-500 instructions by the options; a longer one than this array
+	 * 362-529 instructions by the options; a longer one than this array
 	 * is an error (E2BIG), not a truncation. */
 	struct sock_filter prog[SBX_SECCOMP_MAX_INSNS];
 	size_t prog_len;
