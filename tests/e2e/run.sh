@@ -1721,6 +1721,15 @@ EOF2
 	return $ok
 }
 
+# A session outlives its start: agent-shell watches a pidfd of the opener
+# (sshd's monitor) and ends the session when it ends; while the monitor
+# lives, nothing may end it early.
+t_shipped_session_lasts() {
+	local out
+	out=$(sshs "$S_CODER" 'sleep 4; echo survived' 2>&1)
+	[[ $out == *survived* ]] || { echo "  the session did not last 4 s: $out"; return 1; }
+}
+
 # coder_session_procs SID: the pids of the coder's processes in session
 # SID's mount namespace (the record names it; or the namespace NS given
 # second), one per line.
@@ -2068,7 +2077,7 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 done
 # The shipped files: their own world, set up once the tests above are done.
 shipped_tests=(t_shipped_installed_as_make_install t_shipped_doctor t_shipped_pam_stacks
-	t_shipped_coder t_shipped_coder_sameuid t_shipped_ledger t_fault_monitor_killed
+	t_shipped_coder t_shipped_coder_sameuid t_shipped_ledger t_shipped_session_lasts t_fault_monitor_killed
 	t_fault_outer_killed t_fault_ledger_full t_fault_run_full t_fault_config_edited
 	t_shipped_pam_environment_preload t_shipped_pam_stage_required t_shipped_reviewer t_shipped_ci_gated
 	t_shipped_su_runuser_login)

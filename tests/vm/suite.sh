@@ -646,7 +646,15 @@ t_purge_keeps_agent_homes() {
 	return $ok
 }
 
-for t in t_session_limits_reported t_memory_hog_oom_killed t_fork_bomb_stops_at_pids_max \
+# A session outlives its start: agent-shell watches a pidfd of sshd's
+# monitor and ends the session when it ends, never while it lives.
+t_session_lasts() {
+	local out
+	out=$(as_agent coder1 'sleep 6; echo survived' 2>&1)
+	[[ $out == *survived* ]] || { echo "  the session did not last 6 s: $out"; return 1; }
+}
+
+for t in t_session_lasts t_session_limits_reported t_memory_hog_oom_killed t_fork_bomb_stops_at_pids_max \
 	t_cpu_held_to_quota t_doctor_on_debian t_report_names_what_the_kernel_lacks t_guarantees_hold_on_this_kernel \
 	t_ssh_command_pty_scp_sftp t_reviewer_profile t_ci_profile_refused_with_reason \
 	t_report_line_in_journal t_logind_session_and_no_user_manager t_linger_gets_no_user_manager \
@@ -654,6 +662,8 @@ for t in t_session_limits_reported t_memory_hog_oom_killed t_fork_bomb_stops_at_
 	t_egressd_proxy_session_reaches_its_list t_egressd_units_verify_and_score \
 	t_doctor_fix_is_pam_auth_update t_upgrade_keeps_pam_wiring t_upgrade_restarts_egressd \
 	t_remove_then_root_and_user_log_in t_remove_takes_egressd_away t_purge_keeps_agent_homes; do
+	# SBX_VM_ONLY=REGEX runs those tests alone (set-up always runs).
+	[ -z "${SBX_VM_ONLY:-}" ] || [[ $t =~ $SBX_VM_ONLY ]] || continue
 	if out=$($t 2>&1); then
 		ok "$t"
 	else
