@@ -9,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <linux/filter.h>
 #include "sbx.h"
 
@@ -166,6 +167,26 @@ int sbx_trust_open_dir(const char *path, bool trusted, int *out_fd, struct sbx_e
  * later with RESOLVE_NO_SYMLINKS, so a link swapped in meanwhile fails. */
 int sbx_path_resolve_trusted(const char *path, char *out, size_t out_size,
 			     struct sbx_error *err);
+/* What a walk asks besides its symlink rule (sbx_path_walk). */
+struct sbx_walk_opts {
+	/* Each directory or file the walk opens, "/" and the last included,
+	 * as fstat found it on the opened fd, with the path it was reached
+	 * by (no symlink in it): 0 to go on, or -errno with err filled. */
+	int (*check)(const struct stat *st, const char *shown, void *arg,
+		     struct sbx_error *err);
+	void *arg;
+	/* Not 0: a missing last component is made a directory of this mode
+	 * (mkdirat in its checked parent), then opened and checked. */
+	mode_t create_mode;
+};
+/* sbx_path_resolve_trusted's walk with o's check on every step, and
+ * without its one-call shortcut when o is given. On success out is the
+ * path as walked and, with fd_out, *fd_out the O_PATH fd of what it
+ * names: the object the checks saw, for callers that go on from it
+ * rather than look the name up again. ".." is walked again from "/". */
+int sbx_path_walk(const char *path, const struct sbx_walk_opts *o, char *out, size_t out_size,
+		  int *fd_out, struct sbx_error *err);
+
 
 /* ---- account.c: an account's passwd entry and group names --------------- */
 

@@ -252,9 +252,9 @@ static int symlink_trusted(int dir, int link, const char *what, struct sbx_error
  * that holds (a link anywhere, the last component included, is ELOOP).
  * Any failure, a missing openat2 (ENOSYS) too, leaves the answer and its
  * message to the walk below. Each path of a session's plans used to cost
- * three system calls per component here.
+ * three system calls per component here. The O_PATH fd, or -1.
  */
-static bool resolve_symlink_free(const char *path)
+static int resolve_symlink_free(const char *path)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC,
@@ -263,18 +263,56 @@ static bool resolve_symlink_free(const char *path)
 	long fd;
 
 	if (!sbx_path_is_canonical(path))
-		return false;
+		return -1;
 	fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
-	if (fd < 0)
-		return false;
-	close((int)fd);
-	return true;
+	return fd < 0 ? -1 : (int)fd;
+}
+
+/* The caller's check of one directory the walk passes, if it has one. */
+static int walk_check(const struct sbx_walk_opts *o, int fd, const char *shown,
+		      struct sbx_error *err)
+{
+	struct stat st;
+
+	if (!o || !o->check)
+		return 0;
+	if (fstat(fd, &st) != 0)
+		return sbx_error_set(err, errno, "fstat(%s): %s", shown, strerror(errno));
+	return o->check(&st, shown, o->arg, err);
+}
+
+/* Back to "/", checked again: the walk's place when it starts, when an
+ * absolute link sends it there, and when ".." is walked again from it. */
+static int walk_restart(int *dir, const struct sbx_walk_opts *o, struct sbx_error *err)
+{
+	int next = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (next < 0)
+		return sbx_error_set(err, errno, "open(/): %s", strerror(errno));
+	if (*dir >= 0)
+		close(*dir);
+	*dir = next;
+	return walk_check(o, next, "/", err);
+}
+
+/* name in dir, not followed if it is a link; made a directory first when
+ * the walk may (o->create_mode) and it is the path's missing last
+ * component. The O_PATH fd, or -1 with errno. */
+static int walk_open(int dir, const char *name, const char *rest, const struct sbx_walk_opts *o)
+{
+	int fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0 || errno != ENOENT || !o || !o->create_mode || rest[strspn(rest, "/")])
+		return fd;
+	if (mkdirat(dir, name, o->create_mode) != 0 && errno != EEXIST)
+		return -1;
+	return openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 }
 
 /* Long on purpose: one component walk whose state (the open directory, the
  * link budget) every step shares. */
-int sbx_path_resolve_trusted(const char *path, char *out, size_t out_size,
-			     struct sbx_error *err)
+int sbx_path_walk(const char *path, const struct sbx_walk_opts *o, char *out, size_t out_size,
+		  int *fd_out, struct sbx_error *err)
 {
 	char resolved[SBX_PATH_MAX] = "";
 	char rest[SBX_PATH_MAX], target[SBX_PATH_MAX], tmp[2 * SBX_PATH_MAX];
@@ -284,15 +322,19 @@ int sbx_path_resolve_trusted(const char *path, char *out, size_t out_size,
 	if (!path || path[0] != '/' || sbx_strlcpy(rest, sizeof(rest), path) != 0)
 		return sbx_error_set(err, EINVAL, "resolve %.200s: not an absolute path that fits",
 				     path ? path : "(null)");
-	if (resolve_symlink_free(path)) {
+	/* A caller's check sees every directory: no shortcut past them. */
+	if (!o && (dir = resolve_symlink_free(path)) >= 0) {
 		if (sbx_strlcpy(out, out_size, path) != 0)
-			return sbx_error_set(err, ENAMETOOLONG, "resolve %s: path too long", path);
-		return 0;
+			r = sbx_error_set(err, ENAMETOOLONG, "resolve %s: path too long", path);
+		else if (fd_out) {
+			*fd_out = dir;
+			dir = -1;
+		}
+		sbx_close_if(dir);
+		return r;
 	}
-	dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return sbx_error_set(err, errno, "open(/): %s", strerror(errno));
-	while (rest[0]) {
+	r = walk_restart(&dir, o, err);
+	while (r == 0 && rest[0]) {
 		char *comp = rest, name[SBX_PATH_MAX];
 		size_t clen, rlen;
 		struct stat st;
@@ -310,28 +352,31 @@ int sbx_path_resolve_trusted(const char *path, char *out, size_t out_size,
 		if (strcmp(name, ".") == 0)
 			continue;
 		if (strcmp(name, "..") == 0) {
-			/* resolved holds no symlink, so ".." is lexical. */
+			/* resolved holds no symlink, so ".." is lexical. Its
+			 * parent is walked again from "/", every step checked
+			 * as before: opened by name at once, a directory on it
+			 * renamed since would go unseen. */
 			char *last = strrchr(resolved, '/');
 
 			if (last)
 				*last = '\0';
-			next = open(resolved[0] ? resolved : "/",
-				    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (next < 0) {
-				r = sbx_error_set(err, errno, "resolve %s: open(%s): %s", path,
-						  resolved[0] ? resolved : "/", strerror(errno));
-				goto out;
+			if (sbx_snprintf(tmp, sizeof(tmp), "%s%s", resolved, rest) != 0 ||
+			    strlen(tmp) >= sizeof(rest)) {
+				r = sbx_error_set(err, ENAMETOOLONG, "resolve %s: path too long",
+						  path);
+				break;
 			}
-			close(dir);
-			dir = next;
+			memcpy(rest, tmp, strlen(tmp) + 1);
+			resolved[0] = '\0';
+			r = walk_restart(&dir, o, err);
 			continue;
 		}
 		rlen = strlen(resolved);
 		if (rlen + 1 + clen >= sizeof(resolved)) {
 			r = sbx_error_set(err, ENAMETOOLONG, "resolve %s: path too long", path);
-			goto out;
+			break;
 		}
-		next = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		next = walk_open(dir, name, rest, o);
 		if (next < 0) {
 			r = errno == ENOENT ? -ENOENT :
 			    sbx_error_set(err, errno, "resolve %s: open(%s/%s): %s", path,
@@ -339,18 +384,19 @@ int sbx_path_resolve_trusted(const char *path, char *out, size_t out_size,
 			if (r == -ENOENT)
 				sbx_error_set(err, ENOENT, "resolve %s: %s/%s: No such file or directory",
 					      path, resolved, name);
-			goto out;
+			break;
 		}
 		if (fstat(next, &st) != 0) {
 			r = sbx_error_set(err, errno, "resolve %s: fstat: %s", path, strerror(errno));
 			close(next);
-			goto out;
+			break;
 		}
 		if (!S_ISLNK(st.st_mode)) {
 			resolved[rlen] = '/';
 			memcpy(resolved + rlen + 1, name, clen + 1);
 			close(dir);
 			dir = next;
+			r = walk_check(o, dir, resolved, err);
 			continue;
 		}
 		snprintf(tmp, sizeof(tmp), "%s/%s", resolved, name);
@@ -360,37 +406,40 @@ int sbx_path_resolve_trusted(const char *path, char *out, size_t out_size,
 		n = r == 0 ? readlinkat(next, "", target, sizeof(target) - 1) : 0;
 		close(next);
 		if (r)
-			goto out;
+			break;
 		if (n <= 0 || (size_t)n >= sizeof(target) - 1) {
 			r = sbx_error_set(err, n < 0 ? errno : ENAMETOOLONG,
 					  "resolve %s: readlink(%s): %s", path, tmp,
 					  n < 0 ? strerror(errno) : "target too long");
-			goto out;
+			break;
 		}
 		target[n] = '\0';
 		if (sbx_snprintf(tmp, sizeof(tmp), "%s/%s", target, rest) != 0 ||
 		    strlen(tmp) >= sizeof(rest)) {
 			r = sbx_error_set(err, ENAMETOOLONG, "resolve %s: path too long", path);
-			goto out;
+			break;
 		}
 		memcpy(rest, tmp, strlen(tmp) + 1);
 		if (target[0] == '/') {
 			resolved[0] = '\0';
-			next = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-			if (next < 0) {
-				r = sbx_error_set(err, errno, "open(/): %s", strerror(errno));
-				goto out;
-			}
-			close(dir);
-			dir = next;
+			r = walk_restart(&dir, o, err);
 		}
 		/* A relative target resolves from the link's directory: dir. */
 	}
-	if (!resolved[0])
+	if (r == 0 && !resolved[0])
 		memcpy(resolved, "/", 2);
-	if (sbx_strlcpy(out, out_size, resolved) != 0)
+	if (r == 0 && sbx_strlcpy(out, out_size, resolved) != 0)
 		r = sbx_error_set(err, ENAMETOOLONG, "resolve %s: path too long", path);
-out:
-	close(dir);
+	if (r == 0 && fd_out) {
+		*fd_out = dir;
+		dir = -1;
+	}
+	sbx_close_if(dir);
 	return r;
+}
+
+int sbx_path_resolve_trusted(const char *path, char *out, size_t out_size,
+			     struct sbx_error *err)
+{
+	return sbx_path_walk(path, NULL, out, out_size, NULL, err);
 }

@@ -290,6 +290,109 @@ static void test_resolve_trusted(void **state)
 	}
 }
 
+/* sbx_path_walk: what a caller's check sees, and what the walk hands back. */
+struct walk_seen {
+	char step[24][SBX_PATH_MAX];
+	int n;
+	const char *refuse;	/* the check refuses this step */
+};
+
+static int record_step(const struct stat *st, const char *shown, void *arg,
+		       struct sbx_error *err)
+{
+	struct walk_seen *w = arg;
+
+	(void)st;
+	if (w->n < 24)
+		snprintf(w->step[w->n++], SBX_PATH_MAX, "%s", shown);
+	if (w->refuse && strcmp(shown, w->refuse) == 0)
+		return sbx_error_set(err, EPERM, "%s: refused by the check", shown);
+	return 0;
+}
+
+/* The steps a walk of rel checked, joined with spaces, top shown as T. */
+static const char *walk_steps(const struct walk_seen *w)
+{
+	static char buf[4096];
+	size_t used = 0, n = strlen(top);
+
+	buf[0] = '\0';
+	for (int i = 0; i < w->n; i++) {
+		const char *s = w->step[i];
+
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s%s", i ? " " : "",
+					 strncmp(s, top, n) == 0 ? "T" : "",
+					 strncmp(s, top, n) == 0 ? s + n : s);
+	}
+	return buf;
+}
+
+static void test_path_walk(void **state)
+{
+	struct walk_seen w = { .n = 0 };
+	struct sbx_walk_opts o = { .check = record_step, .arg = &w };
+	struct sbx_error err = { 0 };
+	char out[SBX_PATH_MAX];
+	struct stat a, b;
+	int fd = -1;
+
+	(void)state;
+	REQUIRE_TREE();
+	make_dir("w", 0755, 0);
+	make_dir("w/a", 0755, 0);
+	make_dir("w/a/b", 0755, 0);
+	assert_int_equal(symlink("a", pathf("w/l")), 0);
+
+	/* Every directory the walk opens is checked, "/" and the last
+	 * included, by the path it was reached by (a root's link followed),
+	 * and the fd handed back is the checked directory's. */
+	assert_int_equal(sbx_path_walk(pathf("w/l/b"), &o, out, sizeof(out), &fd, &err), 0);
+	assert_string_equal(out, pathf("w/a/b"));
+	assert_string_equal(walk_steps(&w), "/ T T/w T/w/a T/w/a/b");
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &a), 0);
+	assert_int_equal(stat(pathf("w/a/b"), &b), 0);
+	assert_true(a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+	close(fd);
+
+	/* ".." is walked again from "/", each step checked again. */
+	w.n = 0;
+	assert_int_equal(sbx_path_walk(pathf("w/a/b/../b"), &o, out, sizeof(out), NULL, &err), 0);
+	assert_string_equal(out, pathf("w/a/b"));
+	assert_string_equal(walk_steps(&w), "/ T T/w T/w/a T/w/a/b / T T/w T/w/a T/w/a/b");
+
+	/* The check's refusal ends the walk with its message, and no fd. */
+	w.n = 0;
+	w.refuse = pathf("w/a");
+	fd = -1;
+	assert_int_equal(sbx_path_walk(pathf("w/l/b"), &o, out, sizeof(out), &fd, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "/w/a: refused by the check"));
+	assert_int_equal(fd, -1);
+	w.refuse = NULL;
+
+	/* A missing last component is made when asked, and only that. */
+	o.create_mode = 0700;
+	assert_int_equal(sbx_path_walk(pathf("w/l/new"), &o, out, sizeof(out), &fd, &err), 0);
+	assert_string_equal(out, pathf("w/a/new"));
+	assert_int_equal(fstat(fd, &a), 0);
+	assert_true(S_ISDIR(a.st_mode) && (a.st_mode & 07777) == 0700);
+	close(fd);
+	assert_int_equal(sbx_path_walk(pathf("w/a/gone/new"), &o, out, sizeof(out), &fd, &err),
+			 -ENOENT);
+	assert_int_equal(stat(pathf("w/a/gone"), &a), -1);
+	/* Without the option nothing is made. */
+	o.create_mode = 0;
+	assert_int_equal(sbx_path_walk(pathf("w/a/new2"), &o, out, sizeof(out), &fd, &err),
+			 -ENOENT);
+	assert_int_equal(stat(pathf("w/a/new2"), &a), -1);
+	/* Another user's link is refused with a check as without one. */
+	assert_int_equal(symlink("a", pathf("w/agent")), 0);
+	assert_int_equal(lchown(pathf("w/agent"), sbx_test_uid(), sbx_test_gid()), 0);
+	assert_int_equal(sbx_path_walk(pathf("w/agent/b"), &o, out, sizeof(out), &fd, &err),
+			 -ELOOP);
+	assert_non_null(strstr(err.msg, "/w/agent: symlink owned by uid"));
+}
+
 static void test_directory_and_fifo(void **state)
 {
 	(void)state;
@@ -674,6 +777,7 @@ int main(void)
 		cmocka_unit_test(test_symlinked_parent),
 		cmocka_unit_test(test_bad_paths),
 		cmocka_unit_test(test_resolve_trusted),
+		cmocka_unit_test(test_path_walk),
 		cmocka_unit_test(test_dropins_sorted_and_applied),
 		cmocka_unit_test(test_dropin_duplicate_key),
 		cmocka_unit_test(test_dropin_errors_name_the_file),
