@@ -151,13 +151,20 @@ static int caller_session(const struct sbx_profile *p, const struct run_place *p
 		return r;
 	if (pl->workspace) {
 		struct sbx_error why = { 0 };
+		int fd = -1;
 
-		r = sbx_path_resolve_trusted(pl->workspace, s->workspace, sizeof(s->workspace), &why);
+		/* The directory the walk found is the one checked here and
+		 * the one the bind must open (s->workspace_pin). */
+		r = sbx_path_walk(pl->workspace, NULL, s->workspace, sizeof(s->workspace), &fd,
+				  &why);
 		if (r)
 			return sbx_error_set(err, -r, "workspace %s: %s", pl->workspace, why.msg);
-		if (stat(s->workspace, &st) != 0 || !S_ISDIR(st.st_mode))
+		r = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+		close(fd);
+		if (!r)
 			return sbx_error_set(err, ENOTDIR, "workspace %s: not a directory",
 					     s->workspace);
+		s->workspace_pin = sbx_pin_of(&st);
 	}
 	/* $HOME: the passwd home when it is a directory, else one under the
 	 * sandbox's private /tmp (as agent-shell does). */

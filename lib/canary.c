@@ -1328,6 +1328,16 @@ static void canary_home(const struct sbx_session *s, struct sbx_report *r)
 			canary_pass(r, SBX_F_HOME);
 		return;
 	}
+	/* An executor's: $HOME is the very directory its walk checked and
+	 * made, whatever the names on the way lead to now. */
+	if (s->home_source_pin.set) {
+		if (sbx_pin_holds(&s->home_source_pin, &st))
+			canary_pass(r, SBX_F_HOME);
+		else
+			canary_fail(r, SBX_F_HOME, "%s is not the directory %s was checked as",
+				    s->home, s->home_source);
+		return;
+	}
 	/* Isolated: the state-dir home is bound at $HOME. */
 	if ((stat(s->home_source, &src) == 0 && src.st_dev == st.st_dev &&
 	     src.st_ino == st.st_ino) || sbx_mountinfo_is_mount_point(s->home))

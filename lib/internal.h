@@ -187,6 +187,24 @@ struct sbx_walk_opts {
 int sbx_path_walk(const char *path, const struct sbx_walk_opts *o, char *out, size_t out_size,
 		  int *fd_out, struct sbx_error *err);
 
+/*
+ * A directory as a walk found it. A bind of its path, made later in
+ * another mount namespace (where the walk's fd cannot be cloned:
+ * open_tree gives EINVAL for a mount of another namespace), must open the
+ * same one: apply compares st_dev and st_ino of what it opened and refuses
+ * the session on a difference.
+ */
+struct sbx_pin {
+	bool set;
+	dev_t dev;
+	ino_t ino;
+};
+/* The pin of what st describes, and of an open fd (0 or -errno). */
+struct sbx_pin sbx_pin_of(const struct stat *st);
+int sbx_pin_fd(int fd, struct sbx_pin *pin);
+/* Whether st is the pinned object (an unset pin holds anything). */
+bool sbx_pin_holds(const struct sbx_pin *pin, const struct stat *st);
+
 
 /* ---- account.c: an account's passwd entry and group names --------------- */
 
@@ -272,6 +290,9 @@ struct sbx_session {
 	char home_source[SBX_PATH_MAX];	/* bound at home; "" = fresh tmpfs */
 	char tmp_source[SBX_PATH_MAX];	/* bound at /tmp; "" = fresh tmpfs */
 	char workspace[SBX_PATH_MAX];	/* resolved, existing workspace root */
+	/* What the resolving walks found at home_source, tmp_source and
+	 * workspace: their binds must open the same directories. */
+	struct sbx_pin home_source_pin, tmp_source_pin, workspace_pin;
 	char session_id[40];
 	char client[128];
 	char service[SBX_NAME_MAX];
@@ -388,6 +409,7 @@ struct sbx_mount {
 	uint64_t size;		/* tmpfs only */
 	bool optional;		/* skip (and say so) when source is missing */
 	bool secret;		/* a deny_read mask: a symlink on its path is an error */
+	struct sbx_pin pin;	/* a bind: what source must open (unset: anything) */
 	enum sbx_mount_role {
 		SBX_ROLE_OTHER = 0,
 		SBX_ROLE_HOME,		/* $HOME: tmpfs 0700, or the bound home */

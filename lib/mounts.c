@@ -78,6 +78,17 @@ static void plan_role(struct sbx_mount_plan *plan, const char *target, enum sbx_
 		m->role = role;
 }
 
+/* What the bind at target must open, when that entry is the bind of
+ * source (an earlier entry for the target, a mask, keeps its place). */
+static void plan_pin(struct sbx_mount_plan *plan, const char *target, const char *source,
+		     const struct sbx_pin *pin)
+{
+	struct sbx_mount *m = plan_find(plan, target);
+
+	if (m && pin->set && m->kind == SBX_MOUNT_BIND && strcmp(m->source, source) == 0)
+		m->pin = *pin;
+}
+
 static int plan_add_access(struct sbx_mount_plan *plan, const char *path,
 			   enum sbx_access read, enum sbx_access write,
 			   unsigned noexec, struct sbx_error *err)
@@ -334,6 +345,7 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 				    p->workspace_write, noexec, err);
 		if (r < 0)
 			goto out;
+		plan_pin(tmp, s->workspace, s->workspace, &s->workspace_pin);
 	}
 	if (s->home[0]) {
 		if (s->home_source[0])
@@ -345,11 +357,15 @@ int sbx_mount_plan_build(const struct sbx_profile *p, const struct sbx_session *
 		if (r < 0)
 			goto out;
 		plan_role(tmp, s->home, SBX_ROLE_HOME);
+		if (s->home_source[0])
+			plan_pin(tmp, s->home, s->home_source, &s->home_source_pin);
 	}
-	if (s->tmp_source[0])
+	if (s->tmp_source[0]) {
 		r = plan_add(tmp, SBX_MOUNT_BIND, s->tmp_source, "/tmp", SBX_MOUNT_RW | noexec,
 			     0, false, err);
-	else
+		if (r == 0)
+			plan_pin(tmp, "/tmp", s->tmp_source, &s->tmp_source_pin);
+	} else
 		r = plan_add(tmp, SBX_MOUNT_TMPFS, NULL, "/tmp", SBX_MOUNT_RW | noexec,
 			     tmp_size, false, err);
 	if (r == 0)
@@ -910,6 +926,18 @@ static int open_sources(struct apply_state *st, struct sbx_error *err)
 		if (S_ISLNK(sb.st_mode))
 			return sbx_error_set(err, ELOOP, "bind source %s: is a symlink",
 					     m->source);
+		/* The directory the caller's walk checked (an executor's
+		 * scratch, under directories nobody else may change) must be
+		 * the one bound, not whatever the name leads to now. */
+		if (!sbx_pin_holds(&m->pin, &sb))
+			return sbx_error_set(err, ESTALE, "bind source %s: not the directory that "
+					     "was checked before the session (device %llu inode "
+					     "%llu, checked %llu %llu): moved or replaced since; "
+					     "refusing", m->source,
+					     (unsigned long long)sb.st_dev,
+					     (unsigned long long)sb.st_ino,
+					     (unsigned long long)m->pin.dev,
+					     (unsigned long long)m->pin.ino);
 	}
 	for (i = 0; i < ARRAY_SIZE(devs); i++) {
 		st->dev[i].name = devs[i];

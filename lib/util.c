@@ -495,6 +495,26 @@ void sbx_sbuf_fmt(struct sbx_sbuf *b, const char *fmt, ...)
 		sbx_sbuf_str(b, "...");
 }
 
+struct sbx_pin sbx_pin_of(const struct stat *st)
+{
+	return (struct sbx_pin){ .set = true, .dev = st->st_dev, .ino = st->st_ino };
+}
+
+int sbx_pin_fd(int fd, struct sbx_pin *pin)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	*pin = sbx_pin_of(&st);
+	return 0;
+}
+
+bool sbx_pin_holds(const struct sbx_pin *pin, const struct stat *st)
+{
+	return !pin->set || (pin->dev == st->st_dev && pin->ino == st->st_ino);
+}
+
 void sbx_close_if(int fd)
 {
 	if (fd >= 0)

@@ -355,18 +355,23 @@ int shell_build_session(const struct sbx_config *cfg, const struct sbx_account *
 	 * host directory it can write (/dev/shm, say), which would then become
 	 * a read-write bind and a Landlock write grant. Only root-owned links
 	 * in root-only directories are followed; the mount view then opens the
-	 * resolved path without following any link, so a swap after this
+	 * resolved path without following any link, and must find there the
+	 * directory this walk found (workspace_pin), so a swap after this
 	 * fails the session.
 	 */
 	{
 		struct sbx_error why = { 0 };
-		int r = sbx_path_resolve_trusted(p->workspace_root, real, sizeof(real), &why);
+		int fd = -1, r = sbx_path_walk(p->workspace_root, NULL, real, sizeof(real), &fd,
+					       &why);
 
 		if (r)
 			return sbx_error_set(err, -r, "workspace %s: %s", p->workspace_root, why.msg);
+		r = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+		close(fd);
+		if (!r)
+			return sbx_error_set(err, ENOTDIR, "workspace %s: not a directory", real);
+		s->workspace_pin = sbx_pin_of(&st);
 	}
-	if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
-		return sbx_error_set(err, ENOTDIR, "workspace %s: not a directory", real);
 	if (sbx_strlcpy(s->workspace, sizeof(s->workspace), real))
 		return sbx_error_set(err, ENAMETOOLONG, "workspace %s: too long", real);
 
