@@ -131,6 +131,7 @@ struct run_place {
 	const char *home_source;	/* NULL: per the profile */
 	const char *tmp_source;		/* NULL: a fresh tmpfs */
 	const char *home_note;
+	struct sbx_pin home_pin, tmp_pin;	/* what the sources' walk found */
 };
 
 static int caller_session(const struct sbx_profile *p, const struct run_place *pl,
@@ -172,10 +173,13 @@ static int caller_session(const struct sbx_profile *p, const struct run_place *p
 		sbx_strlcpy(s->home, sizeof(s->home), acc->home);
 	else
 		sbx_strlcpy(s->home, sizeof(s->home), "/tmp/home");
-	if (pl->tmp_source)
+	if (pl->tmp_source) {
 		sbx_strlcpy(s->tmp_source, sizeof(s->tmp_source), pl->tmp_source);
+		s->tmp_source_pin = pl->tmp_pin;
+	}
 	if (pl->home_source) {
 		sbx_strlcpy(s->home_source, sizeof(s->home_source), pl->home_source);
+		s->home_source_pin = pl->home_pin;
 		*note = pl->home_note;
 		return 0;
 	}
@@ -296,12 +300,13 @@ struct sbx_executor {
 	char key[EXECUTOR_KEY_MAX + 1];
 	char home[SBX_PATH_MAX];
 	char tmp[SBX_PATH_MAX];
+	struct sbx_pin home_pin, tmp_pin;	/* the directories made for it */
 };
 
 struct sbx_executor_set {
 	struct sbx_profile profile;	/* with the scratch root in deny_read */
-	char root[PATH_MAX];		/* realpath; shorter than SBX_PATH_MAX */
-	int root_fd;
+	char root[PATH_MAX];		/* the path the walk took; shorter than SBX_PATH_MAX */
+	int root_fd;			/* the directory the walk checked */
 	unsigned max, n;
 	struct sbx_executor *ex;
 };
@@ -330,53 +335,78 @@ static int own_dir_at(int at, const char *name, mode_t mode, const char *what,
 }
 
 /*
- * The scratch root (real path) and every directory above it must be ones
- * no other user can change: owned by root or the caller, and writable by
- * others only with the sticky bit (as /tmp: nobody may rename an entry of
- * ours there). Everything after this check (the binds at run time, the
- * removal at close) goes by path; under a parent another user may write,
- * a rename between the check and the use would hand a run the other
- * user's directories, or make close delete somewhere else.
+ * Every directory from "/" to the scratch root must be one no other user
+ * can change: owned by root or the caller, and writable by others only
+ * with the sticky bit (as /tmp: nobody may rename an entry of ours
+ * there). It is checked on each fd of the walk that reaches the root, and
+ * the root's fd is the one used, so the directory checked is the one the
+ * keys are made in. The binds at run time go by the path that walk took:
+ * with every directory on it closed to other users it still leads there,
+ * and the binds check that it does (sbx_pin); the close goes through the
+ * root's fd.
+ * Checked and bound as two lookups of the name, a live attack had runs
+ * bound to another user's directories: the caller's scratch was opened,
+ * then realpath() followed that user's symlink, swapped meanwhile, to a
+ * root-owned sticky directory holding its 0777 KEY/{home,tmp} (13 of 60
+ * runs).
  */
-static int scratch_dir_ok(const char *real, const char *path, struct sbx_error *err)
+static int scratch_dir_ok(const struct stat *st, const char *shown, void *arg,
+			  struct sbx_error *err)
 {
-	struct stat st;
-
-	if (lstat(path, &st) != 0)
-		return sbx_error_set(err, errno, "scratch root %s: %s: %s", real, path,
-				     strerror(errno));
-	if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != getuid()) ||
-	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))
-		return sbx_error_set(err, EPERM, "scratch root %s: %s can be changed by another user "
-				     "(owner uid %u, mode %04o): refusing", real, path,
-				     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	(void)arg;
+	if (!S_ISDIR(st->st_mode))
+		return sbx_error_set(err, ENOTDIR, "%s is not a directory", shown);
+	if ((st->st_uid != 0 && st->st_uid != getuid()) ||
+	    ((st->st_mode & 022) && !(st->st_mode & S_ISVTX)))
+		return sbx_error_set(err, EPERM, "%s can be changed by another user (owner uid "
+				     "%u, mode %04o): refusing", shown, (unsigned)st->st_uid,
+				     (unsigned)(st->st_mode & 07777));
 	return 0;
 }
 
-static int scratch_ancestors_ok(const char *real, struct sbx_error *err)
+/*
+ * The scratch root, walked once from "/" (sbx_path_walk: a symlink is
+ * followed only when root's, in a directory only root may write; another
+ * user's is refused), every step checked by scratch_dir_ok, the root made
+ * 0700 when missing. It must then be the caller's own and closed to
+ * others. real gets the path the walk took, *fd_out a readable fd of the
+ * directory it checked. Callers take absolute paths only (a relative one
+ * is refused by the walk).
+ */
+static int scratch_root_open(const char *scratch_root, char real[PATH_MAX], int *fd_out,
+			     struct sbx_error *err)
 {
-	char path[SBX_PATH_MAX];
-	size_t n = strlen(real);
-	int r;
+	const struct sbx_walk_opts o = { .check = scratch_dir_ok, .create_mode = 0700 };
+	struct sbx_error why = { 0 };
+	struct stat st;
+	int pfd = -1, fd, r;
 
-	if (n >= sizeof(path))
-		return sbx_error_set(err, ENAMETOOLONG, "scratch root %s: path too long", real);
-	r = scratch_dir_ok(real, "/", err);
-	for (size_t i = 1; r == 0 && i <= n; i++) {
-		if (i < n && real[i] != '/')
-			continue;
-		memcpy(path, real, i);
-		path[i] = '\0';
-		r = scratch_dir_ok(real, path, err);
+	r = sbx_path_walk(scratch_root, &o, real, PATH_MAX, &pfd, &why);
+	if (r)
+		return sbx_error_set(err, -r, "scratch root %s: %s", scratch_root, why.msg);
+	/* Listing (the cap) needs a readable fd: the checked inode itself. */
+	fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(pfd);
+	if (fd < 0)
+		return sbx_error_set(err, errno, "scratch root %s: %s", real, strerror(errno));
+	if (fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & 022))
+		r = sbx_error_set(err, EPERM, "scratch root %s: not the caller's own directory, "
+				  "or writable by others", real);
+	else if (strlen(real) + EXECUTOR_KEY_MAX + 6 >= SBX_PATH_MAX)
+		r = sbx_error_set(err, ENAMETOOLONG, "scratch root %s: path too long", real);
+	if (r) {
+		close(fd);
+		return r;
 	}
-	return r;
+	*fd_out = fd;
+	return 0;
 }
 
 int sbx_executor_set_new(const struct sbx_profile *p, const char *scratch_root, unsigned max,
 			 struct sbx_executor_set **out, struct sbx_error *err)
 {
 	struct sbx_executor_set *set;
-	int fd;
+	int fd = -1, r;
 
 	if (!p || !scratch_root || !out || max == 0)
 		return sbx_error_set(err, EINVAL, "executor set: missing argument (or a cap of 0)");
@@ -390,28 +420,12 @@ int sbx_executor_set_new(const struct sbx_profile *p, const char *scratch_root, 
 	if (!set)
 		return sbx_error_set(err, ENOMEM, "executor set: out of memory");
 	set->ex = calloc(max, sizeof(*set->ex));
-	fd = set->ex ? own_dir_at(AT_FDCWD, scratch_root, 0700, "scratch root", err) :
-		       sbx_error_set(err, ENOMEM, "executor set: out of memory");
-	if (fd >= 0 && !realpath(scratch_root, set->root)) {
-		close(fd);
-		fd = sbx_error_set(err, errno, "scratch root %s: %s", scratch_root, strerror(errno));
-	}
-	if (fd >= 0 && strlen(set->root) + EXECUTOR_KEY_MAX + 6 >= SBX_PATH_MAX) {
-		close(fd);
-		fd = sbx_error_set(err, ENAMETOOLONG, "scratch root %s: path too long", set->root);
-	}
-	if (fd >= 0) {
-		int r = scratch_ancestors_ok(set->root, err);
-
-		if (r) {
-			close(fd);
-			fd = r;
-		}
-	}
-	if (fd < 0) {
+	r = set->ex ? scratch_root_open(scratch_root, set->root, &fd, err) :
+		      sbx_error_set(err, ENOMEM, "executor set: out of memory");
+	if (r) {
 		free(set->ex);
 		free(set);
-		return fd;
+		return r;
 	}
 	set->root_fd = fd;
 	set->max = max;
@@ -466,39 +480,28 @@ static unsigned count_executors(int root_fd)
 	return n;
 }
 
-int sbx_executor_place(const char *scratch_root, const char *key, unsigned max, bool fresh,
-		       char root[SBX_PATH_MAX], char home[SBX_PATH_MAX], char tmp[SBX_PATH_MAX],
-		       struct sbx_error *err)
+/* Executor key in the checked scratch root rfd (real: the path its walk
+ * took); sbx_executor_place says the rest. */
+static int executor_place_at(int rfd, const char *real, const char *key, unsigned max,
+			     bool fresh, char root[SBX_PATH_MAX], char home[SBX_PATH_MAX],
+			     char tmp[SBX_PATH_MAX], struct sbx_pin *home_pin,
+			     struct sbx_pin *tmp_pin, struct sbx_error *err)
 {
-	char real[PATH_MAX];
+	struct sbx_pin pins[2];
 	struct stat st;
-	int rfd, kfd, fd, r = 0;
+	int kfd, fd, r = 0;
 
 	if (!key_ok(key))
 		return sbx_error_set(err, EINVAL, "executor key '%.80s': 1-%d of [A-Za-z0-9._-], "
 				     "not . or ..", key, EXECUTOR_KEY_MAX);
-	rfd = own_dir_at(AT_FDCWD, scratch_root, 0700, "scratch root", err);
-	if (rfd < 0)
-		return rfd;
-	if (!realpath(scratch_root, real))
-		r = sbx_error_set(err, errno, "scratch root %s: %s", scratch_root, strerror(errno));
-	else if (strlen(real) + EXECUTOR_KEY_MAX + 6 >= SBX_PATH_MAX)
-		r = sbx_error_set(err, ENAMETOOLONG, "scratch root %s: path too long", real);
-	else
-		r = scratch_ancestors_ok(real, err);
-	if (r == 0 && fresh && fstatat(rfd, key, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		r = sbx_error_set(err, EEXIST, "scratch root %s: %s is left from an earlier set "
-				  "(a close that could not remove it): remove it first", real, key);
-	if (r == 0 && fstatat(rfd, key, &st, AT_SYMLINK_NOFOLLOW) != 0 &&
-	    count_executors(rfd) >= max)
-		r = sbx_error_set(err, EUSERS, "scratch root %s: cap of %u executors reached; key %s "
-				  "refused", real, max, key);
-	if (r) {
-		close(rfd);
-		return r;
-	}
+	if (fresh && fstatat(rfd, key, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return sbx_error_set(err, EEXIST, "scratch root %s: %s is left from an earlier "
+				     "set (a close that could not remove it): remove it first",
+				     real, key);
+	if (fstatat(rfd, key, &st, AT_SYMLINK_NOFOLLOW) != 0 && count_executors(rfd) >= max)
+		return sbx_error_set(err, EUSERS, "scratch root %s: cap of %u executors reached; "
+				     "key %s refused", real, max, key);
 	kfd = own_dir_at(rfd, key, 0700, "executor", err);
-	close(rfd);
 	if (kfd < 0)
 		return kfd;
 	for (int i = 0; i < 2; i++) {
@@ -507,15 +510,41 @@ int sbx_executor_place(const char *scratch_root, const char *key, unsigned max, 
 			close(kfd);
 			return fd;
 		}
+		r = sbx_pin_fd(fd, &pins[i]);
 		close(fd);
+		if (r) {
+			close(kfd);
+			return sbx_error_set(err, -r, "executor %s: fstat: %s", key, strerror(-r));
+		}
 	}
 	close(kfd);
-	/* Lengths checked above: real + key + "/home" fit. */
+	/* Lengths checked when the root was opened: real + key + "/home" fit. */
 	if (sbx_strlcpy(root, SBX_PATH_MAX, real) != 0 ||
 	    sbx_snprintf(home, SBX_PATH_MAX, "%s/%s/home", real, key) != 0 ||
 	    sbx_snprintf(tmp, SBX_PATH_MAX, "%s/%s/tmp", real, key) != 0)
 		return sbx_error_set(err, ENAMETOOLONG, "executor %s: path too long", key);
+	*home_pin = pins[0];
+	*tmp_pin = pins[1];
 	return 0;
+}
+
+int sbx_executor_place(const char *scratch_root, const char *key, unsigned max, bool fresh,
+		       char root[SBX_PATH_MAX], char home[SBX_PATH_MAX], char tmp[SBX_PATH_MAX],
+		       struct sbx_pin *home_pin, struct sbx_pin *tmp_pin, struct sbx_error *err)
+{
+	char real[PATH_MAX];
+	int rfd, r;
+
+	if (!key_ok(key))
+		return sbx_error_set(err, EINVAL, "executor key '%.80s': 1-%d of [A-Za-z0-9._-], "
+				     "not . or ..", key, EXECUTOR_KEY_MAX);
+	r = scratch_root_open(scratch_root, real, &rfd, err);
+	if (r)
+		return r;
+	r = executor_place_at(rfd, real, key, max, fresh, root, home, tmp, home_pin, tmp_pin,
+			      err);
+	close(rfd);
+	return r;
 }
 
 int sbx_executor_for(struct sbx_executor_set *set, const char *key, struct sbx_executor **out,
@@ -540,7 +569,9 @@ int sbx_executor_for(struct sbx_executor_set *set, const char *key, struct sbx_e
 		return sbx_error_set(err, EUSERS, "executor set %s: cap of %u executors reached; "
 				     "key %s refused", set->root, set->max, key);
 	e = &set->ex[set->n];
-	r = sbx_executor_place(set->root, key, UINT_MAX, true, root, e->home, e->tmp, err);
+	/* From the set's checked root, not its name walked again. */
+	r = executor_place_at(set->root_fd, set->root, key, UINT_MAX, true, root, e->home, e->tmp,
+			      &e->home_pin, &e->tmp_pin, err);
 	if (r)
 		return r;
 	sbx_strlcpy(e->key, sizeof(e->key), key);
@@ -550,13 +581,19 @@ int sbx_executor_for(struct sbx_executor_set *set, const char *key, struct sbx_e
 	return 0;
 }
 
-int sbx_executor_home_mountpoint(const char *key, const char *tmp, struct sbx_error *err)
+int sbx_executor_home_mountpoint(const char *key, const char *tmp, const struct sbx_pin *tmp_pin,
+				 struct sbx_error *err)
 {
 	struct stat st;
 	int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
 		return sbx_error_set(err, errno, "executor %s: %s: %s", key, tmp, strerror(errno));
+	if (fstat(fd, &st) != 0 || !sbx_pin_holds(tmp_pin, &st)) {
+		close(fd);
+		return sbx_error_set(err, ESTALE, "executor %s: %s is not the directory made for "
+				     "it (moved or replaced since): refusing", key, tmp);
+	}
 	if (mkdirat(fd, "home", 0700) != 0 && errno != EEXIST) {
 		close(fd);
 		return sbx_error_set(err, errno, "executor %s: %s/home: %s", key, tmp,
@@ -591,11 +628,12 @@ int sbx_executor_view_ok(const struct sbx_profile *p, bool private_netns, const 
 	return 0;
 }
 
-int sbx_executor_home(const char *key, const char *root, const char *tmp, bool home_in_tmp,
-		      char *note, size_t note_size, struct sbx_error *err)
+int sbx_executor_home(const char *key, const char *root, const char *tmp,
+		      const struct sbx_pin *tmp_pin, bool home_in_tmp, char *note, size_t note_size,
+		      struct sbx_error *err)
 {
 	if (home_in_tmp) {
-		int ret = sbx_executor_home_mountpoint(key, tmp, err);
+		int ret = sbx_executor_home_mountpoint(key, tmp, tmp_pin, err);
 
 		if (ret)
 			return ret;
@@ -615,34 +653,65 @@ int sbx_executor_run(struct sbx_executor *e, const char *workspace, const char *
 		return sbx_error_set(err, EINVAL, "executor: missing argument");
 	ret = sbx_executor_view_ok(&e->set->profile, false, e->key, err);
 	if (ret == 0)
-		ret = sbx_executor_home(e->key, e->set->root, e->tmp, true, note, sizeof(note), err);
+		ret = sbx_executor_home(e->key, e->set->root, e->tmp, &e->tmp_pin, true, note,
+					sizeof(note), err);
 	if (ret)
 		return ret;
 	pl.home_source = e->home;
 	pl.tmp_source = e->tmp;
+	pl.home_pin = e->home_pin;
+	pl.tmp_pin = e->tmp_pin;
 	pl.home_note = note;
 	return run_in(&e->set->profile, &pl, argv, exit_code, report, err);
 }
 
+/* The scratch root's own name in its parent, removed if it is still the
+ * directory the set checked (and empty). */
+static int scratch_root_remove(const struct sbx_executor_set *set)
+{
+	const char *base = strrchr(set->root, '/');
+	struct sbx_pin pin;
+	struct stat st;
+	int parent, r;
+
+	if (!base || !base[1] || sbx_pin_fd(set->root_fd, &pin) != 0)
+		return -EINVAL;
+	parent = openat(set->root_fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (parent < 0)
+		return -errno;
+	if (fstatat(parent, base + 1, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		r = -errno;
+	else if (!sbx_pin_holds(&pin, &st))
+		r = -ESTALE;
+	else
+		r = unlinkat(parent, base + 1, AT_REMOVEDIR) == 0 ? 0 : -errno;
+	close(parent);
+	return r == -ENOENT ? 0 : r;
+}
+
 int sbx_executor_set_close(struct sbx_executor_set *set, struct sbx_error *err)
 {
-	int r = 0;
+	int r = 0, e;
 
 	if (!set)
 		return 0;
 	for (unsigned i = 0; i < set->n; i++) {
 		char path[PATH_MAX];
-		int e = sbx_snprintf(path, sizeof(path), "%s/%s", set->root, set->ex[i].key) ?
-			-ENAMETOOLONG : sbx_remove_tree(path);
 
+		/* Through the checked root's fd, whatever its name leads to
+		 * now: what a close removes is what the set made. */
+		e = sbx_snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", set->root_fd,
+				 set->ex[i].key) ? -ENAMETOOLONG : sbx_remove_tree(path);
 		if (e && !r)
 			r = sbx_error_set(err, -e, "executor %s: removing %s/%s: %s", set->ex[i].key,
 					  set->root, set->ex[i].key, strerror(-e));
 	}
+	e = scratch_root_remove(set);
+	if (e && !r)
+		r = sbx_error_set(err, -e, "scratch root %s: rmdir: %s", set->root,
+				  e == -ESTALE ? "its name now leads to another directory" :
+				  strerror(-e));
 	close(set->root_fd);
-	if (rmdir(set->root) != 0 && errno != ENOENT && !r)
-		r = sbx_error_set(err, errno, "scratch root %s: rmdir: %s", set->root,
-				  strerror(errno));
 	free(set->ex);
 	free(set);
 	return r;

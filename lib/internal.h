@@ -205,7 +205,6 @@ int sbx_pin_fd(int fd, struct sbx_pin *pin);
 /* Whether st is the pinned object (an unset pin holds anything). */
 bool sbx_pin_holds(const struct sbx_pin *pin, const struct stat *st);
 
-
 /* ---- account.c: an account's passwd entry and group names --------------- */
 
 struct sbx_account {
@@ -1279,27 +1278,32 @@ void sbx_exec_set_free(struct sbx_exec_set *set);
 
 /* ---- api.c: executors for agent-shell --run --executor ------------------- */
 
-/* Executor KEY under scratch_root: the scratch root made 0700 when missing
- * (a directory of the caller, no link, not writable by others, under
- * directories only root or the caller can change), a new key refused past
- * max keys already there (-EUSERS), an existing one refused when fresh
- * (-EEXIST: a set's executors start empty), its home and tmp made 0700.
- * root, home, tmp get their real paths. */
+/* Executor KEY under scratch_root (absolute): the scratch root walked once
+ * from "/" on directory fds, each directory on the way owned by root or
+ * the caller and not writable by others unless sticky, a symlink followed
+ * only when root's (-EPERM or -ELOOP naming the directory or link
+ * otherwise); made 0700 when missing, and then the caller's own. A new key refused past max keys already there
+ * (-EUSERS), an existing one refused when fresh (-EEXIST: a set's
+ * executors start empty), its home and tmp made 0700 in the checked
+ * root's fd. root, home, tmp get the paths that walk took, home_pin and
+ * tmp_pin the directories made (their binds must open those). */
 int sbx_executor_place(const char *scratch_root, const char *key, unsigned max, bool fresh,
 		       char root[SBX_PATH_MAX], char home[SBX_PATH_MAX], char tmp[SBX_PATH_MAX],
-		       struct sbx_error *err);
+		       struct sbx_pin *home_pin, struct sbx_pin *tmp_pin, struct sbx_error *err);
 /* A caller without a home directory of its own gets $HOME at /tmp/home,
  * inside the executor's bound tmp: the mountpoint must be there, a
- * directory and not a link. */
-int sbx_executor_home_mountpoint(const char *key, const char *tmp, struct sbx_error *err);
+ * directory and not a link, and tmp the directory tmp_pin holds. */
+int sbx_executor_home_mountpoint(const char *key, const char *tmp, const struct sbx_pin *tmp_pin,
+				 struct sbx_error *err);
 /* Executor runs need the mount view: 0, or -EOPNOTSUPP naming why this
  * host cannot give it. */
 int sbx_executor_view_ok(const struct sbx_profile *p, bool private_netns, const char *key,
 			 struct sbx_error *err);
 /* Executor KEY's home for a run: the /tmp/home mountpoint in its tmp when
  * $HOME is there, and the report's note on the home. */
-int sbx_executor_home(const char *key, const char *root, const char *tmp, bool home_in_tmp,
-		      char *note, size_t note_size, struct sbx_error *err);
+int sbx_executor_home(const char *key, const char *root, const char *tmp,
+		      const struct sbx_pin *tmp_pin, bool home_in_tmp, char *note, size_t note_size,
+		      struct sbx_error *err);
 
 /* util.c: remove path and everything below it, depth first, never
  * following a symlink (remove() takes the link) nor crossing into another

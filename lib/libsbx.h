@@ -107,8 +107,12 @@ SBX_API int sbx_run(const struct sbx_profile *p, const char *workspace,
  * At most max keys. Executor sets need the mount view (user namespaces):
  * without one a run is refused rather than let siblings see each other.
  *
- * scratch_root is created 0700 when missing; an existing one must be a
- * directory of the caller, not a symlink, and not writable by others.
+ * scratch_root (absolute) is created 0700 when missing; an existing one
+ * must be a directory of the caller, not writable by others. Every
+ * directory on the way to it must be root's or the caller's and not
+ * writable by others unless sticky (as /tmp), and a symlink on the way is
+ * followed only when root's, in a directory only root may write: anything
+ * else is refused (-EPERM, -ELOOP) with the directory or link named.
  */
 struct sbx_executor_set;
 struct sbx_executor;

@@ -383,14 +383,15 @@ static int executor_session(const struct run_opts *o, struct sbx_profile *p,
 	ret = sbx_executor_view_ok(p, s->private_netns, o->executor, err);
 	if (ret == 0)
 		ret = sbx_executor_place(o->scratch, o->executor, o->executors, false, root,
-					 s->home_source, s->tmp_source, err);
+					 s->home_source, s->tmp_source, &s->home_source_pin,
+					 &s->tmp_source_pin, err);
 	if (ret)
 		return ret;
 	if (p->n_deny_read == SBX_MAX_DENY)
 		return sbx_error_set(err, E2BIG, "--executor: profile %s has no room to mask %s",
 				     p->name, root);
 	sbx_strlcpy(p->deny_read[p->n_deny_read++], SBX_PATH_MAX, root);
-	return sbx_executor_home(o->executor, root, s->tmp_source,
+	return sbx_executor_home(o->executor, root, s->tmp_source, &s->tmp_source_pin,
 				 sbx_path_is_under(s->home, "/tmp"), home_note, note_size, err);
 }
 

@@ -169,6 +169,137 @@ static void test_executor_sets(void **state)
 	assert_int_equal(sbx_test_procs_of(sbx_test_uid(), false), 0);
 }
 
+/*
+ * The scratch root as the library walks it (root laid the places out; the
+ * checks run as the agent). Refused, the link or directory named: through
+ * another user's symlink, through a directory another user owns. Followed:
+ * root's own link in a root-only directory. And what the walk checked is
+ * what is used: a key directory replaced after it was made is not bound
+ * (the run is refused, nothing runs), and a close removes what the set
+ * made even when the scratch root's name has been moved since.
+ */
+static int scratch_paths_as_agent(void *arg)
+{
+	struct sbx_error err = { 0 };
+	struct sbx_profile *p = sbx_profile_new();
+	struct sbx_executor_set *set = NULL;
+	struct sbx_executor *a;
+	char path[256], other[256], marker[300], script[512];
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct stat st;
+	int code = -1;
+
+	(void)arg;
+	CHECK(p != NULL, "sbx_profile_new");
+	/* Another user's symlink, in a sticky directory it may write. */
+	snprintf(path, sizeof(path), "%s/sticky/link/s", base);
+	CHECK(sbx_executor_set_new(p, path, 2, &set, &err) == -ELOOP && set == NULL,
+	      "another user's link: %s", err.msg);
+	snprintf(other, sizeof(other), "%s/sticky/link: symlink owned by uid 65534", base);
+	CHECK(strstr(err.msg, other) != NULL, "message: %s", err.msg);
+	/* A directory another user owns, though nobody else may write it. */
+	snprintf(path, sizeof(path), "%s/other/in/s", base);
+	CHECK(sbx_executor_set_new(p, path, 2, &set, &err) == -EPERM && set == NULL,
+	      "another user's directory: %s", err.msg);
+	snprintf(other, sizeof(other), "%s/other can be changed by another user (owner uid "
+		 "65534, mode 0755)", base);
+	CHECK(strstr(err.msg, other) != NULL, "message: %s", err.msg);
+	snprintf(path, sizeof(path), "%s/other/in/s", base);
+	CHECK(stat(path, &st) != 0 && errno == ENOENT, "a refused scratch root was made");
+	/* Root's link in a root-only directory: followed (control). */
+	snprintf(path, sizeof(path), "%s/rootdir/rl/s", base);
+	CHECK(sbx_executor_set_new(p, path, 2, &set, &err) == 0, "root's link: %s", err.msg);
+	CHECK(sbx_executor_for(set, "a", &a, &err) == 0, "%s", err.msg);
+	snprintf(path, sizeof(path), "%s/mine/s/a/home", base);
+	CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode), "key made elsewhere than %s", path);
+	CHECK(sbx_executor_set_close(set, &err) == 0, "close: %s", err.msg);
+
+	/* A key's home replaced after the set made it: the mount view
+	 * refuses to bind it (its message, naming the bind source, goes to
+	 * stderr) and nothing runs. */
+	snprintf(path, sizeof(path), "%s/mine/s", base);
+	CHECK(sbx_executor_set_new(p, path, 2, &set, &err) == 0, "%s", err.msg);
+	CHECK(sbx_executor_for(set, "a", &a, &err) == 0, "%s", err.msg);
+	snprintf(script, sizeof(script), "echo x >\"$HOME/ran\"");
+	snprintf(path, sizeof(path), "%s/mine/s/a/home", base);
+	snprintf(other, sizeof(other), "%s/mine/s/a/home.made", base);
+	CHECK(rename(path, other) == 0 && mkdir(path, 0700) == 0, "swap home: %s",
+	      strerror(errno));
+	CHECK(sbx_executor_run(a, NULL, argv, &code, NULL, &err) == -EIO && code == -1,
+	      "replaced home: exit %d, %s", code, err.msg);
+	snprintf(marker, sizeof(marker), "%s/ran", path);
+	CHECK(stat(marker, &st) != 0 && errno == ENOENT, "the command ran");
+	snprintf(marker, sizeof(marker), "%s/ran", other);
+	CHECK(stat(marker, &st) != 0 && errno == ENOENT, "the command ran");
+	/* Control: the home it made back in place, the run works. */
+	CHECK(rmdir(path) == 0 && rename(other, path) == 0, "swap back: %s", strerror(errno));
+	CHECK(sbx_executor_run(a, NULL, argv, &code, NULL, &err) == 0 && code == 0,
+	      "home back: exit %d, %s", code, err.msg);
+	snprintf(marker, sizeof(marker), "%s/ran", path);
+	CHECK(stat(marker, &st) == 0, "the control did not run");
+	/* Its tmp replaced: refused before the run starts. */
+	snprintf(path, sizeof(path), "%s/mine/s/a/tmp", base);
+	snprintf(other, sizeof(other), "%s/mine/s/a/tmp.made", base);
+	CHECK(rename(path, other) == 0 && mkdir(path, 0700) == 0, "swap tmp: %s",
+	      strerror(errno));
+	CHECK(sbx_executor_run(a, NULL, argv, &code, NULL, &err) == -ESTALE, "replaced tmp: %s",
+	      err.msg);
+	CHECK(strstr(err.msg, "is not the directory made for it") != NULL, "%s", err.msg);
+	CHECK(rmdir(path) == 0 && rename(other, path) == 0, "swap back: %s", strerror(errno));
+
+	/* The scratch root's name moved, and a directory of that name made in
+	 * its place: the close removes the set's keys where they are and
+	 * leaves the new directory alone, saying so. */
+	snprintf(path, sizeof(path), "%s/mine/s", base);
+	snprintf(other, sizeof(other), "%s/mine/moved", base);
+	CHECK(rename(path, other) == 0 && mkdir(path, 0700) == 0, "move root: %s",
+	      strerror(errno));
+	snprintf(marker, sizeof(marker), "%s/mine/s/keep", base);
+	CHECK(mkdir(marker, 0700) == 0, "mkdir %s", marker);
+	CHECK(sbx_executor_set_close(set, &err) == -ESTALE, "close: %s", err.msg);
+	CHECK(strstr(err.msg, "its name now leads to another directory") != NULL, "%s", err.msg);
+	CHECK(stat(marker, &st) == 0, "the close removed what it did not make");
+	snprintf(marker, sizeof(marker), "%s/mine/moved/a", base);
+	CHECK(stat(marker, &st) != 0 && errno == ENOENT, "the set's key left behind");
+	sbx_profile_free(p);
+	return 0;
+}
+
+static void test_executor_scratch_paths(void **state)
+{
+	char path[256], target[256];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	/* base is the agent's 0700; what another user (nobody) or root
+	 * controls goes inside it. */
+	snprintf(path, sizeof(path), "%s/mine", base);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(chown(path, sbx_test_uid(), sbx_test_gid()), 0);
+	snprintf(target, sizeof(target), "%s", path);
+	snprintf(path, sizeof(path), "%s/sticky", base);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(chmod(path, 01777), 0);
+	snprintf(path, sizeof(path), "%s/sticky/link", base);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(lchown(path, 65534, 65534), 0);
+	snprintf(path, sizeof(path), "%s/other", base);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	snprintf(path, sizeof(path), "%s/other/in", base);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(chown(path, sbx_test_uid(), sbx_test_gid()), 0);
+	snprintf(path, sizeof(path), "%s/rootdir", base);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(chmod(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/rootdir/rl", base);
+	assert_int_equal(symlink("../mine", path), 0);
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(true, scratch_paths_as_agent, NULL)),
+			 0);
+	assert_int_equal(sbx_test_procs_of(sbx_test_uid(), false), 0);
+}
+
 /* Without user namespaces there is no mount view to keep executors
  * apart: a run is refused, and nothing runs. */
 static int executors_without_userns(void *arg)
@@ -269,6 +400,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_executor_sets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_executor_scratch_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_executor_needs_mount_view, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_set_and_run, setup, teardown),
 	};

@@ -468,7 +468,8 @@ static void __attribute__((noreturn)) exec_shell(const struct run_spec *sp, stru
 	argv[n] = NULL;
 	drop_to(sp->as_user);
 	execve(W.shell, (char *const *)argv, env);
-	res->exec_errno = errno;
+	if (res)
+		res->exec_errno = errno;
 	_exit(125);
 }
 
@@ -943,6 +944,421 @@ static void test_run_ceiling(void **state)
 	}
 	assert_no_agent_procs();
 	result_free(r);
+}
+
+/* ---- executor scratch roots as another local user attacks them ------------ */
+
+#define RACE_RUNS 200
+#define STICKY_RUNS 100
+#define RACE_KEY "race"
+#define RACE_SCRIPT                                                              \
+	"if test -e \"$HOME/planted\" || test -e /tmp/planted; then echo FOREIGN; " \
+	"else echo OWN; fi; echo w >\"$HOME/written\" && echo w >/tmp/written"
+
+/* How the runs of one loop ended (shared with the children). */
+struct race_tally {
+	int own;	/* ran with its own home and tmp */
+	int foreign;	/* saw the attacker's directories */
+	int refused;	/* exit 126 with a scratch root refusal */
+	int other;	/* anything else: the test fails */
+	int attacker_wins;	/* renames the attacker got through */
+	char first_refusal[512];
+	char first_other[512];
+};
+
+/* The uid the attacker runs as: no account, no process, not the test's own. */
+static uid_t attacker_uid(void)
+{
+	static uid_t u;
+
+	if (!u)
+		assert_int_equal(pick_free_uid(64100, &u), 0);
+	return u;
+}
+
+/* One run of agent-shell --run --executor KEY as the plain account: its
+ * stdout and stderr in out, its exit code returned. */
+static int executor_run_once(const char *scratch, const char *key, const char *script,
+			     char *out, size_t size)
+{
+	const char *args[] = { "--run", "--workspace", W.user_ws, "--scratch", scratch,
+			       "--executor", key, "--", "/bin/sh", "-c", script, NULL };
+	const struct run_spec sp = { .as_user = true, .args = args };
+	size_t used = 0;
+	bool open_flag = true;
+	int fds[2], status = 0;
+	pid_t pid;
+
+	out[0] = '\0';
+	fflush(NULL);
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDONLY);
+
+		dup2(devnull, 0);
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		exec_shell(&sp, NULL);
+	}
+	close(fds[1]);
+	while (open_flag)
+		read_into(fds[0], out, size, &used, &open_flag);
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return sbx_test_status_code(status);
+}
+
+struct race_loop {
+	const char *scratch;	/* --scratch */
+	int runs;
+	struct race_tally *tally;
+};
+
+/* The victim's loop, in a root child with its own syslog capture (each
+ * run drops to the account). */
+static int race_victim(void *arg)
+{
+	const struct race_loop *l = arg;
+	static char out[16384], log[65536];
+	struct race_tally *t = l->tally;
+	int logfd = sbx_test_log_capture();
+
+	if (logfd < 0)
+		return 80;
+	for (int i = 0; i < l->runs; i++) {
+		int code = executor_run_once(l->scratch, RACE_KEY, RACE_SCRIPT, out, sizeof(out));
+
+		log[0] = '\0';
+		sbx_test_log_drain(logfd, log, sizeof(log));
+		if (code == 0 && strstr(out, "FOREIGN")) {
+			t->foreign++;
+		} else if (code == 0 && strstr(out, "OWN")) {
+			t->own++;
+		} else if (code == 126 && strstr(out, "scratch root")) {
+			if (!t->refused++)
+				snprintf(t->first_refusal, sizeof(t->first_refusal), "%.500s", out);
+		} else if (!t->other++) {
+			snprintf(t->first_other, sizeof(t->first_other), "exit %d: %.480s", code, out);
+		}
+	}
+	close(logfd);
+	return 0;
+}
+
+/* As the attacker: its own 0777 KEY/{home,tmp}, each with a planted file,
+ * under dir. */
+static int plant_foreign(const char *dir)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, RACE_KEY);
+	if (mkdir(path, 0777) != 0 || chmod(path, 0777) != 0)
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s/%s", dir, RACE_KEY, i ? "tmp" : "home");
+		if (mkdir(path, 0777) != 0 || chmod(path, 0777) != 0)
+			return -1;
+		snprintf(path, sizeof(path), "%s/%s/%s/planted", dir, RACE_KEY,
+			 i ? "tmp" : "home");
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd < 0 || write(fd, "attacker\n", 9) != 9 || fchmod(fd, 0666) != 0)
+			return -1;
+		close(fd);
+	}
+	return 0;
+}
+
+struct attack {
+	const char *a, *b;	/* the names it swaps (RENAME_EXCHANGE) */
+	const char *plant;	/* where its KEY/{home,tmp} go */
+	const char *link_a, *link_b;	/* when set: a and b are its symlinks to these */
+	struct race_tally *tally;
+};
+
+/* The attacker, as its own uid: plants, then swaps a and b until it is
+ * killed, counting the swaps the kernel let through. ready gets one byte
+ * once it is set. */
+static void __attribute__((noreturn)) race_attacker(const struct attack *at, int ready)
+{
+	uid_t u = attacker_uid();
+
+	if (setgroups(0, NULL) != 0 || setresgid(u, u, u) != 0 || setresuid(u, u, u) != 0)
+		_exit(90);
+	if (plant_foreign(at->plant) != 0)
+		_exit(91);
+	if (at->link_a && (symlink(at->link_a, at->a) != 0 || symlink(at->link_b, at->b) != 0))
+		_exit(92);
+	if (write(ready, "r", 1) != 1)
+		_exit(93);
+	close(ready);
+	for (;;) {
+		if (renameat2(AT_FDCWD, at->a, AT_FDCWD, at->b, RENAME_EXCHANGE) == 0)
+			__atomic_add_fetch(&at->tally->attacker_wins, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* Run loop while the attacker swaps; the attacker is this test's own
+ * process, ended by its pid. 0, or the victim loop's failure. */
+static int race_under_attack(const struct attack *at, const struct race_loop *l)
+{
+	int ready[2], code;
+	char byte;
+	pid_t pid;
+
+	if (pipe2(ready, O_CLOEXEC) != 0)
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(ready[0]);
+		race_attacker(at, ready[1]);
+	}
+	close(ready[1]);
+	code = (int)read(ready[0], &byte, 1);
+	close(ready[0]);
+	code = code == 1 ? sbx_test_status_code(sbx_test_fork(false, race_victim, (void *)l)) : -1;
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return code;
+}
+
+static void print_tally(const char *what, int runs, const struct race_tally *t)
+{
+	fprintf(stderr, "  %s: %d runs: %d with the attacker's directories, %d refused, %d with "
+		"their own, %d other; the attacker's swaps: %d\n", what, runs, t->foreign,
+		t->refused, t->own, t->other, t->attacker_wins);
+	if (t->first_refusal[0])
+		fprintf(stderr, "  first refusal: %.400s", t->first_refusal);
+	if (t->first_other[0])
+		fprintf(stderr, "  first other: %.400s\n", t->first_other);
+}
+
+/*
+ * The swap race on the scratch root. 1: another local user owns a
+ * directory the victim's --scratch goes through, and swaps two symlinks
+ * in it: one to the victim's real scratch directory, one to a decoy, a
+ * root-owned sticky directory (so every directory above the decoy passes
+ * as one nobody else can change) holding the attacker's own 0777
+ * race/{home,tmp} with a planted file. A run that checks one directory and
+ * binds another gets the attacker's home and /tmp; measured against the
+ * code that did (a check, then realpath() of the name): 21, 32 and 33 of
+ * 200 runs. No run may. The path goes through the attacker's directory,
+ * so every run is refused, naming it. 2, the control under attack: the
+ * scratch root is the victim's own directory in a root-owned sticky one,
+ * where the attacker swaps its own entry with it as fast as it can: the
+ * kernel lets no swap through, and every run has its own directories.
+ */
+static void test_executor_scratch_race(void **state)
+{
+	char race[200], att[224], victim[224], vpool[240], decoy[224], dpool[240];
+	char sticky[224], spool[240], mine[240], sw[240], alt[240], scratch[256], path[300];
+	struct race_tally *t;
+	struct race_loop l;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	SBX_TEST_REQUIRE_USERNS();
+	snprintf(race, sizeof(race), "%s/race", W.base);
+	snprintf(att, sizeof(att), "%s/att", race);
+	snprintf(victim, sizeof(victim), "%s/victim", race);
+	snprintf(vpool, sizeof(vpool), "%s/pool", victim);
+	snprintf(decoy, sizeof(decoy), "%s/decoy", race);
+	snprintf(dpool, sizeof(dpool), "%s/pool", decoy);
+	snprintf(sticky, sizeof(sticky), "%s/sticky", race);
+	snprintf(spool, sizeof(spool), "%s/pool", sticky);
+	snprintf(mine, sizeof(mine), "%s/mine", sticky);
+	snprintf(sw, sizeof(sw), "%s/sw", att);
+	snprintf(alt, sizeof(alt), "%s/alt", att);
+	assert_int_equal(mkdir_owned(race, 0755, 0, 0), 0);
+	assert_int_equal(mkdir_owned(att, 0755, attacker_uid(), attacker_uid()), 0);
+	assert_int_equal(mkdir_owned(victim, 0700, W.user_uid, W.user_gid), 0);
+	assert_int_equal(mkdir_owned(vpool, 0700, W.user_uid, W.user_gid), 0);
+	assert_int_equal(mkdir_owned(decoy, 0755, 0, 0), 0);
+	assert_int_equal(mkdir_owned(dpool, 01777, 0, 0), 0);
+	assert_int_equal(mkdir_owned(sticky, 01777, 0, 0), 0);
+	assert_int_equal(mkdir_owned(spool, 0700, W.user_uid, W.user_gid), 0);
+	t = mmap(NULL, 2 * sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(t != MAP_FAILED);
+	memset(t, 0, 2 * sizeof(*t));
+
+	{
+		const struct attack at = { .a = sw, .b = alt, .plant = dpool, .link_a = "../victim",
+					   .link_b = "../decoy", .tally = &t[0] };
+
+		snprintf(scratch, sizeof(scratch), "%s/pool", sw);
+		l = (struct race_loop){ .scratch = scratch, .runs = RACE_RUNS, .tally = &t[0] };
+		assert_int_equal(race_under_attack(&at, &l), 0);
+		print_tally("swapped through the attacker's directory", RACE_RUNS, &t[0]);
+	}
+	{
+		/* The attacker's own directory beside the victim's: plant in
+		 * it, then swap it with the victim's pool. */
+		const struct attack at = { .a = mine, .b = spool, .plant = mine, .tally = &t[1] };
+
+		assert_int_equal(mkdir_owned(mine, 0777, attacker_uid(), attacker_uid()), 0);
+		l = (struct race_loop){ .scratch = spool, .runs = STICKY_RUNS, .tally = &t[1] };
+		assert_int_equal(race_under_attack(&at, &l), 0);
+		print_tally("beside the attacker in a sticky directory", STICKY_RUNS, &t[1]);
+	}
+	/* Nothing the victim ran wrote into the attacker's directories. */
+	snprintf(path, sizeof(path), "%s/%s/home/written", dpool, RACE_KEY);
+	assert_false(exists(path));
+	snprintf(path, sizeof(path), "%s/%s/tmp/written", dpool, RACE_KEY);
+	assert_false(exists(path));
+	snprintf(path, sizeof(path), "%s/%s/home/written", mine, RACE_KEY);
+	assert_false(exists(path));
+	assert_int_equal(t[0].foreign, 0);
+	assert_int_equal(t[0].other, 0);
+	assert_int_equal(t[0].own, 0);
+	assert_int_equal(t[0].refused, RACE_RUNS);
+	assert_non_null(strstr(t[0].first_refusal, att));
+	assert_non_null(strstr(t[0].first_refusal, "can be changed by another user"));
+	assert_true(t[0].attacker_wins > 0);	/* it did swap, all along */
+	assert_int_equal(t[1].foreign, 0);
+	assert_int_equal(t[1].other, 0);
+	assert_int_equal(t[1].refused, 0);
+	assert_int_equal(t[1].own, STICKY_RUNS);
+	assert_int_equal(t[1].attacker_wins, 0);
+	/* The runs wrote where the victim's scratch is. */
+	snprintf(path, sizeof(path), "%s/%s/home/written", spool, RACE_KEY);
+	assert_true(exists(path));
+	munmap(t, 2 * sizeof(*t));
+	sbx_test_rmtree(race);
+	assert_no_agent_procs();
+}
+
+/* A refused --scratch: exit 126, nothing run, the message naming what. */
+static bool scratch_refused(const char *scratch, const char *named, const char *why)
+{
+	char out[4096];
+	int code = executor_run_once(scratch, "k", "echo RAN", out, sizeof(out));
+
+	if (code == 126 && !strstr(out, "RAN") && strstr(out, named) && strstr(out, why))
+		return true;
+	fprintf(stderr, "--scratch %s: exit %d, output '%s': want 126 naming '%s' (%s)\n",
+		scratch, code, out, named, why);
+	return false;
+}
+
+/* The shell's runs in a child of their own, with syslog captured. */
+static int scratch_paths_as_root(void *arg);
+
+/*
+ * --scratch paths as another local user lays them out, one run each, no
+ * race: through another user's symlink, through a directory another user
+ * owns, or one others may write (no sticky bit), or a group may: refused,
+ * naming the link or the directory. Through root's own link in a root-only
+ * directory, and the normal case: the run works, with the executor's own
+ * home and tmp (the positive controls).
+ */
+static void test_executor_scratch_paths(void **state)
+{
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	SBX_TEST_REQUIRE_USERNS();
+	(void)attacker_uid();	/* picked here: the child cannot assert */
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, scratch_paths_as_root, NULL)),
+			 0);
+	assert_no_agent_procs();
+}
+
+static int scratch_paths_as_root(void *arg)
+{
+	char d[200], p[8][256], scr[512], out[4096], script[1200], want[1024];
+	struct stat st;
+	uid_t a = attacker_uid();
+	int logfd = sbx_test_log_capture(), code;
+
+	(void)arg;
+	CHILD_CHECK(logfd >= 0);
+	snprintf(d, sizeof(d), "%s/paths", W.base);
+	CHILD_CHECK(mkdir_owned(d, 0755, 0, 0) == 0);
+	/* The victim's own scratch parent, and the places around it. */
+	snprintf(p[0], sizeof(p[0]), "%s/mine", d);
+	CHILD_CHECK(mkdir_owned(p[0], 0700, W.user_uid, W.user_gid) == 0);
+	snprintf(p[1], sizeof(p[1]), "%s/sticky", d);
+	CHILD_CHECK(mkdir_owned(p[1], 01777, 0, 0) == 0);
+
+	/* (b) Another user's symlink in a sticky directory, to the victim's
+	 * own: refused, the link named. */
+	snprintf(p[2], sizeof(p[2]), "%s/sticky/link", d);
+	CHILD_CHECK(symlink(p[0], p[2]) == 0 && lchown(p[2], a, a) == 0);
+	snprintf(scr, sizeof(scr), "%s/pool", p[2]);
+	snprintf(want, sizeof(want), "%s: symlink owned by uid %u", p[2], (unsigned)a);
+	CHILD_CHECK(scratch_refused(scr, want, "refusing to follow it"));
+	/* The victim's own link is not root's either. */
+	CHILD_CHECK(lchown(p[2], W.user_uid, W.user_gid) == 0);
+	snprintf(want, sizeof(want), "%s: symlink owned by uid %u", p[2], (unsigned)W.user_uid);
+	CHILD_CHECK(scratch_refused(scr, want, "not root"));
+
+	/* (c) A directory another user owns (mode 0755: only its owner may
+	 * rename in it), one others may write, one a group may write. */
+	snprintf(p[4], sizeof(p[4]), "%s/other", d);
+	CHILD_CHECK(mkdir_owned(p[4], 0755, a, a) == 0);
+	snprintf(p[5], sizeof(p[5]), "%s/other/in", d);
+	CHILD_CHECK(mkdir_owned(p[5], 0700, W.user_uid, W.user_gid) == 0);
+	snprintf(want, sizeof(want), "%s can be changed by another user (owner uid %u, mode 0755)",
+		 p[4], (unsigned)a);
+	snprintf(scr, sizeof(scr), "%s/pool", p[5]);
+	CHILD_CHECK(scratch_refused(scr, want, "refusing"));
+	CHILD_CHECK(chown(p[4], 0, 0) == 0 && chmod(p[4], 0777) == 0);
+	snprintf(want, sizeof(want), "%s can be changed by another user (owner uid 0, mode 0777)",
+		 p[4]);
+	CHILD_CHECK(scratch_refused(scr, want, "refusing"));
+	CHILD_CHECK(chmod(p[4], 0775) == 0);
+	snprintf(want, sizeof(want), "%s can be changed by another user (owner uid 0, mode 0775)",
+		 p[4]);
+	CHILD_CHECK(scratch_refused(scr, want, "refusing"));
+	/* Control for the same place: sticky, nobody may rename our entry. */
+	CHILD_CHECK(chmod(p[4], 01777) == 0);
+	code = executor_run_once(scr, "k", "echo RAN", out, sizeof(out));
+	if (code != 0 || !strstr(out, "RAN"))
+		fprintf(stderr, "sticky parent: exit %d: %s\n", code, out);
+	CHILD_CHECK(code == 0 && strstr(out, "RAN"));
+
+	/* Root's own link in a root-only directory is followed; the paths
+	 * the run is given are the walked ones. */
+	snprintf(p[7], sizeof(p[7]), "%s/rootlink", d);
+	CHILD_CHECK(symlink("mine", p[7]) == 0);
+	snprintf(scr, sizeof(scr), "%s/pool", p[7]);
+	code = executor_run_once(scr, "k", "echo RAN", out, sizeof(out));
+	if (code != 0 || !strstr(out, "RAN"))
+		fprintf(stderr, "root's link: exit %d: %s\n", code, out);
+	CHILD_CHECK(code == 0 && strstr(out, "RAN"));
+	snprintf(want, sizeof(want), "%s/pool/k/home", p[0]);
+	CHILD_CHECK(stat(want, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == W.user_uid);
+
+	/* (d) The normal case: $HOME and /tmp are the key's own directories
+	 * (the same inodes as on the host), written and read back, and the
+	 * scratch root is masked. */
+	snprintf(scr, sizeof(scr), "%s/pool", p[0]);
+	snprintf(want, sizeof(want), "%s/k/home", scr);
+	CHILD_CHECK(stat(want, &st) == 0);
+	snprintf(script, sizeof(script),
+		 "test \"$(stat -c %%d:%%i \"$HOME\")\" = %llu:%llu || exit 10; "
+		 "echo H >\"$HOME/h\" && echo T >/tmp/t || exit 11; "
+		 "test -z \"$(ls -A %s)\" || exit 12; cat \"$HOME/h\" /tmp/t",
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, scr);
+	code = executor_run_once(scr, "k", script, out, sizeof(out));
+	if (code != 0)
+		fprintf(stderr, "normal scratch: exit %d: %s\n", code, out);
+	CHILD_CHECK(code == 0 && strstr(out, "H\nT\n"));
+	snprintf(want, sizeof(want), "%s/k/home/h", scr);
+	CHILD_CHECK(stat(want, &st) == 0 && st.st_uid == W.user_uid);
+	snprintf(want, sizeof(want), "%s/k/tmp/t", scr);
+	CHILD_CHECK(stat(want, &st) == 0 && st.st_uid == W.user_uid);
+	close(logfd);
+	sbx_test_rmtree(d);
+	return 0;
 }
 
 /* `agent-shell --report --json SESSION` for the session the last run
@@ -1726,6 +2142,8 @@ int main(void)
 		cmocka_unit_test(test_hangup_ends_tree),
 		cmocka_unit_test(test_gate),
 		cmocka_unit_test(test_run_ceiling),
+		cmocka_unit_test(test_executor_scratch_race),
+		cmocka_unit_test(test_executor_scratch_paths),
 		cmocka_unit_test(test_degraded),
 		cmocka_unit_test(test_probe_cache_in_a_session),
 		cmocka_unit_test(test_bad_input),
