@@ -159,12 +159,15 @@ static void unsearched(char *why, size_t size, const char *path, const char *wha
 static int path_in_filesystem(const char *path, const struct sbx_mount_entry *m, char *out,
 			      size_t size)
 {
-	char real[PATH_MAX];
+	char real[SBX_PATH_MAX];
 	const char *below;
 
 	if (!sbx_path_is_under(path, m->point)) {
-		/* A symlink on the way: the mountpoint is under the real path. */
-		if (!realpath(path, real) || !sbx_path_is_under(real, m->point))
+		/* A symlink on the way: the mountpoint is under the real path.
+		 * Only root's links are followed (as for the secret's mask):
+		 * one another user may swap would say where to search. */
+		if (sbx_path_resolve_trusted(path, real, sizeof(real), NULL) != 0 ||
+		    !sbx_path_is_under(real, m->point))
 			return -EINVAL;
 		path = real;
 	}
