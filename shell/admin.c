@@ -18,19 +18,45 @@
 
 #include "shell.h"
 
+/*
+ * --probe answers what this process can do now: it always measures, and
+ * never takes the boot's probe cache for its answer. An entry says only
+ * "every namespace type" and a session that believes a wrong one is sent
+ * back to a probe (lib/probe_cache.c), but --probe's output is the answer
+ * itself: under `prlimit --nproc=1` the cache said "netns yes" where a
+ * probe said "no (fork: EAGAIN)". When a current entry exists for this uid,
+ * the namespaces line says whether the measurement agrees with it.
+ */
 int shell_cmd_probe(bool json)
 {
-	const struct sbx_probe *probe;
-	struct sbx_error err = { 0 };
+	const struct sbx_probe *measured;
+	struct sbx_error err = { 0 }, why = { 0 };
+	struct sbx_probe probe;
+	uid_t uid = getuid();
+	bool entry = uid != 0 && uid == geteuid() && sbx_probe_cache_check(uid, &why) == 0;
 
-	if (sbx_probe_get(&probe, &err) != 0) {
+	if (sbx_probe_measure(&measured, &err) != 0) {
 		fprintf(stderr, "agent-shell: probe: %s\n", err.msg);
 		return 1;
 	}
-	if (json)
-		sbx_probe_to_json(probe, stdout);
+	probe = *measured;
+	if (!entry && uid != 0)
+		sbx_text_set(probe.ns_source, sizeof(probe.ns_source),
+			     "probed now; no probe cache entry: %s", why.msg);
+	else if (!entry)
+		sbx_strlcpy(probe.ns_source, sizeof(probe.ns_source), "probed now");
+	else if (probe.userns && probe.mountns && probe.pidns && probe.netns && probe.ipcns &&
+		 probe.utsns && probe.cgroupns)
+		sbx_strlcpy(probe.ns_source, sizeof(probe.ns_source),
+			    "probed now; agrees with this boot's probe cache (every type)");
 	else
-		sbx_probe_to_text(probe, stdout);
+		sbx_strlcpy(probe.ns_source, sizeof(probe.ns_source),
+			    "probed now; this boot's probe cache says every type, which this "
+			    "process could not make (rows below)");
+	if (json)
+		sbx_probe_to_json(&probe, stdout);
+	else
+		sbx_probe_to_text(&probe, stdout);
 	return 0;
 }
 

@@ -1459,12 +1459,13 @@ static void test_probe_cache_in_a_session(void **state)
 	SBX_TEST_REQUIRE_ROOT();
 	SBX_TEST_REQUIRE_USERNS();
 	{
-		/* A valid entry: the probe takes the namespaces from it, and
-		 * the session is the full one. */
+		/* A valid entry: --probe still measures, and says the entry
+		 * agrees; the session is the full one. */
 		struct run_spec sp = { .args = probe_args, .prepare = prepare_cached };
 
 		assert_int_equal(run_shell(&sp, r), 0);
-		assert_non_null(strstr(r->out, "namespaces           from this boot's probe cache"));
+		assert_non_null(strstr(r->out, "namespaces           probed now; agrees with this "
+				       "boot's probe cache"));
 		assert_non_null(strstr(r->out, "userns               yes"));
 		memset(r, 0, sizeof(*r));
 		sp.args = run_args;
@@ -1478,8 +1479,16 @@ static void test_probe_cache_in_a_session(void **state)
 		 * refused before anything runs, and the session is decided
 		 * again on a probe measured then, whatever the entry says:
 		 * what a host without the entry gets (below), never more. */
-		struct run_spec sp = { .args = run_args, .prepare = prepare_wrong_entry };
+		struct run_spec sp = { .args = probe_args, .prepare = prepare_wrong_entry };
 
+		/* --probe answers what this process can do, and says the
+		 * entry claims more. */
+		memset(r, 0, sizeof(*r));
+		assert_int_equal(run_shell(&sp, r), 0);
+		assert_non_null(strstr(r->out, "this boot's probe cache says every type, which this "
+				       "process could not make"));
+		assert_non_null(strstr(r->out, "userns               no "));
+		sp.args = run_args;
 		memset(r, 0, sizeof(*r));
 		assert_int_equal(run_shell(&sp, r), 0);
 		assert_string_equal(r->out, "ran\n");
