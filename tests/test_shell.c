@@ -959,7 +959,7 @@ static void test_run_ceiling(void **state)
 struct race_tally {
 	int own;	/* ran with its own home and tmp */
 	int foreign;	/* saw the attacker's directories */
-	int refused;	/* exit 126 with a scratch root refusal */
+	int refused;	/* exit 126: the scratch root or a bind source refused */
 	int other;	/* anything else: the test fails */
 	int attacker_wins;	/* renames the attacker got through */
 	char first_refusal[512];
@@ -1039,7 +1039,8 @@ static int race_victim(void *arg)
 			t->foreign++;
 		} else if (code == 0 && strstr(out, "OWN")) {
 			t->own++;
-		} else if (code == 126 && strstr(out, "scratch root")) {
+		} else if (code == 126 && (strstr(out, "scratch root") ||
+					   strstr(out, "not the directory that was checked"))) {
 			if (!t->refused++)
 				snprintf(t->first_refusal, sizeof(t->first_refusal), "%.500s", out);
 		} else if (!t->other++) {
@@ -1074,23 +1075,55 @@ static int plant_foreign(const char *dir)
 	return 0;
 }
 
+/* As the victim's own uid (a program of its own, say an executor whose
+ * workspace holds the scratch): dir/pool with KEY/{home,tmp} of its own
+ * and a planted file, but the pool group-writable, so no walk takes it as
+ * a scratch root; only a bind by name could reach it. */
+static int plant_decoy(const char *dir)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/pool", dir);
+	if (mkdir(path, 0700) != 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/pool/%s", dir, RACE_KEY);
+	if (mkdir(path, 0700) != 0)
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/pool/%s/%s", dir, RACE_KEY, i ? "tmp" : "home");
+		if (mkdir(path, 0700) != 0)
+			return -1;
+		snprintf(path, sizeof(path), "%s/pool/%s/%s/planted", dir, RACE_KEY,
+			 i ? "tmp" : "home");
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 || write(fd, "decoy\n", 6) != 6)
+			return -1;
+		close(fd);
+	}
+	snprintf(path, sizeof(path), "%s/pool", dir);
+	return chmod(path, 0770);
+}
+
 struct attack {
 	const char *a, *b;	/* the names it swaps (RENAME_EXCHANGE) */
 	const char *plant;	/* where its KEY/{home,tmp} go */
 	const char *link_a, *link_b;	/* when set: a and b are its symlinks to these */
+	bool as_victim;		/* the victim's uid and plant_decoy, not the attacker's */
 	struct race_tally *tally;
 };
 
-/* The attacker, as its own uid: plants, then swaps a and b until it is
- * killed, counting the swaps the kernel let through. ready gets one byte
- * once it is set. */
+/* The attacker, as its own uid (or the victim's): plants, then swaps a
+ * and b until it is killed, counting the swaps the kernel let through.
+ * ready gets one byte once it is set. */
 static void __attribute__((noreturn)) race_attacker(const struct attack *at, int ready)
 {
-	uid_t u = attacker_uid();
+	uid_t u = at->as_victim ? W.user_uid : attacker_uid();
+	gid_t g = at->as_victim ? W.user_gid : (gid_t)attacker_uid();
 
-	if (setgroups(0, NULL) != 0 || setresgid(u, u, u) != 0 || setresuid(u, u, u) != 0)
+	if (setgroups(0, NULL) != 0 || setresgid(g, g, g) != 0 || setresuid(u, u, u) != 0)
 		_exit(90);
-	if (plant_foreign(at->plant) != 0)
+	if ((at->as_victim ? plant_decoy(at->plant) : plant_foreign(at->plant)) != 0)
 		_exit(91);
 	if (at->link_a && (symlink(at->link_a, at->a) != 0 || symlink(at->link_b, at->b) != 0))
 		_exit(92);
@@ -1156,11 +1189,17 @@ static void print_tally(const char *what, int runs, const struct race_tally *t)
  * scratch root is the victim's own directory in a root-owned sticky one,
  * where the attacker swaps its own entry with it as fast as it can: the
  * kernel lets no swap through, and every run has its own directories.
+ * 3: a process of the victim's own uid swaps two of its directories on
+ * the path, the real one and a decoy whose pool no walk accepts (group-
+ * writable) but whose KEY/{home,tmp} hold a planted file: a run may be
+ * refused either way, but none may bind the decoy's directories, which
+ * only a lookup of the name after the walk could reach.
  */
 static void test_executor_scratch_race(void **state)
 {
 	char race[200], att[224], victim[224], vpool[240], decoy[224], dpool[240];
 	char sticky[224], spool[240], mine[240], sw[240], alt[240], scratch[256], path[300];
+	char own[224], osw[240], oalt[240];
 	struct race_tally *t;
 	struct race_loop l;
 
@@ -1178,6 +1217,9 @@ static void test_executor_scratch_race(void **state)
 	snprintf(mine, sizeof(mine), "%s/mine", sticky);
 	snprintf(sw, sizeof(sw), "%s/sw", att);
 	snprintf(alt, sizeof(alt), "%s/alt", att);
+	snprintf(own, sizeof(own), "%s/own", race);
+	snprintf(osw, sizeof(osw), "%s/sw", own);
+	snprintf(oalt, sizeof(oalt), "%s/alt", own);
 	assert_int_equal(mkdir_owned(race, 0755, 0, 0), 0);
 	assert_int_equal(mkdir_owned(att, 0755, attacker_uid(), attacker_uid()), 0);
 	assert_int_equal(mkdir_owned(victim, 0700, W.user_uid, W.user_gid), 0);
@@ -1186,9 +1228,12 @@ static void test_executor_scratch_race(void **state)
 	assert_int_equal(mkdir_owned(dpool, 01777, 0, 0), 0);
 	assert_int_equal(mkdir_owned(sticky, 01777, 0, 0), 0);
 	assert_int_equal(mkdir_owned(spool, 0700, W.user_uid, W.user_gid), 0);
-	t = mmap(NULL, 2 * sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_int_equal(mkdir_owned(own, 0700, W.user_uid, W.user_gid), 0);
+	assert_int_equal(mkdir_owned(osw, 0700, W.user_uid, W.user_gid), 0);
+	assert_int_equal(mkdir_owned(oalt, 0700, W.user_uid, W.user_gid), 0);
+	t = mmap(NULL, 3 * sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(t != MAP_FAILED);
-	memset(t, 0, 2 * sizeof(*t));
+	memset(t, 0, 3 * sizeof(*t));
 
 	{
 		const struct attack at = { .a = sw, .b = alt, .plant = dpool, .link_a = "../victim",
@@ -1208,6 +1253,15 @@ static void test_executor_scratch_race(void **state)
 		l = (struct race_loop){ .scratch = spool, .runs = STICKY_RUNS, .tally = &t[1] };
 		assert_int_equal(race_under_attack(&at, &l), 0);
 		print_tally("beside the attacker in a sticky directory", STICKY_RUNS, &t[1]);
+	}
+	{
+		const struct attack at = { .a = osw, .b = oalt, .plant = oalt, .as_victim = true,
+					   .tally = &t[2] };
+
+		snprintf(scratch, sizeof(scratch), "%s/pool", osw);
+		l = (struct race_loop){ .scratch = scratch, .runs = STICKY_RUNS, .tally = &t[2] };
+		assert_int_equal(race_under_attack(&at, &l), 0);
+		print_tally("its own uid swapping its own directories", STICKY_RUNS, &t[2]);
 	}
 	/* Nothing the victim ran wrote into the attacker's directories. */
 	snprintf(path, sizeof(path), "%s/%s/home/written", dpool, RACE_KEY);
@@ -1231,7 +1285,12 @@ static void test_executor_scratch_race(void **state)
 	/* The runs wrote where the victim's scratch is. */
 	snprintf(path, sizeof(path), "%s/%s/home/written", spool, RACE_KEY);
 	assert_true(exists(path));
-	munmap(t, 2 * sizeof(*t));
+	/* Its own swaps: refused or its own, never the decoy's. */
+	assert_int_equal(t[2].foreign, 0);
+	assert_int_equal(t[2].other, 0);
+	assert_int_equal(t[2].refused + t[2].own, STICKY_RUNS);
+	assert_true(t[2].attacker_wins > 0);
+	munmap(t, 3 * sizeof(*t));
 	sbx_test_rmtree(race);
 	assert_no_agent_procs();
 }
