@@ -96,6 +96,16 @@ int shell_which(const char *argv0, const char *path_env, char *out, size_t size)
 	return -ENOENT;
 }
 
+/*
+ * The early answer, for a refusal with a message and a log line before
+ * anything starts. realpath() looks names up, and the program is then
+ * exec'd by name again, so this is not what keeps other programs from
+ * running: the mount view is (the host noexec, only the allow-list's
+ * files bound back executable, each resolved by the trusted walk; design
+ * section 6; without a mount view the gate is partial, and reported so).
+ * A link changed after this check runs nothing the gate does not allow;
+ * it can only turn an allowed command into a failed exec.
+ */
 bool shell_gate_allows(const struct sbx_profile *p, const char *path)
 {
 	char real[PATH_MAX];

@@ -21,7 +21,10 @@
 static char candidate[PATH_MAX + 256];
 
 /* "./draft.conf" -> "/abs/dir/draft.conf": the directory is resolved, the
- * last component kept as given, so a symlinked config is still refused. */
+ * last component kept as given, so a symlinked config is still refused.
+ * realpath() only spells the path: nothing is opened here, and the load
+ * walks the result from "/" on fds with the trust checks (a directory
+ * someone else could change on the way refuses it). */
 int shell_config_use(const char *file)
 {
 	char dir[PATH_MAX], real[PATH_MAX];
