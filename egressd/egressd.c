@@ -649,6 +649,19 @@ static int resolve_and_connect(struct conn *c, const struct sbx_profile *p, cons
 
 /* ---- the TLS server name ---------------------------------------------------------- */
 
+/* access_denied (RFC 8446 6.2): the client's TLS library names it ("tlsv1
+ * alert access denied"), so a refusal after the success reply reads as a
+ * refusal, not as a network failure. Sent in the clear, as every alert
+ * before the ServerHello is. */
+#define TLS_ALERT_ACCESS_DENIED 49
+
+static void tls_alert(struct conn *c, uint8_t description)
+{
+	const uint8_t alert[7] = { 0x15, 3, 3, 0, 2, 2, description };
+
+	(void)send_all(c->fd, alert, sizeof(alert));
+}
+
 /* After the success reply: on 443 the client must speak TLS first, and a
  * ClientHello's server name must be the host it asked for; elsewhere the
  * same check applies when the client's first bytes within peek_ms are a
@@ -674,9 +687,19 @@ static int check_sni(struct conn *c, const char **why, char *reason, size_t rsiz
 			return *why = "incomplete TLS ClientHello", r;
 	if (r == -ENOENT)
 		return 0;
+	if (r == -EOPNOTSUPP) {
+		/* The server_name beside it is the front end's public name;
+		 * the host the front end serves is in the encrypted inner
+		 * hello, which the daemon cannot read: domain fronting past
+		 * the list. */
+		tls_alert(c, TLS_ALERT_ACCESS_DENIED);
+		return *why = "TLS ClientHello carries Encrypted Client Hello or ESNI "
+			      "(its real server name is hidden)", -EACCES;
+	}
 	if (r < 0)
 		return *why = tls_port ? "not TLS on port 443" : "malformed TLS ClientHello", r;
 	if (c->t.literal || strcmp(sni, c->t.host) != 0) {
+		tls_alert(c, TLS_ALERT_ACCESS_DENIED);
 		snprintf(reason, rsize, "TLS server name %s is not the requested host", sni);
 		*why = reason;
 		return -EACCES;

@@ -566,11 +566,21 @@ static int sni_ext(struct rd ext, char *out, size_t size)
 	return found ? 0 : -EINVAL;
 }
 
+/* Extensions that encrypt the real ClientHello, server name included:
+ * encrypted_client_hello (RFC 9849: 0xfe0d; its drafts 08 to 12 used
+ * 0xfe08 to 0xfe0c, which nothing else uses) and the older ESNI (0xffce).
+ * The server_name beside them is the front end's public name, not the host
+ * the front end serves (docs/design.md 13.4). */
+static bool hides_name(size_t type)
+{
+	return (type >= 0xfe08 && type <= 0xfe0d) || type == 0xffce;
+}
+
 static int client_hello(struct rd m, char *out, size_t size)
 {
 	struct rd exts, ext;
 	size_t n, type;
-	bool seen = false;
+	bool seen = false, hidden = false;
 	int r = -ENOENT;
 
 	if (!take(&m, 2 + 32, NULL) || !u8(&m, &n) || n > 32 || !take(&m, n, NULL) ||
@@ -584,6 +594,8 @@ static int client_hello(struct rd m, char *out, size_t size)
 	while (exts.n) {
 		if (!u16(&exts, &type) || !u16(&exts, &n) || !take(&exts, n, &ext))
 			return -EINVAL;
+		if (hides_name(type))
+			hidden = true;
 		if (type != 0)
 			continue;
 		if (seen)
@@ -593,7 +605,7 @@ static int client_hello(struct rd m, char *out, size_t size)
 		if (r < 0)
 			return r;
 	}
-	return r;
+	return hidden ? -EOPNOTSUPP : r;
 }
 
 int sbx_egress_tls_sni(const uint8_t *buf, size_t len, char *out, size_t size)

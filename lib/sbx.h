@@ -120,7 +120,9 @@ int sbx_egress_socks5_request_parse(const uint8_t *buf, size_t len, size_t *used
  * records reassembled up to SBX_EGRESS_TLS_MAX bytes of handshake):
  * 0 with the name normalized in out, -ENOENT a ClientHello without one,
  * -EAGAIN more bytes needed, -EINVAL not a ClientHello or malformed
- * (a name that is not a valid host included). */
+ * (a name that is not a valid host included), -EOPNOTSUPP a well-formed
+ * ClientHello that carries Encrypted Client Hello (RFC 9849 or a draft's
+ * code point) or ESNI, whose real server name is encrypted. */
 #define SBX_EGRESS_TLS_MAX 16384
 int sbx_egress_tls_sni(const uint8_t *buf, size_t len, char *out, size_t size);
 

@@ -353,8 +353,25 @@ static void test_socks5(void **state)
 			 -EINVAL);
 }
 
-/* A ClientHello in one or more records; sni NULL: no server_name. */
-static size_t hello(uint8_t *out, size_t size, const char *sni, size_t split, bool extra_ext)
+/* An outer encrypted_client_hello (RFC 9849 5): type outer, HKDF-SHA256
+ * and AES-128-GCM, config_id, a 32-byte enc and a 64-byte payload. */
+#define ECH_BODY (1 + 4 + 1 + 2 + 32 + 2 + 64)
+static uint8_t *ech_ext(uint8_t *p, unsigned type)
+{
+	*p++ = (uint8_t)(type >> 8), *p++ = (uint8_t)type;
+	*p++ = 0, *p++ = ECH_BODY;
+	*p++ = 0;			/* outer */
+	*p++ = 0, *p++ = 1, *p++ = 0, *p++ = 1;
+	*p++ = 0x2a;			/* config_id */
+	*p++ = 0, *p++ = 32, memset(p, 0x5e, 32), p += 32;
+	*p++ = 0, *p++ = 64, memset(p, 0xc3, 64), p += 64;
+	return p;
+}
+
+/* A ClientHello in one or more records; sni NULL: no server_name; ech
+ * (an extension type, 0 for none) before the server_name when ech_first. */
+static size_t hello_ech(uint8_t *out, size_t size, const char *sni, size_t split, bool extra_ext,
+			unsigned ech, bool ech_first)
 {
 	uint8_t body[1024], *p = body;
 	size_t n, i, off = 0, hl;
@@ -369,6 +386,8 @@ static size_t hello(uint8_t *out, size_t size, const char *sni, size_t split, bo
 	if (extra_ext) {		/* supported_versions */
 		*p++ = 0, *p++ = 43, *p++ = 0, *p++ = 3, *p++ = 2, *p++ = 3, *p++ = 4;
 	}
+	if (ech && ech_first)
+		p = ech_ext(p, ech);
 	if (sni) {
 		n = strlen(sni);
 		*p++ = 0, *p++ = 0;
@@ -378,6 +397,8 @@ static size_t hello(uint8_t *out, size_t size, const char *sni, size_t split, bo
 		*p++ = (uint8_t)(n >> 8), *p++ = (uint8_t)n;
 		memcpy(p, sni, n), p += n;
 	}
+	if (ech && !ech_first)
+		p = ech_ext(p, ech);
 	extlen[0] = (uint8_t)((p - extlen - 2) >> 8);
 	extlen[1] = (uint8_t)(p - extlen - 2);
 	hl = (size_t)(p - body);
@@ -397,6 +418,11 @@ static size_t hello(uint8_t *out, size_t size, const char *sni, size_t split, bo
 		off += 5 + frag;
 	}
 	return off;
+}
+
+static size_t hello(uint8_t *out, size_t size, const char *sni, size_t split, bool extra_ext)
+{
+	return hello_ech(out, size, sni, split, extra_ext, 0, false);
 }
 
 static void test_tls_sni(void **state)
@@ -448,6 +474,52 @@ static void test_tls_sni(void **state)
 	/* A length that overruns its extension. */
 	n = hello(buf, sizeof(buf), "a.org", 0, false);
 	buf[n - 8] = 0xff;		/* server_name_list length */
+	assert_int_equal(sbx_egress_tls_sni(buf, n, sni, sizeof(sni)), -EINVAL);
+}
+
+/* Encrypted Client Hello: the server_name beside it is the front end's
+ * public name, the real one is in the encrypted inner hello. */
+static void test_tls_ech(void **state)
+{
+	static const unsigned hidden[] = { 0xfe0d, 0xfe08, 0xfe0a, 0xfe0c, 0xffce };
+	static const unsigned other[] = { 0xfe07, 0xfe0e, 0xfd00, 0x0a0a, 0xffcd };
+	uint8_t buf[2048];
+	char sni[SBX_EGRESS_HOST_MAX];
+	size_t n, i;
+
+	(void)state;
+	/* RFC 9849's code point after and before the listed name, over
+	 * several records, and without a name at all. */
+	n = hello_ech(buf, sizeof(buf), "api.example.org", 0, true, 0xfe0d, false);
+	assert_int_equal(sbx_egress_tls_sni(buf, n, sni, sizeof(sni)), -EOPNOTSUPP);
+	for (i = 0; i < n; i++)
+		assert_int_equal(sbx_egress_tls_sni(buf, i, sni, sizeof(sni)), -EAGAIN);
+	n = hello_ech(buf, sizeof(buf), "api.example.org", 0, true, 0xfe0d, true);
+	assert_int_equal(sbx_egress_tls_sni(buf, n, sni, sizeof(sni)), -EOPNOTSUPP);
+	n = hello_ech(buf, sizeof(buf), "api.example.org", 9, false, 0xfe0d, false);
+	assert_int_equal(sbx_egress_tls_sni(buf, n, sni, sizeof(sni)), -EOPNOTSUPP);
+	n = hello_ech(buf, sizeof(buf), NULL, 0, false, 0xfe0d, false);
+	assert_int_equal(sbx_egress_tls_sni(buf, n, sni, sizeof(sni)), -EOPNOTSUPP);
+	/* The drafts' code points and ESNI. */
+	for (i = 0; i < ARRAY_SIZE(hidden); i++) {
+		n = hello_ech(buf, sizeof(buf), "api.example.org", 0, true, hidden[i], false);
+		if (sbx_egress_tls_sni(buf, n, sni, sizeof(sni)) != -EOPNOTSUPP)
+			fail_msg("extension 0x%04x not taken for a hidden name", hidden[i]);
+	}
+	/* Neighbours, ech_outer_extensions (only ever inside the inner hello)
+	 * and a GREASE value are other extensions: the name is read. */
+	for (i = 0; i < ARRAY_SIZE(other); i++) {
+		memset(sni, 0, sizeof(sni));
+		n = hello_ech(buf, sizeof(buf), "api.example.org", 0, true, other[i], false);
+		if (sbx_egress_tls_sni(buf, n, sni, sizeof(sni)) != 0 ||
+		    strcmp(sni, "api.example.org") != 0)
+			fail_msg("extension 0x%04x: name not read", other[i]);
+	}
+	/* A malformed hello stays malformed whatever else it carries. */
+	n = hello_ech(buf, sizeof(buf), "a b", 0, false, 0xfe0d, false);
+	assert_int_equal(sbx_egress_tls_sni(buf, n, sni, sizeof(sni)), -EINVAL);
+	n = hello_ech(buf, sizeof(buf), "a.org", 0, false, 0xfe0d, false);
+	buf[n - ECH_BODY - 2] = 0xff;	/* its own length overruns the hello */
 	assert_int_equal(sbx_egress_tls_sni(buf, n, sni, sizeof(sni)), -EINVAL);
 }
 
@@ -553,6 +625,7 @@ int main(void)
 		cmocka_unit_test(test_http_connect),
 		cmocka_unit_test(test_socks5),
 		cmocka_unit_test(test_tls_sni),
+		cmocka_unit_test(test_tls_ech),
 		cmocka_unit_test(test_hello),
 		cmocka_unit_test(test_list_format_hash),
 	};
