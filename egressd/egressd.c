@@ -47,7 +47,6 @@ struct opts {
 	unsigned max_per_uid;
 	int handshake_ms;
 	int half_closed_ms;	/* one side ended: how long the other may stay idle */
-	int peek_ms;		/* wait for a client's first bytes on ports other than 443 */
 	bool log_stderr;
 	bool allow_direct;	/* serve clients that send no bridge hello (tests) */
 };
@@ -58,7 +57,6 @@ static struct opts o = {
 	.max_per_uid = 64,
 	.handshake_ms = 10000,
 	.half_closed_ms = 60000,
-	.peek_ms = 300,
 };
 
 /* The config, replaced on SIGHUP; connections hold the read lock only
@@ -192,7 +190,9 @@ static int send_all(int fd, const void *buf, size_t n)
 	const char *p = buf;
 
 	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		/* MSG_DONTWAIT: a passed socket may be blocking, and a client
+		 * that does not read must not hold the thread past the poll. */
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (w < 0) {
 			if (errno == EINTR)
@@ -662,24 +662,69 @@ static void tls_alert(struct conn *c, uint8_t description)
 	(void)send_all(c->fd, alert, sizeof(alert));
 }
 
-/* After the success reply: on 443 the client must speak TLS first, and a
- * ClientHello's server name must be the host it asked for; elsewhere the
- * same check applies when the client's first bytes within peek_ms are a
- * TLS handshake (a protocol whose server speaks first gets no wait past
- * that). No server name: allowed (docs/design.md 13.4). */
-static int check_sni(struct conn *c, const char **why, char *reason, size_t rsize)
+/* Until the client's first bytes come: what the server sends meanwhile
+ * goes to the client (a protocol whose server speaks first: SMTP, FTP,
+ * MySQL), nothing goes the other way. Bounded by the handshake deadline.
+ * 0 once c->buf holds a byte, -ETIMEDOUT, -EPIPE (the client ended) or
+ * -errno. */
+static int wait_first_bytes(struct conn *c)
+{
+	uint8_t b[4096];
+	bool up_open = true;
+	int r;
+
+	while (c->len == 0) {
+		struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN },
+				       { .fd = up_open ? c->up : -1, .events = POLLIN } };
+		ssize_t n;
+
+		r = poll(p, 2, left_ms(c));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (p[0].revents) {
+			if ((r = fill(c, 0)) < 0 && r != -ETIMEDOUT)
+				return r;
+			continue;
+		}
+		n = recv(c->up, b, sizeof(b), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0) {
+			/* The server is done before the client said a word:
+			 * the client learns it, and its first bytes are still
+			 * judged before any goes upstream. */
+			(void)shutdown(c->fd, SHUT_WR);
+			up_open = false;
+			continue;
+		}
+		if ((r = send_all(c->fd, b, (size_t)n)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * After the success reply, the client's first bytes are judged before any
+ * of them goes upstream, whenever they come, on every port (docs/design.md
+ * 13.4): a TLS handshake must be a ClientHello whose server name is the
+ * requested host (none: allowed) and that hides none (ECH); on 443 the
+ * client must speak TLS. Another protocol is relayed unchecked on other
+ * ports. Not a wait of some milliseconds and then a relay: a client that
+ * waited that long sent its ClientHello past the check.
+ */
+static int check_first_bytes(struct conn *c, const char **why, char *reason, size_t rsize)
 {
 	char sni[SBX_EGRESS_HOST_MAX];
 	bool tls_port = c->t.port == 443;
 	int r;
 
-	if (c->len == 0) {
-		r = fill(c, tls_port ? left_ms(c) : o.peek_ms);
-		if (r == -ETIMEDOUT && !tls_port)
-			return 0;
-		if (r < 0)
-			return *why = "no client data after the reply", r;
-	}
+	if ((r = wait_first_bytes(c)) < 0)
+		return *why = r == -ETIMEDOUT ? "no client data within the handshake timeout" :
+			      "no client data after the reply", r;
 	if (!tls_port && c->buf[0] != 0x16)
 		return 0;
 	while ((r = sbx_egress_tls_sni(c->buf, c->len, sni, sizeof(sni))) == -EAGAIN)
@@ -1097,7 +1142,7 @@ static void serve(struct conn *c)
 		goto out;
 	}
 	reply(c, S_OK, 200, "Connection established");
-	if ((r = check_sni(c, &why, reason, sizeof(reason))) < 0) {
+	if ((r = check_first_bytes(c, &why, reason, sizeof(reason))) < 0) {
 		log_decision(c, "refused", why);
 		goto out;
 	}

@@ -3,9 +3,9 @@
 # agent-sandbox-egressd with real clients: the daemon runs as a user of its
 # own on a socket of its own, curl (SOCKS5 over the unix socket) and a
 # python client (HTTP CONNECT) ask it for destinations as agent accounts,
-# and two local TLS servers stand for the outside. Each refusal has its
-# positive control: the same server reached directly, or the same request
-# allowed for the listed destination.
+# and two local TLS servers and a server that speaks first stand for the
+# outside. Each refusal has its positive control: the same server reached
+# directly, or the same request allowed for the listed destination.
 #
 # Then whole sessions (the test build of agent-shell, --run, as an agent
 # account whose profile is network = proxy): curl, git clone and pip
@@ -55,10 +55,11 @@ mkdir -m 0700 "$T/home" "$T/ws" "$T/xdg"
 chown "$SX:$SX" "$T/home" "$T/ws" "$T/xdg"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P1=$(free_port) P2=$(free_port) PG=$(free_port) PH=$(free_port)
+P1=$(free_port) P2=$(free_port) PG=$(free_port) PH=$(free_port) PB=$(free_port)
 [ "$P1" != "$P2" ] || P2=$((P1 + 1))
 [ "$PG" != "$P1" ] && [ "$PG" != "$P2" ] || PG=$((P2 + 1))
 [ "$PH" != "$P1" ] && [ "$PH" != "$P2" ] && [ "$PH" != "$PG" ] || PH=$((PG + 1))
+case " $P1 $P2 $PG $PH " in *" $PB "*) PB=$((PH + 1)) ;; esac
 
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/key.pem" -out "$T/cert.pem" -days 1 \
 	-subj /CN=egress-test -addext "subjectAltName=IP:127.0.0.1,IP:127.0.0.2,IP:127.0.0.3,DNS:localhost" 2>/dev/null ||
@@ -90,6 +91,10 @@ chmod -R a+rX "$T/www"
 python3 "$SRC/tests/egress/file_server.py" 127.0.0.2 "$PG" "$T/cert.pem" "$T/key.pem" "$T/www" \
 	>"$T/www.out" 2>&1 &
 PIDS="$PIDS $!"
+# A service whose server speaks first (as SMTP or FTP): a banner, then an
+# answer to the client's first line.
+python3 "$SRC/tests/egress/banner_server.py" 127.0.0.1 "$PB" >"$T/banner.out" 2>&1 &
+PIDS="$PIDS $!"
 # A plain TCP service that accepts and holds (a long tunnel's far end).
 python3 -c 'import socket,sys,threading
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -107,6 +112,7 @@ network = proxy
 egress_allow = 127.0.0.1:$P1
 egress_allow = localhost:$P2
 egress_allow = *.example.invalid:$P1
+egress_allow = 127.0.0.1:$PB
 [profile dn]
 workspace_root = /var/tmp
 network = deny
@@ -134,7 +140,7 @@ PIDS="$PIDS $!"
 DPID=$!
 for _ in $(seq 50); do
 	[ -S "$S" ] && grep -q ready "$T/srv$P1.out" 2>/dev/null && grep -q ready "$T/srv$P2.out" 2>/dev/null &&
-		grep -q ready "$T/www.out" 2>/dev/null && break
+		grep -q ready "$T/www.out" 2>/dev/null && grep -q ready "$T/banner.out" 2>/dev/null && break
 	sleep 0.1
 done
 [ -S "$S" ] || { echo "daemon did not start:"; cat "$T/daemon.log"; exit 1; }
@@ -226,6 +232,40 @@ case "$out" in
 *) bad "CONNECT: TLS server name other than the requested host" "$out" ;;
 esac
 
+# The same rule whenever the ClientHello comes: a client that waits a
+# second after the tunnel opens (on a port other than 443, where the
+# daemon once relayed unchecked after 300 ms) is judged all the same.
+for proto in "" --socks5; do
+	out=$(as "$AP" python3 "$CLIENT" $proto --wait 1 "$S" connect "127.0.0.1:$P1" evil.example "$T/cert.pem")
+	case "$out" in
+	*"status="*"tls=failed"*"ALERT_ACCESS_DENIED"*) expect_refused "${proto:-CONNECT}: a wrong TLS server name sent after a 1 s wait" \
+		127.0.0.1 "$P1" "TLS server name evil.example is not the requested host" "$out" ;;
+	*) bad "${proto:-CONNECT}: a wrong TLS server name sent after a 1 s wait" "$out" ;;
+	esac
+	out=$(as "$AP" python3 "$CLIENT" $proto --wait 1 "$S" connect "127.0.0.1:$P1" - "$T/cert.pem")
+	line=$(logline 127.0.0.1 "$P1")
+	case "$out/$line" in
+	*"body=ok $P1"*"verdict=allowed"*) ok "${proto:-CONNECT}: control: no server name after a 1 s wait goes through" ;;
+	*) bad "${proto:-CONNECT}: control: no server name after a 1 s wait goes through" "$out / $line" ;;
+	esac
+done
+# A server that speaks first still reaches its client, which answers after
+# the banner (and after a second); a client silent past the handshake
+# timeout (3 s here) is closed, as on 443.
+out=$(as "$AP" python3 "$CLIENT" --wait 1 "$S" banner "127.0.0.1:$PB" "HELO sbx")
+line=$(logline 127.0.0.1 "$PB")
+case "$out/$line" in
+*"banner=220 sbx-banner answer=250 HELO sbx"*"verdict=allowed"*) ok "CONNECT: a server that speaks first, its client answering after 1 s" ;;
+*) bad "CONNECT: a server that speaks first, its client answering after 1 s" "$out / $line" ;;
+esac
+out=$(as "$AP" python3 "$CLIENT" --wait 4 "$S" banner "127.0.0.1:$PB" "HELO sbx")
+case "$out" in
+*"banner=220 sbx-banner answer=250"*) bad "CONNECT: a client silent past the handshake timeout" "went through: $out" ;;
+*"banner=220 sbx-banner"*) expect_refused "CONNECT: a client silent past the handshake timeout (after the banner)" \
+	127.0.0.1 "$PB" "no client data within the handshake timeout" "$out" ;;
+*) bad "CONNECT: a client silent past the handshake timeout" "$out" ;;
+esac
+
 # Other accounts: a profile with network = deny (its list names P1), and no agent at all.
 out=$(curl_via "$AD" "https://127.0.0.1:$P1/")
 line=$(grep "event=egress" "$T/daemon.log" | grep "user=$AD " | tail -n 1)
@@ -251,7 +291,7 @@ out=$(as "$AP" python3 "$CLIENT" "$S" raw 'CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n')
 # The counters: the proxy account's last line counts what it was allowed and refused.
 line=$(grep "event=egress" "$T/daemon.log" | grep "user=$AP " | tail -n 1)
 case "$line" in
-*"allowed=2 refused="*) ok "per-uid counters in the log line" ;;
+*"allowed=5 refused="*) ok "per-uid counters in the log line" ;;
 *) bad "per-uid counters in the log line" "$line" ;;
 esac
 

@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+# A TCP service whose server speaks first, for tests/egress/run.sh: sends
+# "220 sbx-banner", then answers the client's first line with "250 " and
+# that line, and closes.
+#   banner_server.py ADDRESS PORT
+import socket
+import sys
+import threading
+
+addr, port = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((addr, port))
+s.listen(64)
+print("ready", flush=True)
+
+
+def serve(c):
+    try:
+        c.settimeout(30)
+        c.sendall(b"220 sbx-banner\r\n")
+        line = c.makefile("rb").readline().strip()
+        c.sendall(b"250 " + line + b"\r\n")
+    except OSError:
+        pass
+    c.close()
+
+
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
