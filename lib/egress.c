@@ -308,25 +308,49 @@ static uint32_t load4(const uint8_t *p)
 	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
+/* Forms that carry an IPv4 address: the kernel connects a dual-stack
+ * socket to ::ffff:127.0.0.1 as to 127.0.0.1, a NAT64 gateway turns
+ * 64:ff9b::a9fe:a9fe into 169.254.169.254, and the deprecated compatible
+ * form ::a.b.c.d and 6to4 2002:AABB:CCDD:: are still routed by some
+ * stacks. Where the IPv4 address sits in a: 12 (mapped, NAT64,
+ * compatible), 2 (6to4), 0 for none. */
+static size_t v4_offset(const uint8_t *a)
+{
+	static const uint8_t zero[12], mapped[12] = { [10] = 0xff, [11] = 0xff },
+		nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+
+	if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0 || memcmp(a, zero, 12) == 0)
+		return 12;
+	if (a[0] == 0x20 && a[1] == 0x02)
+		return 2;
+	return 0;
+}
+
+bool sbx_egress_addr_v4_carried(const uint8_t a[16], uint8_t v4[4])
+{
+	size_t off = v4_offset(a);
+
+	if (off)
+		memcpy(v4, a + off, 4);
+	return off != 0;
+}
+
 static enum sbx_egress_addr_class classify6(const uint8_t *a)
 {
-	static const uint8_t zero[16], mapped[12] = { [10] = 0xff, [11] = 0xff },
-		nat64[12] = { 0x00, 0x64, 0xff, 0x9b },
+	static const uint8_t zero[16],
 		ec2_metadata[16] = { 0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54 };
+	size_t off;
 
 	if (memcmp(a, zero, 16) == 0)
 		return SBX_EGRESS_ADDR_UNSPECIFIED;
 	if (memcmp(a, zero, 15) == 0 && a[15] == 1)
 		return SBX_EGRESS_ADDR_LOOPBACK;
-	/* Forms that carry an IPv4 address: the kernel connects a dual-stack
-	 * socket to ::ffff:127.0.0.1 as to 127.0.0.1, a NAT64 gateway turns
-	 * 64:ff9b::a9fe:a9fe into 169.254.169.254, and the deprecated
-	 * compatible form ::a.b.c.d and 6to4 2002:AABB:CCDD:: are still
-	 * routed by some stacks. */
-	if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0 ||
-	    memcmp(a, zero, 12) == 0)
+	off = v4_offset(a);
+	if (off == 12)
 		return classify4(load4(a + 12));
-	if (a[0] == 0x20 && a[1] == 0x02) {
+	if (off == 2) {
+		/* 6to4 is a prefix of its own too: a public IPv4 address
+		 * in it leaves the IPv6 classes below to judge. */
 		enum sbx_egress_addr_class c = classify4(load4(a + 2));
 
 		if (c != SBX_EGRESS_ADDR_PUBLIC)

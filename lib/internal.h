@@ -876,6 +876,15 @@ struct sbx_egress_counts {
 int sbx_egress_counts_map(struct sbx_egress_counts **out, struct sbx_error *err);
 void sbx_egress_counts_unmap(struct sbx_egress_counts *c);
 
+/* Is addr (AF_INET: 4 bytes, AF_INET6: 16) this host's own? The kernel's
+ * route to it, asked now (RTM_GETROUTE), is one it delivers here (local,
+ * anycast, broadcast); for an IPv6 form that carries an IPv4 address
+ * (sbx_egress_addr_v4_carried), the route to that one too. No route at
+ * all is not local (a connect fails there). 0 with *local set, or -errno
+ * with the call and the cause in err: the caller cannot tell, and must
+ * not connect. */
+int sbx_egress_addr_local(int family, const void *addr, bool *local, struct sbx_error *err);
+
 /* agent-sandbox-egressd's socket at path, as an O_PATH fd: every directory
  * on the way root's alone to change (sbx_trust_open_dir), the socket a
  * socket root owns, so nobody but root can have bound it. 0, or -errno

@@ -100,6 +100,10 @@ enum sbx_egress_addr_class {
  * class of the IPv4 address they carry. */
 enum sbx_egress_addr_class sbx_egress_addr_classify(int family, const void *addr);
 const char *sbx_egress_addr_class_name(enum sbx_egress_addr_class c);
+/* The IPv4 address an IPv6 address carries, in the forms classify reads
+ * as their IPv4 address (mapped, compatible, NAT64 64:ff9b::/96, 6to4
+ * 2002::/16): true with it in v4, false for any other address. */
+bool sbx_egress_addr_v4_carried(const uint8_t a[16], uint8_t v4[4]);
 
 /* The request parsers: 0 when complete (*used: bytes consumed), -EAGAIN
  * when more bytes are needed, or the refusal:

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "testlib.h"
 
@@ -210,6 +212,138 @@ static void test_classify(void **state)
 				 sbx_egress_addr_class_name(cls(cases[i].addr)),
 				 sbx_egress_addr_class_name(cases[i].c));
 	assert_string_equal(sbx_egress_addr_class_name(SBX_EGRESS_ADDR_METADATA), "metadata");
+}
+
+static void test_v4_carried(void **state)
+{
+	static const struct {
+		const char *addr;
+		const char *v4;		/* NULL: none carried */
+	} cases[] = {
+		{ "::ffff:198.20.0.1", "198.20.0.1" },
+		{ "64:ff9b::c614:1", "198.20.0.1" },
+		{ "::198.20.0.1", "198.20.0.1" },
+		{ "2002:c614:1::", "198.20.0.1" },
+		{ "2002:c614:1:ffff::1", "198.20.0.1" },
+		{ "2606:4700::1", NULL },
+		{ "64:ff9b:1::c614:1", NULL },	/* local-use NAT64: private as a whole */
+		{ "::ffff:0:c614:1", NULL },	/* SIIT's translated form, not mapped */
+		{ "2001:db8::1", NULL },
+	};
+	unsigned char a[16];
+	uint8_t v4[4];
+	char text[INET_ADDRSTRLEN];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		bool got;
+
+		assert_int_equal(inet_pton(AF_INET6, cases[i].addr, a), 1);
+		memset(v4, 0, sizeof(v4));
+		got = sbx_egress_addr_v4_carried(a, v4);
+		if (got != (cases[i].v4 != NULL))
+			fail_msg("%s: carried %d", cases[i].addr, got);
+		if (!got)
+			continue;
+		assert_non_null(inet_ntop(AF_INET, v4, text, sizeof(text)));
+		if (strcmp(text, cases[i].v4) != 0)
+			fail_msg("%s: carries %s, want %s", cases[i].addr, text, cases[i].v4);
+	}
+}
+
+/* sbx_egress_addr_local on a text address: 1 local, 0 not, -1 an error. */
+static int local(const char *s)
+{
+	unsigned char a[16];
+	struct sbx_error err = { 0 };
+	int af = strchr(s, ':') ? AF_INET6 : AF_INET;
+	bool here = false;
+
+	if (inet_pton(af, s, a) != 1)
+		return -1;
+	if (sbx_egress_addr_local(af, a, &here, &err) != 0) {
+		fprintf(stderr, "%s: %s\n", s, err.msg);
+		return -1;
+	}
+	return here;
+}
+
+static int ip(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5,
+	      const char *a6, const char *a7)
+{
+	const char *const argv[] = { access("/usr/sbin/ip", X_OK) == 0 ? "/usr/sbin/ip" : "/sbin/ip",
+				     a1, a2, a3, a4, a5, a6, a7, NULL };
+
+	return sbx_test_run_quiet(argv);
+}
+
+/* In a network namespace of the test's own: the host's own addresses
+ * whatever their range, as the kernel routes them now. */
+static int child_addr_local(void *arg)
+{
+	(void)arg;
+	if (unshare(CLONE_NEWNET) != 0)
+		return 2;
+	/* lo is down in a new namespace: not even 127.0.0.1 is delivered
+	 * here, and there is no route at all. */
+	if (local("127.0.0.1") != 0 || local("198.20.0.1") != 0)
+		return 3;
+	if (ip("link", "set", "lo", "up", NULL, NULL, NULL) != 0 ||
+	    ip("route", "add", "default", "dev", "lo", NULL, NULL) != 0)
+		return 4;
+	/* A public-class address, and the same with the default route to it:
+	 * not this host's (a unicast route). */
+	if (local("127.0.0.1") != 1 || local("::1") != 1 || local("198.20.0.1") != 0 ||
+	    local("::ffff:198.20.0.1") != 0)
+		return 5;
+	/* Added now, on lo: this host's, in every form that reaches it. */
+	if (ip("addr", "add", "198.20.0.1/32", "dev", "lo", NULL, NULL) != 0)
+		return 6;
+	if (local("198.20.0.1") != 1 || local("::ffff:198.20.0.1") != 1 ||
+	    local("64:ff9b::c614:1") != 1 || local("2002:c614:1::") != 1 ||
+	    local("198.20.0.2") != 0)
+		return 7;
+	/* Removed: not any more. */
+	if (ip("addr", "del", "198.20.0.1/32", "dev", "lo", NULL, NULL) != 0 ||
+	    local("198.20.0.1") != 0)
+		return 8;
+	/* A global IPv6 address, and a whole prefix routed local (AnyIP),
+	 * which no interface lists. */
+	if (ip("-6", "addr", "add", "2a01:4f8::1/128", "dev", "lo", "nodad") != 0 ||
+	    ip("route", "add", "local", "198.20.9.0/24", "dev", "lo", NULL) != 0)
+		return 9;
+	if (local("2a01:4f8::1") != 1 || local("2a01:4f8::2") != 0 ||
+	    local("198.20.9.77") != 1 || local("::ffff:198.20.9.77") != 1)
+		return 10;
+	/* Routes that deliver nowhere: not local, and no error. */
+	if (ip("route", "add", "blackhole", "198.20.10.0/24", NULL, NULL, NULL) != 0 ||
+	    ip("route", "add", "prohibit", "198.20.11.0/24", NULL, NULL, NULL) != 0)
+		return 11;
+	if (local("198.20.10.1") != 0 || local("198.20.11.1") != 0)
+		return 12;
+	return 0;
+}
+
+static void test_addr_local(void **state)
+{
+	struct sbx_error err = { 0 };
+	unsigned char a[16] = { 0 };
+	bool here = true;
+
+	(void)state;
+	/* This namespace's loopback, as any process sees it. */
+	assert_int_equal(local("127.0.0.1"), 1);
+	assert_int_equal(local("127.0.0.2"), 1);
+	assert_int_equal(local("::ffff:127.0.0.1"), 1);
+	assert_int_equal(sbx_egress_addr_local(AF_UNIX, a, &here, &err), -EAFNOSUPPORT);
+	assert_non_null(strstr(err.msg, "not IPv4 or IPv6"));
+	if (geteuid() != 0) {
+		print_message("[  SKIP    ] needs root for a network namespace of its own "
+			      "(CI runs as root)\n");
+		skip();
+	}
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_addr_local, NULL)), 0);
 }
 
 static int http(const char *req, struct sbx_egress_target *t, size_t *used)
@@ -622,6 +756,8 @@ int main(void)
 		cmocka_unit_test(test_match),
 		cmocka_unit_test(test_covers),
 		cmocka_unit_test(test_classify),
+		cmocka_unit_test(test_v4_carried),
+		cmocka_unit_test(test_addr_local),
 		cmocka_unit_test(test_http_connect),
 		cmocka_unit_test(test_socks5),
 		cmocka_unit_test(test_tls_sni),
