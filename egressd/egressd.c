@@ -549,28 +549,101 @@ static bool listed(const struct sbx_profile *p, const struct sbx_egress_target *
 	return false;
 }
 
-/* A resolved address outside the public classes is reached only through
- * an entry naming that very address and port (docs/design.md 13.3). */
-static bool addr_ok(const struct sbx_profile *p, const struct sockaddr *sa, uint16_t port,
-		    char *text, size_t size, enum sbx_egress_addr_class *cls)
+/* The address bytes of an AF_INET or AF_INET6 socket address. */
+static const void *sockaddr_raw(const struct sockaddr *sa)
 {
-	struct sbx_egress_target lit = { .port = port, .literal = true };
-	const void *raw = sa->sa_family == AF_INET ?
+	return sa->sa_family == AF_INET ?
 		(const void *)&((const struct sockaddr_in *)sa)->sin_addr :
 		(const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+}
+
+/* An entry names this very address (as inet_ntop writes it) and port. */
+static bool listed_literal(const struct sbx_profile *p, const char *text, uint16_t port)
+{
+	struct sbx_egress_target lit = { .port = port, .literal = true };
+
+	return sbx_strlcpy(lit.host, sizeof(lit.host), text) == 0 && listed(p, &lit);
+}
+
+/*
+ * May a name reach this resolved address? An address outside the public
+ * classes, or one of this host's own whatever its class (docs/design.md
+ * 13.3: a service bound to 0.0.0.0 answers on the host's public address
+ * as on 127.0.0.1), is reached only through an entry naming that very
+ * address and port. 0 yes; -EACCES no, with the reason; another -errno
+ * when whether it is this host's cannot be told (then nothing connects).
+ * text gets the address.
+ */
+static int addr_ok(const struct sbx_profile *p, const struct sockaddr *sa, uint16_t port,
+		   char *text, size_t size, char *reason, size_t rsize)
+{
+	const void *raw = sockaddr_raw(sa);
+	enum sbx_egress_addr_class cls;
+	struct sbx_error err = { 0 };
+	bool here = false;
+	int r;
 
 	/* Refused as reserved when it cannot even be printed. */
-	*cls = SBX_EGRESS_ADDR_RESERVED;
 	if (!inet_ntop(sa->sa_family, raw, text, (socklen_t)size)) {
 		sbx_strlcpy(text, size, "?");
-		return false;
+		snprintf(reason, rsize, "resolves to %s address",
+			 sbx_egress_addr_class_name(SBX_EGRESS_ADDR_RESERVED));
+		return -EACCES;
 	}
-	*cls = sbx_egress_addr_classify(sa->sa_family, raw);
-	if (*cls == SBX_EGRESS_ADDR_PUBLIC)
-		return true;
-	if (sbx_strlcpy(lit.host, sizeof(lit.host), text) < 0)
-		return false;
-	return listed(p, &lit);
+	cls = sbx_egress_addr_classify(sa->sa_family, raw);
+	if (cls != SBX_EGRESS_ADDR_PUBLIC) {
+		if (listed_literal(p, text, port))
+			return 0;
+		snprintf(reason, rsize, "resolves to %s address", sbx_egress_addr_class_name(cls));
+		return -EACCES;
+	}
+	if ((r = sbx_egress_addr_local(sa->sa_family, raw, &here, &err)) < 0) {
+		snprintf(reason, rsize, "cannot tell whether %s is this host's: %.200s", text, err.msg);
+		return r == -EACCES ? -EIO : r;
+	}
+	if (here && !listed_literal(p, text, port)) {
+		snprintf(reason, rsize, "resolves to an address of this host");
+		return -EACCES;
+	}
+	return 0;
+}
+
+/*
+ * The connected socket's far end is this host. The route was asked before
+ * the connect; an address added in between would be reached all the same.
+ * The socket's own address equal to its peer's is the kernel's choice for
+ * a local route (the destination is its own preferred source), a fact of
+ * the connection that no later change undoes; the route asked again
+ * covers a local route with another preferred source. 0 with *here, or
+ * -errno with the reason.
+ */
+static int connected_here(int fd, bool *here, char *reason, size_t rsize)
+{
+	struct sockaddr_storage me = { 0 }, peer = { 0 };
+	socklen_t ml = sizeof(me), pl = sizeof(peer);
+	struct sbx_error err = { 0 };
+	size_t alen;
+	int r;
+
+	if (getsockname(fd, (struct sockaddr *)&me, &ml) != 0 ||
+	    getpeername(fd, (struct sockaddr *)&peer, &pl) != 0) {
+		r = -errno;
+		snprintf(reason, rsize, "connected socket: %s", strerror(-r));
+		return r;
+	}
+	alen = peer.ss_family == AF_INET ? 4 : 16;
+	if (me.ss_family == peer.ss_family &&
+	    memcmp(sockaddr_raw((struct sockaddr *)&me), sockaddr_raw((struct sockaddr *)&peer),
+		   alen) == 0) {
+		*here = true;
+		return 0;
+	}
+	if ((r = sbx_egress_addr_local(peer.ss_family, sockaddr_raw((struct sockaddr *)&peer),
+				       here, &err)) < 0) {
+		snprintf(reason, rsize, "cannot tell whether the peer is this host: %.200s", err.msg);
+		return r == -EACCES ? -EIO : r;
+	}
+	return 0;
 }
 
 static int connect_to(const struct sockaddr *sa, socklen_t len, int ms)
@@ -602,14 +675,14 @@ static int connect_to(const struct sockaddr *sa, socklen_t len, int ms)
 
 /* Resolve (names only), check every address, connect to a checked one:
  * no second lookup, so a rebinding DNS answer cannot change the address
- * between the check and the connect. */
+ * between the check and the connect. A name's connection is checked once
+ * more when made: it must not have reached this host. */
 static int resolve_and_connect(struct conn *c, const struct sbx_profile *p, const char **why,
 			       char *reason, size_t rsize)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL, *ai;
 	char port[8], text[INET6_ADDRSTRLEN];
-	enum sbx_egress_addr_class cls;
 	int r, fd = -ENOENT;
 
 	snprintf(port, sizeof(port), "%u", (unsigned)c->t.port);
@@ -621,29 +694,42 @@ static int resolve_and_connect(struct conn *c, const struct sbx_profile *p, cons
 		return -EHOSTUNREACH;
 	}
 	/* Every address first: one internal address among public ones is
-	 * refused as a whole (a rebinding answer mixes them). */
-	for (ai = res; ai; ai = ai->ai_next) {
+	 * refused as a whole (a rebinding answer mixes them). A literal
+	 * target is its entry's own address. */
+	for (ai = res; ai && !c->t.literal; ai = ai->ai_next) {
 		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
 			continue;
-		if (!c->t.literal && !addr_ok(p, ai->ai_addr, c->t.port, text, sizeof(text), &cls)) {
-			snprintf(reason, rsize, "resolves to %s address", sbx_egress_addr_class_name(cls));
+		if ((r = addr_ok(p, ai->ai_addr, c->t.port, text, sizeof(text), reason,
+				 rsize)) < 0) {
 			sbx_strlcpy(c->addr, sizeof(c->addr), text);
 			*why = reason;
 			freeaddrinfo(res);
-			return -EACCES;
+			return r;
 		}
 	}
+	*why = "upstream connect failed";
 	for (ai = res; ai; ai = ai->ai_next) {
+		bool here = false;
+
 		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
 			continue;
-		addr_ok(p, ai->ai_addr, c->t.port, c->addr, sizeof(c->addr), &cls);
+		if (!inet_ntop(ai->ai_family, sockaddr_raw(ai->ai_addr), c->addr, sizeof(c->addr)))
+			sbx_strlcpy(c->addr, sizeof(c->addr), "?");
 		fd = connect_to(ai->ai_addr, ai->ai_addrlen, left_ms(c));
-		if (fd >= 0)
+		if (fd < 0)
+			continue;
+		if (c->t.literal || listed_literal(p, c->addr, c->t.port))
 			break;
+		if ((r = connected_here(fd, &here, reason, rsize)) < 0 || here) {
+			close(fd);
+			fd = r < 0 ? r : -EACCES;
+			if (here)
+				snprintf(reason, rsize, "connected to an address of this host");
+			*why = reason;
+		}
+		break;
 	}
 	freeaddrinfo(res);
-	if (fd < 0)
-		*why = "upstream connect failed";
 	return fd;
 }
 

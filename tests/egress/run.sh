@@ -7,6 +7,12 @@
 # outside. Each refusal has its positive control: the same server reached
 # directly, or the same request allowed for the listed destination.
 #
+# Then (host.sh) this host's own addresses, with a daemon and servers in
+# network namespaces of the test's own: a listed name that resolves to the
+# host's public-class address refused, in every form and by every path,
+# the literal entry for it allowed, an address added while the daemon
+# runs, and Encrypted Client Hello.
+#
 # Then whole sessions (the test build of agent-shell, --run, as an agent
 # account whose profile is network = proxy): curl, git clone and pip
 # download inside the sandbox, through the bridge on the sandbox's own
@@ -19,8 +25,10 @@
 #
 # Usage: tests/egress/run.sh     (root; BUILD from the environment)
 # Creates: accounts sbxe[dpnas]-<random>, /run/sbx-egress-* (root-owned, for
-# the trusted config and the socket), /var/tmp/sbx-egress-*; all removed on
-# exit, and the daemon and servers (by pid) stopped.
+# the trusted config and the socket), /var/tmp/sbx-egress-*, two network
+# namespaces and a mount namespace held by processes of the test's own;
+# all removed on exit, and the daemons, servers and holders (by pid)
+# stopped (the namespaces, their veth pair and addresses go with them).
 set -u
 BUILD=${BUILD:-build}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -236,17 +244,18 @@ esac
 # second after the tunnel opens (on a port other than 443, where the
 # daemon once relayed unchecked after 300 ms) is judged all the same.
 for proto in "" --socks5; do
+	label=${proto:+socks5}
 	out=$(as "$AP" python3 "$CLIENT" $proto --wait 1 "$S" connect "127.0.0.1:$P1" evil.example "$T/cert.pem")
 	case "$out" in
-	*"status="*"tls=failed"*"ALERT_ACCESS_DENIED"*) expect_refused "${proto:-CONNECT}: a wrong TLS server name sent after a 1 s wait" \
+	*"status="*"tls=failed"*"ALERT_ACCESS_DENIED"*) expect_refused "${label:-CONNECT}: a wrong TLS server name sent after a 1 s wait" \
 		127.0.0.1 "$P1" "TLS server name evil.example is not the requested host" "$out" ;;
-	*) bad "${proto:-CONNECT}: a wrong TLS server name sent after a 1 s wait" "$out" ;;
+	*) bad "${label:-CONNECT}: a wrong TLS server name sent after a 1 s wait" "$out" ;;
 	esac
 	out=$(as "$AP" python3 "$CLIENT" $proto --wait 1 "$S" connect "127.0.0.1:$P1" - "$T/cert.pem")
 	line=$(logline 127.0.0.1 "$P1")
 	case "$out/$line" in
-	*"body=ok $P1"*"verdict=allowed"*) ok "${proto:-CONNECT}: control: no server name after a 1 s wait goes through" ;;
-	*) bad "${proto:-CONNECT}: control: no server name after a 1 s wait goes through" "$out / $line" ;;
+	*"body=ok $P1"*"verdict=allowed"*) ok "${label:-CONNECT}: control: no server name after a 1 s wait goes through" ;;
+	*) bad "${label:-CONNECT}: control: no server name after a 1 s wait goes through" "$out / $line" ;;
 	esac
 done
 # A server that speaks first still reaches its client, which answers after
@@ -295,6 +304,7 @@ case "$line" in
 *) bad "per-uid counters in the log line" "$line" ;;
 esac
 
+. "$SRC/tests/egress/host.sh"
 . "$SRC/tests/egress/sessions.sh"
 
 if [ "$fail" -ne 0 ] || [ -n "${EGRESS_VERBOSE:-}" ]; then echo "--- daemon log"; cat "$T/daemon.log"; fi
