@@ -550,10 +550,55 @@ t_doctor_fix_is_pam_auth_update() {
 	return $ok
 }
 
+# A session's end in root's ledger (agent-shell --log as root): its
+# pam_close line, with how it ended.
+ledger_close() {
+	vm_root "agent-shell --log --since 1h" | grep -E " pam_close +coder1 +${1:0:12}"
+}
+
+# The fault: sshd restarted with a live session. The session (its own
+# sshd-session process) goes on to its end and closes as any, in the
+# ledger; the next login works.
+t_ssh_restart_with_live_session() {
+	local ok=0 sid bg
+	as_agent coder1 'echo "sid=$AGENT_SANDBOX_SESSION"; sleep 15; echo live-survived' \
+		>"$VM/restart.out" 2>&1 &
+	bg=$!
+	for _ in $(seq 1 60); do
+		sid=$(sed -n 's/^sid=//p' "$VM/restart.out")
+		[ -n "$sid" ] && break
+		sleep 0.5
+	done
+	[ -n "$sid" ] || { echo "  no session"; kill "$bg"; return 1; }
+	vm_root systemctl restart ssh || { echo "  systemctl restart ssh failed"; ok=1; }
+	[ "$(as_agent coder1 'echo next-login-ok' 2>&1)" = next-login-ok ] ||
+		{ echo "  the next login after the restart failed"; ok=1; }
+	wait "$bg"
+	grep -qx live-survived "$VM/restart.out" || { echo "  the live session: $(tr '\n' ' ' <"$VM/restart.out")"; ok=1; }
+	ledger_close "$sid" | grep -q 'how=closed report=kept' ||
+		{ echo "  the live session's close is not in the ledger"; ok=1; }
+	return $ok
+}
+
 t_upgrade_keeps_pam_wiring() {
-	local ok=0 n
+	local ok=0 n sid bg
+	# A session lives through the upgrade, to its end and its close.
+	as_agent coder1 'echo "sid=$AGENT_SANDBOX_SESSION"; sleep 25; echo live-survived' \
+		>"$VM/upgrade-live.out" 2>&1 &
+	bg=$!
+	for _ in $(seq 1 60); do
+		sid=$(sed -n 's/^sid=//p' "$VM/upgrade-live.out")
+		[ -n "$sid" ] && break
+		sleep 0.5
+	done
+	[ -n "$sid" ] || { echo "  no live session before the upgrade"; ok=1; }
 	vm_root "DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/sbx-vm/sbx-upgrade.deb" \
 		>"$VM/upgrade.log" 2>&1 || { echo "  upgrade failed:"; tail -n 15 "$VM/upgrade.log"; return 1; }
+	wait "$bg"
+	grep -qx live-survived "$VM/upgrade-live.out" ||
+		{ echo "  the live session: $(tr '\n' ' ' <"$VM/upgrade-live.out")"; ok=1; }
+	[ -z "$sid" ] || ledger_close "$sid" | grep -q 'how=closed report=kept' ||
+		{ echo "  the live session's close is not in the ledger"; ok=1; }
 	vm_root "dpkg-query -W -f '\${Version}' agent-sandbox" | grep -q '+vmupgrade1$' ||
 		{ echo "  the upgrade did not install"; ok=1; }
 	n=$(module_lines)
@@ -658,6 +703,7 @@ for t in t_session_lasts t_session_limits_reported t_memory_hog_oom_killed t_for
 	t_cpu_held_to_quota t_doctor_on_debian t_report_names_what_the_kernel_lacks t_guarantees_hold_on_this_kernel \
 	t_ssh_command_pty_scp_sftp t_reviewer_profile t_ci_profile_refused_with_reason \
 	t_report_line_in_journal t_logind_session_and_no_user_manager t_linger_gets_no_user_manager \
+	t_ssh_restart_with_live_session \
 	t_egressd_socket_activated_as_its_user t_egressd_reload_reads_the_config \
 	t_egressd_proxy_session_reaches_its_list t_egressd_units_verify_and_score \
 	t_doctor_fix_is_pam_auth_update t_upgrade_keeps_pam_wiring t_upgrade_restarts_egressd \
