@@ -338,6 +338,12 @@ t_memory_hog_oom_killed() {
 		{ echo "  no memory-cgroup OOM in the kernel log"; ok=1; }
 	vm_root "pgrep -u coder1 -x sleep >/dev/null" || { echo "  coder1's session did not live on"; ok=1; }
 	[ "$(vm_root echo alive)" = alive ] || { echo "  the host did not live on"; ok=1; }
+	# The session that hit memory_max closed as any, in root's ledger, and
+	# the account's next login works.
+	vm_root "agent-shell --log lim1 --since 1h" | grep ' pam_close ' | tail -n 1 |
+		grep -q 'how=closed report=kept' || { echo "  the OOM session's close is not in the ledger"; ok=1; }
+	[ "$(as_agent lim1 'echo next-login-ok' 2>&1)" = next-login-ok ] ||
+		{ echo "  lim1's next login after the OOM failed"; ok=1; }
 	# Control: the same command without memory_max (coder1) completes.
 	[ "$(as_agent coder1 'head -c 300M /dev/zero | tail -n 1 | wc -c')" = 314572800 ] ||
 		{ echo "  control: coder1 could not hold 300 MiB"; ok=1; }
@@ -357,6 +363,12 @@ t_fork_bomb_stops_at_pids_max() {
 	echo "  lim1 (pids_max 64): $n sleeps running, $(sed -n 's/^forkerr=//p' "$VM/fork.out") fork failure(s)"
 	[ -n "$n" ] && [ "$n" -ge 20 ] && [ "$n" -lt 64 ] || { echo "  sleeps running: ${n:-?} (wanted 20..63)"; ok=1; }
 	grep -q '^forkerr=[1-9]' "$VM/fork.out" || { echo "  no fork failure: $(tr '\n' ' ' <"$VM/fork.out")"; ok=1; }
+	# The session that hit pids_max closed in root's ledger, and the next
+	# login works.
+	vm_root "agent-shell --log lim1 --since 1h" | grep ' pam_close ' | tail -n 1 |
+		grep -q 'how=closed report=kept' || { echo "  the fork bomb's close is not in the ledger"; ok=1; }
+	[ "$(as_agent lim1 'echo next-login-ok' 2>&1)" = next-login-ok ] ||
+		{ echo "  lim1's next login after the fork bomb failed"; ok=1; }
 	# Control: coder1 (no pids_max) starts all 100.
 	[ "$(as_agent coder1 'for i in $(seq 100); do sleep 5 & done; pgrep -c -x sleep; pkill -x sleep')" -ge 100 ] ||
 		{ echo "  control: coder1 could not start 100 processes"; ok=1; }
