@@ -65,9 +65,41 @@ int sbx_snprintf(char *dst, size_t size, const char *fmt, ...)
 /* The value of one hex digit (either case), or -1. */
 int sbx_hexval(char c);
 
+/* ---- text.c: strict UTF-8, and how bytes nobody vouches for are shown -- */
+
+/* The length (1-4) of the strict UTF-8 character at s (RFC 3629: no
+ * overlong form, no surrogate, nothing above U+10FFFF; ASCII is 1), read
+ * from at most avail bytes, its code point in *cp; 0 when the bytes at s
+ * are not one. */
+size_t sbx_utf8_char(const unsigned char *s, size_t avail, uint32_t *cp);
 /* Replace control characters (below 0x20, 0x7f, and UTF-8 C1 U+0080-U+009F)
- * with '?', in place: text that ends up on a terminal. */
+ * with '?', in place: text that ends up on a terminal. A byte that is not
+ * UTF-8 stays; the printers show it (below). sbx_text_is_scrubbed: s has
+ * nothing the scrub would replace. */
 void sbx_text_scrub(char *s);
+bool sbx_text_is_scrubbed(const char *s);
+/*
+ * The shown form of text, the one every printer of such text uses (the
+ * text report, every JSON string the tree writes, journal fields, root's
+ * listings): printable ASCII and UTF-8 characters from U+00A0 up as they
+ * are; every other byte (C0 controls, DEL, the C1 controls U+0080-U+009F
+ * in either spelling, each byte that is not part of strict UTF-8) as the
+ * four characters \xNN, lower-case hex. The result is strict UTF-8 and
+ * holds no byte a terminal acts on. A backslash stays itself, so the form
+ * is for reading; sbx_text_is_shown says whether s shows as itself.
+ *
+ * sbx_text_step: at s (avail bytes), the length of the next unit, and
+ * whether it is shown as it is (else it is one byte, shown as \xNN).
+ * sbx_text_show: s shown into dst, whole units only: 0, or -ENAMETOOLONG
+ * when cut (dst then holds what fitted). sbx_text_put: at most max bytes
+ * of s shown to out; 0 or -EIO.
+ */
+size_t sbx_text_step(const char *s, size_t avail, bool *as_is);
+bool sbx_text_is_shown(const char *s);
+int sbx_text_show(char *dst, size_t size, const char *s);
+int sbx_text_put(FILE *out, const char *s, size_t max);
+/* At most 4 bytes shown for each byte of the text. */
+#define SBX_TEXT_SHOWN_MAX(size) (4 * (size_t)(size) + 1)
 
 /* snprintf into a diagnostic buffer where cutting the text is acceptable
  * (report details, probe reasons). */

@@ -110,19 +110,6 @@ int sbx_snprintf(char *dst, size_t size, const char *fmt, ...)
 	return 0;
 }
 
-void sbx_text_scrub(char *s)
-{
-	for (unsigned char *p = (unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			*p = '?';
-		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			p[0] = '?';
-			p[1] = '?';
-			p++;
-		}
-	}
-}
-
 void sbx_text_set(char *dst, size_t size, const char *fmt, ...)
 {
 	va_list ap;
