@@ -9,8 +9,9 @@
 #include "sha256.h"
 
 /* One writer for two sinks, so the hash is computed over exactly the bytes
- * sbx_profile_to_json prints, without allocating (a profile's JSON can be
- * several hundred KB with every list full and escaped). */
+ * sbx_profile_to_json prints (but for a byte that is not UTF-8: put_str),
+ * without allocating (a profile's JSON can be several hundred KB with
+ * every list full and escaped). */
 struct sink {
 	FILE *f;
 	struct sbx_sha256 *h;
@@ -40,26 +41,44 @@ static void put_u64(struct sink *s, uint64_t v)
 	puts_(s, buf);
 }
 
-/* JSON string: quotes, backslash and control bytes escaped; bytes >= 0x80
- * pass through (config input is validated UTF-8; a profile built in memory
- * is hashed byte for byte either way). A string is bounded by size so an
- * unterminated buffer cannot be over-read. */
+/*
+ * JSON string, one to one since it is hashed: quotes, backslash and
+ * control bytes escaped by sbx_json_escape, the C1 controls U+0080-U+009F
+ * as \u0080-\u009f (a terminal acts on them as UTF-8 too), other UTF-8 as
+ * it is. A config is strict UTF-8 (config.c), so that is all its profiles
+ * hold; a byte that is not UTF-8 (a passwd home through %h, a profile
+ * built in memory) is hashed as it is and printed as the text \xNN, as
+ * the report shows it (text.c): the printed form stays strict UTF-8, the
+ * hash one to one. A string is bounded by size so an unterminated buffer cannot be
+ * over-read.
+ */
 static void put_str(struct sink *s, const char *str, size_t size)
 {
-	size_t i, run = 0;
+	const unsigned char *u = (const unsigned char *)str;
+	size_t i, n, run = 0, len = strnlen(str, size);
 
 	puts_(s, "\"");
-	for (i = 0; i < size && str[i]; i++) {
-		char esc[7];
-		size_t n = sbx_json_escape((unsigned char)str[i], esc);
+	for (i = 0; i < len; i += n) {
+		char esc[8];
+		uint32_t cp = u[i];
 
+		n = u[i] < 0x80 ? 1 : sbx_utf8_char(u + i, len - i, &cp);
 		if (n == 0) {
-			run++;
+			n = 1;
+			if (s->h) {
+				run++;
+				continue;
+			}
+			snprintf(esc, sizeof(esc), "\\\\x%02x", u[i]);
+		} else if (cp >= 0x80 && cp <= 0x9f) {
+			snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
+		} else if (cp >= 0x80 || sbx_json_escape(u[i], esc) == 0) {
+			run += n;
 			continue;
 		}
 		put(s, str + i - run, run);
 		run = 0;
-		put(s, esc, n);
+		puts_(s, esc);
 	}
 	put(s, str + i - run, run);
 	puts_(s, "\"");

@@ -1059,18 +1059,23 @@ void sbx_report_set_requested(struct sbx_report *r, enum sbx_feature f,
  * this, and the outer process reads no more from the worker's pipe. */
 #define SBX_REPORT_JSON_MAX (64u * 1024)
 
-/* Write s as a JSON string (quotes included), escaped by sbx_json_escape.
- * 0 or -EIO. */
+/* Write s as a JSON string (quotes included) in its shown form
+ * (sbx_text_show): strict UTF-8, no control character, quote and
+ * backslash escaped. 0 or -EIO. */
 int sbx_json_put_string(FILE *out, const char *s);
+/* Write s's bytes as a JSON string of lower-case hex. 0 or -EIO. */
+int sbx_json_put_hex(FILE *out, const char *s);
 /* The escape for c (out, NUL-terminated) and its length, or 0 when c is
- * written as it is: the one table of every JSON writer here (json.c). */
+ * written as it is: the table of the profile's canonical form, which is
+ * hashed and so one to one (describe.c). */
 size_t sbx_json_escape(unsigned char c, char out[7]);
 
 /* A strict, bounded reader for the JSON libsbx writes (the report, the
  * probe): each returns 0 or -EINVAL with err naming what (the document)
- * and the byte offset. Strings are bounded by the caller's buffer, \u
- * escapes limited to 0x01-0x7f (the writer never emits more), numbers are
- * unsigned integers up to max. sbx_jr_key reads "key": and returns the
+ * and the byte offset. Strings are bounded by the caller's buffer, strict
+ * UTF-8, any JSON escape allowed (\u with surrogate pairs), and refused
+ * when what they decode to holds a control character (C0, DEL, C1);
+ * numbers are unsigned integers up to max. sbx_jr_key reads "key": and returns the
  * index of key in keys, refusing unknown and repeated ones (seen: bits). */
 struct sbx_jr {
 	const char *base, *p, *end;

@@ -6,11 +6,11 @@
 
 #include "internal.h"
 
-/* The one escape table of every JSON this tree writes (the report, the
- * probe, the profile's canonical form that is hashed): quote and
- * backslash, \n \t \r, other control bytes and DEL as \u00XX; bytes
- * >= 0x80 pass through. out gets the escape; returns its length, or 0
- * when c is written as it is. */
+/* The escape table of the profile's canonical form (describe.c), which is
+ * hashed and so must stay one to one: quote and backslash, \n \t \r,
+ * other control bytes and DEL as \u00XX; bytes >= 0x80 are the caller's.
+ * out gets the escape; returns its length, or 0 when c is written as it
+ * is. */
 size_t sbx_json_escape(unsigned char c, char out[7])
 {
 	static const char hex[] = "0123456789abcdef";
@@ -33,20 +33,37 @@ size_t sbx_json_escape(unsigned char c, char out[7])
 	return 6;
 }
 
+/* Every other string this tree writes as JSON (the report, the probe, the
+ * admin verbs' --json) goes out in its shown form (sbx_text_show): strict
+ * UTF-8 that a strict reader takes, no control character in the text or
+ * in what it decodes to, so a tool that prints a value (jq -r) sends a
+ * terminal nothing it acts on. Only quote and backslash need escaping. */
 int sbx_json_put_string(FILE *out, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	char esc[7];
+	size_t len = strlen(s), n;
+	bool as_is;
 
 	fputc('"', out);
-	for (; *p; p++) {
-		size_t n = sbx_json_escape(*p, esc);
-
-		if (n)
-			fwrite(esc, 1, n, out);
+	for (size_t i = 0; i < len; i += n) {
+		n = sbx_text_step(s + i, len - i, &as_is);
+		if (!as_is)
+			fprintf(out, "\\\\x%02x", (unsigned char)s[i]);
+		else if (s[i] == '"' || s[i] == '\\')
+			fprintf(out, "\\%c", s[i]);
 		else
-			fputc(*p, out);
+			fwrite(s + i, 1, n, out);
 	}
+	fputc('"', out);
+	return ferror(out) ? -EIO : 0;
+}
+
+/* The bytes of s as lower-case hex, in quotes: the exact form beside a
+ * shown one (the report's *_hex keys). */
+int sbx_json_put_hex(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		fprintf(out, "%02x", *p);
 	fputc('"', out);
 	return ferror(out) ? -EIO : 0;
 }
@@ -97,10 +114,81 @@ int sbx_hexval(char c)
 	return -1;
 }
 
-/* A string into out (bounded); only the escapes our writer emits plus the
- * short JSON ones; \u limited to 0x01..0x7f (we never write more). With
- * out NULL the string is checked by the same rules and dropped (a value
- * a newer writer added). */
+/* Four hex digits of a \u escape at j->p, or -1. */
+static long jr_hex4(struct sbx_jr *j)
+{
+	long v = 0;
+
+	if (j->end - j->p < 4)
+		return -1;
+	for (int k = 0; k < 4; k++) {
+		int h = sbx_hexval(j->p[k]);
+
+		if (h < 0)
+			return -1;
+		v = v * 16 + h;
+	}
+	j->p += 4;
+	return v;
+}
+
+/* The code point of a \u escape (j->p after the 'u') into *cp, a UTF-16
+ * surrogate pair taken together. */
+static int jr_escape_u(struct sbx_jr *j, uint32_t *cp)
+{
+	long v = jr_hex4(j), lo;
+
+	if (v < 0)
+		return sbx_jr_fail(j, "bad \\u escape");
+	if (v >= 0xdc00 && v <= 0xdfff)
+		return sbx_jr_fail(j, "unpaired surrogate in \\u escape");
+	if (v >= 0xd800 && v <= 0xdbff) {
+		if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u')
+			return sbx_jr_fail(j, "unpaired surrogate in \\u escape");
+		j->p += 2;
+		lo = jr_hex4(j);
+		if (lo < 0xdc00 || lo > 0xdfff)
+			return sbx_jr_fail(j, "unpaired surrogate in \\u escape");
+		v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
+	}
+	*cp = (uint32_t)v;
+	return 0;
+}
+
+static size_t utf8_encode(uint32_t cp, char out[4])
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | cp >> 6);
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | cp >> 12);
+		out[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | cp >> 18);
+	out[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+	out[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/*
+ * A string into out (bounded), by RFC 8259 and more strictly: the text
+ * is strict UTF-8 (sbx_utf8_char), any escape may be used (\u with
+ * surrogate pairs, as other writers spell text), and what it decodes to
+ * holds no control character. What these readers return reaches
+ * terminals (a root reading a report an agent could write): no C0
+ * control, DEL or C1 control (U+0080-U+009F, which terminals may act on
+ * like ESC [), in any spelling. With out NULL the string is checked by the
+ * same rules and dropped (a value a newer writer added).
+ */
 static int jr_string(struct sbx_jr *j, char *out, size_t size)
 {
 	size_t n = 0;
@@ -108,62 +196,54 @@ static int jr_string(struct sbx_jr *j, char *out, size_t size)
 	if (sbx_jr_expect(j, '"'))
 		return -EINVAL;
 	for (;;) {
-		unsigned char c;
+		char buf[4];
+		size_t len = 1;
+		uint32_t cp;
 
 		if (j->p >= j->end)
 			return sbx_jr_fail(j, "unterminated string");
-		c = (unsigned char)*j->p++;
-		if (c == '"')
+		cp = (unsigned char)*j->p;
+		buf[0] = *j->p++;
+		if (cp == '"')
 			break;
-		if (c < 0x20)
-			return sbx_jr_fail(j, "control byte in string");
-		if (c == '\\') {
+		if (cp == '\\') {
 			if (j->p >= j->end)
 				return sbx_jr_fail(j, "unterminated escape");
 			switch (*j->p++) {
-			case '"': c = '"'; break;
-			case '\\': c = '\\'; break;
-			case '/': c = '/'; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'n': c = '\n'; break;
-			case 'r': c = '\r'; break;
-			case 't': c = '\t'; break;
-			case 'u': {
-				int v = 0, k, h;
-
-				if (j->end - j->p < 4)
-					return sbx_jr_fail(j, "short \\u escape");
-				for (k = 0; k < 4; k++) {
-					h = sbx_hexval(j->p[k]);
-					if (h < 0)
-						return sbx_jr_fail(j, "bad \\u escape");
-					v = v * 16 + h;
-				}
-				j->p += 4;
-				if (v < 1 || v > 0x7f)
-					return sbx_jr_fail(j, "\\u escape outside 0x01-0x7f");
-				c = (unsigned char)v;
+			case '"': cp = '"'; break;
+			case '\\': cp = '\\'; break;
+			case '/': cp = '/'; break;
+			case 'b': cp = '\b'; break;
+			case 'f': cp = '\f'; break;
+			case 'n': cp = '\n'; break;
+			case 'r': cp = '\r'; break;
+			case 't': cp = '\t'; break;
+			case 'u':
+				if (jr_escape_u(j, &cp))
+					return -EINVAL;
 				break;
-			}
 			default:
 				return sbx_jr_fail(j, "unknown escape");
 			}
+			len = utf8_encode(cp, buf);
+		} else if (cp >= 0x80) {
+			len = sbx_utf8_char((const unsigned char *)j->p - 1,
+					    (size_t)(j->end - j->p) + 1, &cp);
+			if (!len)
+				return sbx_jr_fail(j, "invalid UTF-8 in string");
+			memcpy(buf, j->p - 1, len);
+			j->p += len - 1;
 		}
-		/* What these readers return reaches terminals (a root reading
-		 * a report an agent could write): no control character, in any
-		 * spelling, and no C1 control as UTF-8 (U+0080-U+009F, which
-		 * terminals may act on like ESC [). */
-		if (c < 0x20 || c == 0x7f)
+		if (cp < 0x20 || cp == 0x7f)
 			return sbx_jr_fail(j, "control character in string");
-		if (c == 0xc2 && j->p < j->end && (unsigned char)*j->p >= 0x80 &&
-		    (unsigned char)*j->p <= 0x9f)
+		if (cp >= 0x80 && cp <= 0x9f)
 			return sbx_jr_fail(j, "C1 control character in string");
 		if (!out)
 			continue;
-		if (n + 1 >= size)
+		if (n + len >= size)
 			return sbx_jr_fail(j, "string too long");
-		out[n++] = (char)c;
+		memcpy(out + n, buf, len);
+		n += len;
 	}
 	if (out)
 		out[n] = '\0';
