@@ -2,6 +2,7 @@
 /* The report as JSON: the writer, the strict reader of that schema (unknown keys skipped), and report files. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +13,17 @@
 
 /* ---- JSON out ------------------------------------------------------------------ */
 
+/* A string as it shows (sbx_json_put_string: strict UTF-8, no control
+ * character) and, when that is not the string byte for byte, its bytes
+ * under KEY_hex, so that a reader gets back exactly what was there. */
 static void json_key_string(FILE *out, const char *key, const char *val, bool comma)
 {
 	fprintf(out, "%s\"%s\":", comma ? "," : "", key);
 	sbx_json_put_string(out, val);
+	if (!sbx_text_is_shown(val)) {
+		fprintf(out, ",\"%s_hex\":", key);
+		sbx_json_put_hex(out, val);
+	}
 }
 
 static void json_guarantee_list(FILE *out, const char *key, uint32_t set)
@@ -45,18 +53,34 @@ static int time_rfc3339(int64_t t, char out[32])
 	return 0;
 }
 
+/* The words as they show; when one does not show as itself, every word's
+ * bytes again in command_hex, one for one. */
 static void json_argv(FILE *out, const struct sbx_report *r)
 {
 	const char *w = r->argv_buf;
+	bool exact = true;
 
 	fputs(",\"command\":[", out);
 	for (unsigned i = 0; i < r->argc; i++) {
 		if (i)
 			fputc(',', out);
 		sbx_json_put_string(out, w);
+		exact &= sbx_text_is_shown(w);
 		w += strlen(w) + 1;
 	}
-	fprintf(out, "],\"command_truncated\":%s", r->argv_truncated ? "true" : "false");
+	fputc(']', out);
+	if (!exact) {
+		fputs(",\"command_hex\":[", out);
+		w = r->argv_buf;
+		for (unsigned i = 0; i < r->argc; i++) {
+			if (i)
+				fputc(',', out);
+			sbx_json_put_hex(out, w);
+			w += strlen(w) + 1;
+		}
+		fputc(']', out);
+	}
+	fprintf(out, ",\"command_truncated\":%s", r->argv_truncated ? "true" : "false");
 }
 
 /* network = proxy: the list as an array, the bridge's counts. */
@@ -186,24 +210,158 @@ static int jr_time(struct sbx_jr *j, int64_t *out)
 	return 0;
 }
 
-static int jr_argv(struct sbx_jr *j, struct sbx_report *r)
+/* ---- strings, and their exact bytes ---------------------------------------- */
+
+/* The longest string of a report but the command (refusal), and the
+ * command's words together. */
+#define TEXT_MAX sizeof(((struct sbx_report *)0)->refusal)
+#define WORDS_MAX sizeof(((struct sbx_report *)0)->argv_buf)
+
+/* A string of the report as read: how it shows (KEY), and its bytes when
+ * the writer gave them (KEY_hex), in whichever order the keys came. */
+struct jr_text {
+	char shown[SBX_TEXT_SHOWN_MAX(TEXT_MAX)];
+	char hex[2 * TEXT_MAX + 1];
+	bool have_shown, have_hex;
+};
+
+static int jr_text_shown(struct sbx_jr *j, struct jr_text *t)
+{
+	t->have_shown = true;
+	return sbx_jr_string(j, t->shown, sizeof(t->shown));
+}
+
+static int jr_text_hex(struct sbx_jr *j, struct jr_text *t)
+{
+	t->have_hex = true;
+	return sbx_jr_string(j, t->hex, sizeof(t->hex));
+}
+
+static int lower_hexval(char c)
+{
+	return c >= 'A' && c <= 'F' ? -1 : sbx_hexval(c);
+}
+
+/* Lower-case hex, as the writer puts it, of a string shorter than size
+ * into out: 0, or -1. The string holds no NUL and nothing sbx_text_scrub
+ * replaces: the report's fields are scrubbed when set, and what this
+ * reader returns holds no control character in any spelling; a byte that
+ * is not UTF-8 comes back as it was. */
+static int hex_decode(const char *hex, char *out, size_t size)
+{
+	size_t n = strlen(hex);
+
+	if (n % 2 || n / 2 >= size)
+		return -1;
+	for (size_t i = 0; i < n / 2; i++) {
+		int hi = lower_hexval(hex[2 * i]), lo = lower_hexval(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0 || (hi | lo) == 0)
+			return -1;
+		out[i] = (char)(hi << 4 | lo);
+	}
+	out[n / 2] = '\0';
+	return sbx_text_is_scrubbed(out) ? 0 : -1;
+}
+
+/* Exactly what shown says: bytes shown (sbx_text_show) as shown is. So a
+ * reader that skips KEY_hex reads the same text, and a forged report
+ * cannot say one thing to it and another to this reader. */
+static bool shows_as(const char *bytes, const char *shown)
+{
+	char again[SBX_TEXT_SHOWN_MAX(WORDS_MAX > TEXT_MAX ? WORDS_MAX : TEXT_MAX)];
+
+	return sbx_text_show(again, sizeof(again), bytes) == 0 && !strcmp(again, shown);
+}
+
+/* The field's value into dst (size bytes): KEY_hex's bytes when given,
+ * else KEY as it is. Neither key given leaves dst alone. */
+static int jr_text_resolve(struct sbx_jr *j, const char *key, const struct jr_text *t,
+			   char *dst, size_t size)
+{
+	char bytes[TEXT_MAX], msg[96];
+
+	if (!t->have_hex) {
+		if (t->have_shown && strlen(t->shown) >= size) {
+			snprintf(msg, sizeof(msg), "\"%s\": string too long", key);
+			return sbx_jr_fail(j, msg);
+		}
+		if (t->have_shown)
+			memcpy(dst, t->shown, strlen(t->shown) + 1);
+		return 0;
+	}
+	if (!t->have_shown)
+		snprintf(msg, sizeof(msg), "\"%s_hex\" without \"%s\"", key, key);
+	else if (hex_decode(t->hex, bytes, size < sizeof(bytes) ? size : sizeof(bytes)) != 0)
+		snprintf(msg, sizeof(msg), "\"%s_hex\": not the hex of a string without "
+			 "control characters", key);
+	else if (!shows_as(bytes, t->shown))
+		snprintf(msg, sizeof(msg), "\"%s_hex\": not what \"%s\" shows", key, key);
+	else
+		return sbx_strlcpy(dst, size, bytes) == 0 ? 0 : sbx_jr_fail(j, "string too long");
+	return sbx_jr_fail(j, msg);
+}
+
+/* The command's words as read (command), and their bytes (command_hex):
+ * each list NUL-separated, n words. */
+struct jr_words {
+	char shown[SBX_TEXT_SHOWN_MAX(WORDS_MAX) + SBX_REPORT_ARGV_MAX];
+	char hex[2 * WORDS_MAX + SBX_REPORT_ARGV_MAX];
+	unsigned n_shown, n_hex;
+	bool have_shown, have_hex;
+};
+
+static int jr_string_list(struct sbx_jr *j, char *buf, size_t size, unsigned *n)
 {
 	size_t used = 0;
 
-	r->argc = 0;
+	*n = 0;
 	if (sbx_jr_expect(j, '['))
 		return -EINVAL;
 	if (sbx_jr_peek(j, ']'))
 		return 0;
 	do {
-		if (r->argc == SBX_REPORT_ARGV_MAX)
+		if (*n == SBX_REPORT_ARGV_MAX)
 			return sbx_jr_fail(j, "more command words than a report holds");
-		if (sbx_jr_string(j, r->argv_buf + used, sizeof(r->argv_buf) - used))
-			return -EINVAL;
-		used += strlen(r->argv_buf + used) + 1;
-		r->argc++;
-	} while (used < sizeof(r->argv_buf) && sbx_jr_peek(j, ','));
+		if (used >= size || sbx_jr_string(j, buf + used, size - used))
+			return sbx_jr_fail(j, "command longer than a report holds");
+		used += strlen(buf + used) + 1;
+		(*n)++;
+	} while (sbx_jr_peek(j, ','));
 	return sbx_jr_expect(j, ']');
+}
+
+/* argv_buf from the words: their bytes when command_hex gave them (one
+ * for each word, each showing as its word), else the words as they are. */
+static int jr_words_resolve(struct sbx_jr *j, const struct jr_words *w, struct sbx_report *r)
+{
+	const char *shown = w->shown, *hex = w->hex;
+	char word[sizeof(r->argv_buf)];
+	size_t used = 0;
+
+	if (w->have_hex && w->n_hex != w->n_shown)
+		return sbx_jr_fail(j, "\"command_hex\" and \"command\" differ in length");
+	memset(r->argv_buf, 0, sizeof(r->argv_buf));
+	for (unsigned i = 0; i < w->n_shown; i++) {
+		const char *bytes = shown;
+
+		if (w->have_hex) {
+			if (hex_decode(hex, word, sizeof(word)) != 0)
+				return sbx_jr_fail(j, "\"command_hex\": not the hex of a string "
+						   "without control characters");
+			if (!shows_as(word, shown))
+				return sbx_jr_fail(j, "\"command_hex\": not what \"command\" shows");
+			bytes = word;
+			hex += strlen(hex) + 1;
+		}
+		if (strlen(bytes) + 1 > sizeof(r->argv_buf) - used)
+			return sbx_jr_fail(j, "command longer than a report holds");
+		memcpy(r->argv_buf + used, bytes, strlen(bytes) + 1);
+		used += strlen(bytes) + 1;
+		shown += strlen(shown) + 1;
+	}
+	r->argc = w->n_shown;
+	return 0;
 }
 
 static int jr_enum(struct sbx_jr *j, const char *(*name)(int), int n, int *out)
@@ -264,19 +422,33 @@ static int jr_guarantees(struct sbx_jr *j, uint32_t *out)
 	return 0;
 }
 
+struct profile_ctx {
+	struct jr_text name, hash;
+};
+
 static int profile_field(struct sbx_jr *j, int k, void *ctx)
 {
-	struct sbx_report *r = ctx;
+	struct profile_ctx *c = ctx;
+	struct jr_text *t = k % 2 ? &c->hash : &c->name;
 
-	return k == 0 ? sbx_jr_string(j, r->profile_name, sizeof(r->profile_name)) :
-			sbx_jr_string(j, r->profile_hash, sizeof(r->profile_hash));
+	return k < 2 ? jr_text_shown(j, t) : jr_text_hex(j, t);
 }
 
 static int jr_profile(struct sbx_jr *j, struct sbx_report *r)
 {
-	static const char *const keys[] = { "name", "hash" };
+	static const char *const keys[] = { "name", "hash", "name_hex", "hash_hex" };
+	struct profile_ctx *c = calloc(1, sizeof(*c));
+	int rc;
 
-	return sbx_jr_object(j, keys, ARRAY_SIZE(keys), "profile", profile_field, r);
+	if (!c)
+		return sbx_jr_fail(j, "out of memory");
+	rc = sbx_jr_object_opt(j, keys, ARRAY_SIZE(keys), 3u << 2, "profile", profile_field, c);
+	if (rc == 0)
+		rc = jr_text_resolve(j, "name", &c->name, r->profile_name, sizeof(r->profile_name));
+	if (rc == 0)
+		rc = jr_text_resolve(j, "hash", &c->hash, r->profile_hash, sizeof(r->profile_hash));
+	free(c);
+	return rc;
 }
 
 static int policy_field(struct sbx_jr *j, int k, void *ctx)
@@ -316,6 +488,7 @@ static int jr_policy(struct sbx_jr *j, struct sbx_report *r)
 struct entry_ctx {
 	struct sbx_report_entry *e;
 	unsigned f;
+	struct jr_text detail;
 };
 
 static int entry_field(struct sbx_jr *j, int k, void *ctx)
@@ -340,7 +513,8 @@ static int entry_field(struct sbx_jr *j, int k, void *ctx)
 	case 1: return sbx_jr_bool(j, &e->requested);
 	case 2: return sbx_jr_bool(j, &e->achieved);
 	case 3: return sbx_jr_bool(j, &e->verified);
-	default: return sbx_jr_string(j, e->detail, sizeof(e->detail));
+	case 4: return jr_text_shown(j, &c->detail);
+	default: return jr_text_hex(j, &c->detail);
 	}
 }
 
@@ -350,33 +524,49 @@ static int entry_field(struct sbx_jr *j, int k, void *ctx)
 static int jr_entries(struct sbx_jr *j, struct sbx_report *r)
 {
 	static const char *const keys[] = {
-		"feature", "requested", "achieved", "verified", "detail",
+		"feature", "requested", "achieved", "verified", "detail", "detail_hex",
 	};
+	struct entry_ctx *c = malloc(sizeof(*c));
+	struct sbx_report_entry scratch;
 	uint32_t seen = 0;
+	int rc = -EINVAL;
 
+	if (!c)
+		return sbx_jr_fail(j, "out of memory");
 	if (sbx_jr_expect(j, '['))
-		return -EINVAL;
+		goto out;
+	rc = 0;
 	if (sbx_jr_peek(j, ']'))
-		return 0;
+		goto out;
 	do {
-		struct sbx_report_entry scratch;
-		struct entry_ctx c = { &scratch, SBX_F_COUNT };
-		int rc;
-
 		memset(&scratch, 0, sizeof(scratch));
-		rc = sbx_jr_object(j, keys, ARRAY_SIZE(keys), "entry", entry_field, &c);
+		memset(c, 0, sizeof(*c));
+		c->e = &scratch;
+		c->f = SBX_F_COUNT;
+		rc = sbx_jr_object_opt(j, keys, ARRAY_SIZE(keys), 1u << 5, "entry", entry_field, c);
+		if (rc == 0)
+			rc = jr_text_resolve(j, "detail", &c->detail, scratch.detail,
+					     sizeof(scratch.detail));
 		if (rc)
-			return rc;
-		if (scratch.verified && !scratch.achieved)
-			return sbx_jr_fail(j, "entry verified but not achieved");
-		if (c.f == SBX_F_COUNT)
+			goto out;
+		rc = -EINVAL;
+		if (scratch.verified && !scratch.achieved) {
+			sbx_jr_fail(j, "entry verified but not achieved");
+			goto out;
+		}
+		if (c->f == SBX_F_COUNT)
 			continue;
-		if (seen & (1u << c.f))
-			return sbx_jr_fail(j, "duplicate feature");
-		seen |= 1u << c.f;
-		r->entry[c.f] = scratch;
+		if (seen & (1u << c->f)) {
+			sbx_jr_fail(j, "duplicate feature");
+			goto out;
+		}
+		seen |= 1u << c->f;
+		r->entry[c->f] = scratch;
 	} while (sbx_jr_peek(j, ','));
-	return sbx_jr_expect(j, ']');
+	rc = sbx_jr_expect(j, ']');
+out:
+	free(c);
+	return rc;
 }
 
 /* One list entry as the writer puts it: HOST:PORT, [V6]:PORT or
@@ -441,22 +631,54 @@ static int jr_egress(struct sbx_jr *j, struct sbx_report *r)
 	return sbx_jr_object_opt(j, keys, ARRAY_SIZE(keys), 1u << 5, "egress", egress_field, r);
 }
 
+/* Indices into sbx_report_from_json's keys: the command's and the first
+ * KEY_hex (those of report_strings, in its order, then command_hex). */
+enum { K_COMMAND = 18, K_FIRST_HEX = 23, K_COMMAND_HEX = 28 };
+
+#define FIELD(name) offsetof(struct sbx_report, name), sizeof(((struct sbx_report *)0)->name)
+
+/* The report's top-level strings with a KEY_hex: the index of KEY, and the
+ * field it fills. */
+static const struct report_string {
+	int k;
+	const char *key;
+	size_t off, size;
+} report_strings[] = {
+	{ 0, "session_id", FIELD(session_id) },
+	{ 1, "user", FIELD(user) },
+	{ 3, "client", FIELD(client) },
+	{ 4, "service", FIELD(service) },
+	{ 15, "refusal", FIELD(refusal) },
+};
+
+#undef FIELD
+
+/* The report being read, and its strings until both their keys are in. */
+struct report_ctx {
+	struct sbx_report r;
+	struct jr_text text[ARRAY_SIZE(report_strings)];
+	struct jr_words command;
+};
+
 static int report_field(struct sbx_jr *j, int k, void *ctx)
 {
-	struct sbx_report *r = ctx;
+	struct report_ctx *c = ctx;
+	struct sbx_report *r = &c->r;
 	uint64_t n = 0;
 	int v = 0, rc;
 
+	for (size_t i = 0; i < ARRAY_SIZE(report_strings); i++) {
+		if (k == report_strings[i].k)
+			return jr_text_shown(j, &c->text[i]);
+		if (k == K_FIRST_HEX + (int)i)
+			return jr_text_hex(j, &c->text[i]);
+	}
 	switch (k) {
-	case 0: return sbx_jr_string(j, r->session_id, sizeof(r->session_id));
-	case 1: return sbx_jr_string(j, r->user, sizeof(r->user));
 	case 2:
 		/* (uid_t)-1 is "no uid" to the kernel: never a session's. */
 		rc = sbx_jr_uint(j, UINT32_MAX - 1, &n);
 		r->uid = (uid_t)n;
 		return rc;
-	case 3: return sbx_jr_string(j, r->client, sizeof(r->client));
-	case 4: return sbx_jr_string(j, r->service, sizeof(r->service));
 	case 5: return jr_profile(j, r);
 	case 6:
 		rc = jr_enum(j, isolation_name_i, 2, &v);
@@ -476,14 +698,20 @@ static int report_field(struct sbx_jr *j, int k, void *ctx)
 		*(k == 12 ? &r->level : &r->min_level) = (enum sbx_level)v;
 		return rc;
 	case 14: return sbx_jr_bool(j, &r->floor_met);
-	case 15: return sbx_jr_string(j, r->refusal, sizeof(r->refusal));
 	case 16:
 		rc = sbx_jr_uint(j, 1000, &n);
 		if (rc == 0 && n > SBX_REPORT_SCHEMA)
 			return sbx_jr_fail(j, "schema newer than this reader's");
 		return rc;
 	case 17: return jr_time(j, &r->started);
-	case 18: return jr_argv(j, r);
+	case K_COMMAND:
+		c->command.have_shown = true;
+		return jr_string_list(j, c->command.shown, sizeof(c->command.shown),
+				      &c->command.n_shown);
+	case K_COMMAND_HEX:
+		c->command.have_hex = true;
+		return jr_string_list(j, c->command.hex, sizeof(c->command.hex),
+				      &c->command.n_hex);
 	case 19: return sbx_jr_bool(j, &r->argv_truncated);
 	case 20: return jr_time(j, &r->ended);
 	case 22: return jr_egress(j, r);
@@ -492,6 +720,22 @@ static int report_field(struct sbx_jr *j, int k, void *ctx)
 		r->exit_status = (int)n;
 		return rc;
 	}
+}
+
+/* Once the object is read: each string from its two keys. */
+static int report_resolve(struct sbx_jr *j, struct report_ctx *c)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(report_strings); i++) {
+		const struct report_string *rs = &report_strings[i];
+		int rc = jr_text_resolve(j, rs->key, &c->text[i], (char *)&c->r + rs->off,
+					 rs->size);
+
+		if (rc)
+			return rc;
+	}
+	if (c->command.have_hex && !c->command.have_shown)
+		return sbx_jr_fail(j, "\"command_hex\" without \"command\"");
+	return jr_words_resolve(j, &c->command, &c->r);
 }
 
 int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
@@ -506,12 +750,18 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 		"schema", "started", "command", "command_truncated", "ended", "exit_status",
 		/* Added in schema 1 with network = proxy. */
 		"egress",
+		/* The bytes of a string that does not show as itself (json_key_string),
+		 * in the order of report_strings; then the command's. */
+		"session_id_hex", "user_hex", "client_hex", "service_hex", "refusal_hex",
+		"command_hex",
 	};
-	const uint32_t optional = 0x7fu << 16;
-	struct sbx_report *r;
+	const uint32_t optional = 0x1fffu << 16;
+	struct report_ctx *c;
 	struct sbx_jr j;
 	int rc;
 
+	_Static_assert(ARRAY_SIZE(keys) == K_COMMAND_HEX + 1 && ARRAY_SIZE(keys) <= 32,
+		       "report keys and their indices");
 	if (!buf || !out)
 		return sbx_error_set(err, EINVAL, "report JSON: no input");
 	if (len > SBX_REPORT_JSON_MAX)
@@ -519,19 +769,21 @@ int sbx_report_from_json(const char *buf, size_t len, struct sbx_report *out,
 				     SBX_REPORT_JSON_MAX);
 	/* A newer writer's keys are skipped, not refused. */
 	j = (struct sbx_jr){ buf, buf, buf + len, "report JSON", err, true };
-	r = calloc(1, sizeof(*r));
-	if (!r)
+	c = calloc(1, sizeof(*c));
+	if (!c)
 		return sbx_error_set(err, ENOMEM, "report JSON: out of memory");
-	r->exit_status = -1;
-	rc = sbx_jr_object_opt(&j, keys, ARRAY_SIZE(keys), optional, NULL, report_field, r);
+	c->r.exit_status = -1;
+	rc = sbx_jr_object_opt(&j, keys, ARRAY_SIZE(keys), optional, NULL, report_field, c);
+	if (rc == 0)
+		rc = report_resolve(&j, c);
 	if (rc == 0) {
 		sbx_jr_ws(&j);
 		if (j.p != j.end)
 			rc = sbx_jr_fail(&j, "trailing bytes after the object");
 	}
 	if (rc == 0)
-		*out = *r;
-	free(r);
+		*out = c->r;
+	free(c);
 	return rc;
 }
 

@@ -25,33 +25,51 @@ static void text_guarantees(FILE *out, const char *label, uint32_t set)
 	fputs(first ? "(none)\n" : "\n", out);
 }
 
+/* A string of the report as it shows (text.c): a command word, a path or a
+ * host name may hold any byte, and this text is read on root's terminal. */
+static void text_field(FILE *out, const char *s, size_t max)
+{
+	sbx_text_put(out, s[0] ? s : "-", max);
+}
+
 int sbx_report_to_text(const struct sbx_report *r, FILE *out)
 {
 	unsigned f;
 
 	if (!r || !out)
 		return -EINVAL;
-	fprintf(out, "session     %s\nuser        %s (uid %u) from %s via %s\n",
-		r->session_id[0] ? r->session_id : "-", r->user[0] ? r->user : "-",
-		(unsigned)r->uid, r->client[0] ? r->client : "-",
-		r->service[0] ? r->service : "-");
-	fprintf(out, "profile     %s (hash %.16s), %s, Landlock ABI %d\n\n",
-		r->profile_name, r->profile_hash, sbx_isolation_name(r->isolation),
+	fputs("session     ", out);
+	text_field(out, r->session_id, sizeof(r->session_id));
+	fputs("\nuser        ", out);
+	text_field(out, r->user, sizeof(r->user));
+	fprintf(out, " (uid %u) from ", (unsigned)r->uid);
+	text_field(out, r->client, sizeof(r->client));
+	fputs(" via ", out);
+	text_field(out, r->service, sizeof(r->service));
+	fputs("\nprofile     ", out);
+	sbx_text_put(out, r->profile_name, sizeof(r->profile_name));
+	fputs(" (hash ", out);
+	sbx_text_put(out, r->profile_hash, 16);
+	fprintf(out, "), %s, Landlock ABI %d\n\n", sbx_isolation_name(r->isolation),
 		r->landlock_abi);
 	fprintf(out, "%-16s %-9s %-8s %-8s %s\n", "feature", "requested",
 		"achieved", "verified", "detail");
 	for (f = 0; f < SBX_F_COUNT; f++) {
 		const struct sbx_report_entry *e = &r->entry[f];
 
-		fprintf(out, "%-16s %-9s %-8s %-8s %s\n",
+		fprintf(out, "%-16s %-9s %-8s %-8s ",
 			sbx_feature_name((enum sbx_feature)f),
 			e->requested ? "yes" : "no", e->achieved ? "yes" : "no",
-			e->verified ? "yes" : "no", e->detail);
+			e->verified ? "yes" : "no");
+		sbx_text_put(out, e->detail, sizeof(e->detail));
+		fputc('\n', out);
 	}
 	fputc('\n', out);
 	if (r->network == SBX_NETWORK_PROXY) {
-		fprintf(out, "%-12s%s%s\n", "egress", r->egress_list[0] ? r->egress_list : "(none listed)",
-			r->egress_list_truncated ? ", ..." : "");
+		fprintf(out, "%-12s", "egress");
+		sbx_text_put(out, r->egress_list[0] ? r->egress_list : "(none listed)",
+			     sizeof(r->egress_list));
+		fprintf(out, "%s\n", r->egress_list_truncated ? ", ..." : "");
 		if (r->ended > 0)
 			fprintf(out, "%-12sallowed %llu, refused %llu, failed %llu, unanswered %llu\n",
 				"", (unsigned long long)r->egress_allowed,
@@ -63,10 +81,13 @@ int sbx_report_to_text(const struct sbx_report *r, FILE *out)
 	text_guarantees(out, "required", r->required);
 	fprintf(out, "level       %s (floor %s)\n", sbx_level_name(r->level),
 		sbx_level_name(r->min_level));
-	if (r->floor_met)
+	if (r->floor_met) {
 		fputs("verdict     floor met\n", out);
-	else
-		fprintf(out, "verdict     refused: %s\n", r->refusal);
+	} else {
+		fputs("verdict     refused: ", out);
+		sbx_text_put(out, r->refusal, sizeof(r->refusal));
+		fputc('\n', out);
+	}
 	return ferror(out) ? -EIO : 0;
 }
 
