@@ -252,9 +252,16 @@ int sbx_profile_to_text(const struct sbx_profile *p, FILE *out)
 
 	sbx_profile_hash(p, hash);
 #define ROW(k, fmt, ...) fprintf(out, "%-16s " fmt "\n", k, __VA_ARGS__)
-	ROW("profile", "%.*s", SBX_NAME_MAX - 1, p->name);
+/* A config's own text, or a passwd home through %h: shown (text.c). */
+#define ROW_TEXT(k, prefix, str, size)				\
+	do {							\
+		fprintf(out, "%-16s %s", k, prefix);		\
+		sbx_text_put(out, str, size);			\
+		fputc('\n', out);				\
+	} while (0)
+	ROW_TEXT("profile", "", p->name, SBX_NAME_MAX);
 	ROW("hash", "%s", hash);
-	ROW("workspace_root", "%.*s", SBX_PATH_MAX - 1, or_dash(p->workspace_root));
+	ROW_TEXT("workspace_root", "", or_dash(p->workspace_root), SBX_PATH_MAX);
 	ROW("workspace", "read %-5s  write %s", sbx_access_name(p->workspace_read),
 	    sbx_access_name(p->workspace_write));
 	ROW("host", "read %-5s  write %s", sbx_access_name(p->host_read),
@@ -267,32 +274,35 @@ int sbx_profile_to_text(const struct sbx_profile *p, FILE *out)
 	ROW("home", "%s", sbx_home_name(p->home));
 	ROW("isolation", "%s%s", sbx_isolation_name(p->isolation),
 	    p->ack_unconfined ? " (acknowledged)" : "");
-	ROW("shell", "%.*s", SBX_PATH_MAX - 1, or_dash(p->shell));
+	ROW_TEXT("shell", "", or_dash(p->shell), SBX_PATH_MAX);
 	ROW("pam_stage", "%s", p->pam_required ? "required" : "optional");
-	for (i = 0; i < clamp(p->n_roots, SBX_MAX_ROOTS); i++)
-		ROW(i ? "" : "roots", "read %-5s  write %-5s  %.*s",
-		    sbx_access_name(p->roots[i].read), sbx_access_name(p->roots[i].write),
-		    SBX_PATH_MAX - 1, p->roots[i].path);
+	for (i = 0; i < clamp(p->n_roots, SBX_MAX_ROOTS); i++) {
+		char access[40];
+
+		snprintf(access, sizeof(access), "read %-5s  write %-5s  ",
+			 sbx_access_name(p->roots[i].read), sbx_access_name(p->roots[i].write));
+		ROW_TEXT(i ? "" : "roots", access, p->roots[i].path, SBX_PATH_MAX);
+	}
 	for (i = 0; i < clamp(p->n_deny_read, SBX_MAX_DENY); i++)
-		ROW(i ? "" : "deny_read", "%.*s", SBX_PATH_MAX - 1, p->deny_read[i]);
+		ROW_TEXT(i ? "" : "deny_read", "", p->deny_read[i], SBX_PATH_MAX);
 	for (i = 0; i < clamp(p->n_gate, SBX_MAX_GATE); i++)
-		ROW(i ? "" : "gate_allow", "%.*s", SBX_PATH_MAX - 1, p->gate_allow[i]);
+		ROW_TEXT(i ? "" : "gate_allow", "", p->gate_allow[i], SBX_PATH_MAX);
 	if (p->unix_allow_any)
 		ROW("unix_allow", "%s", "(no list restricts)");
 	for (i = 0; i < clamp(p->n_unix_allow, SBX_MAX_UNIX_ALLOW); i++)
-		ROW(i ? "" : "unix_allow", "%.*s", SBX_PATH_MAX - 1, p->unix_allow[i]);
+		ROW_TEXT(i ? "" : "unix_allow", "", p->unix_allow[i], SBX_PATH_MAX);
 	if (p->egress_any)
 		ROW("egress_allow", "%s", "(no list restricts)");
 	for (i = 0; i < clamp(p->n_egress, SBX_MAX_EGRESS); i++) {
 		char e[SBX_EGRESS_HOST_MAX + 16];
 
 		if (sbx_egress_entry_format(&p->egress[i], e, sizeof(e)) == 0)
-			ROW(i ? "" : "egress_allow", "%s", e);
+			ROW_TEXT(i ? "" : "egress_allow", "", e, sizeof(e));
 	}
 	if (p->n_services == 0)
 		ROW("services", "%s", "(no cap)");
 	for (i = 0; i < clamp(p->n_services, SBX_MAX_SERVICES); i++)
-		ROW(i ? "" : "services", "%.*s", SBX_NAME_MAX - 1, p->services[i]);
+		ROW_TEXT(i ? "" : "services", "", p->services[i], SBX_NAME_MAX);
 	for (l = 0; l < SBX_LIMIT_COUNT; l++)
 		if (p->limits.set_mask & (1u << l))
 			ROW(sbx_limit_name((enum sbx_limit)l), "%" PRIu64, p->limits.value[l]);
@@ -304,6 +314,7 @@ int sbx_profile_to_text(const struct sbx_profile *p, FILE *out)
 		if (p->require & (1u << l))
 			fprintf(out, " %s", sbx_guarantee_name((enum sbx_guarantee)(1u << l)));
 	fputc('\n', out);
+#undef ROW_TEXT
 #undef ROW
 	return ferror(out) ? -EIO : 0;
 }

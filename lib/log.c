@@ -101,7 +101,7 @@ static void put_key(struct sbx_logline *l, const char *key)
 
 void sbx_log_add(struct sbx_logline *l, const char *key, const char *fmt, ...)
 {
-	char val[SBX_LOG_VALUE_MAX];
+	char val[SBX_LOG_VALUE_MAX], shown[SBX_TEXT_SHOWN_MAX(SBX_LOG_VALUE_MAX)];
 	va_list ap;
 
 	if (!key_ok(key))
@@ -115,7 +115,11 @@ void sbx_log_add(struct sbx_logline *l, const char *key, const char *fmt, ...)
 	sbx_text_scrub(val);
 	put_key(l, key);
 	sbx_log_value(&l->lb, val, !strcmp(key, "msg") || !strcmp(key, "command"));
-	sbx_sbuf_str(&l->jb, val);
+	/* The journal field unquoted, but as it shows (text.c): a byte that
+	 * is not UTF-8 (0x9b is CSI to a terminal not in UTF-8 mode) as \xNN,
+	 * as the line has it; UTF-8 text as it is, so a query can name it. */
+	(void)sbx_text_show(shown, sizeof(shown), val);
+	sbx_sbuf_str(&l->jb, shown);
 	sbx_sbuf_add(&l->jb, "\n", 1);
 }
 

@@ -104,6 +104,7 @@ static void row(struct doctor *d, enum doc_status st, const char *area, const ch
 static void row(struct doctor *d, enum doc_status st, const char *area, const char *subject,
 		const char *fix, const char *fmt, ...)
 {
+	char detail[sizeof(((struct doc_row *)0)->detail)];
 	struct doc_row *r;
 	va_list ap;
 
@@ -122,12 +123,15 @@ static void row(struct doctor *d, enum doc_status st, const char *area, const ch
 	r = &d->rows[d->n_rows++];
 	memset(r, 0, sizeof(*r));
 	r->status = st;
-	snprintf(r->area, sizeof(r->area), "%s", area);
-	snprintf(r->subject, sizeof(r->subject), "%s", subject);
-	snprintf(r->fix, sizeof(r->fix), "%s", fix ? fix : "");
 	va_start(ap, fmt);
-	vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
+	/* A row names files, users and what a config or a PAM stack says, and
+	 * goes to root's terminal: kept as it shows (text.c), cut if need be. */
+	(void)sbx_text_show(r->area, sizeof(r->area), area);
+	(void)sbx_text_show(r->subject, sizeof(r->subject), subject);
+	(void)sbx_text_show(r->fix, sizeof(r->fix), fix ? fix : "");
+	(void)sbx_text_show(r->detail, sizeof(r->detail), detail);
 }
 
 /* Append to a bounded "a, b, c" list; truncation only shortens a message. */

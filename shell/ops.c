@@ -91,6 +91,14 @@ static void json_kv(const char *key, const char *value, bool comma)
 		putchar(',');
 }
 
+/* A string from a record or the ledger, as it shows (text.c): a client
+ * name or a command word may hold any byte, and this is root's terminal. */
+static const char *shown(char *buf, size_t size, const char *s)
+{
+	(void)sbx_text_show(buf, size, s);
+	return buf;
+}
+
 static void print_session_json(const struct sbx_record_entry *e, const pid_t *pids, size_t n,
 			       bool first)
 {
@@ -160,10 +168,17 @@ int shell_cmd_sessions(int argc, char **argv)
 			print_session_json(&list[i], pids, np, i == 0);
 			continue;
 		}
+		char user[SBX_TEXT_SHOWN_MAX(sizeof(r->user))];
+		char client[SBX_TEXT_SHOWN_MAX(sizeof(r->client))];
+		char service[SBX_TEXT_SHOWN_MAX(sizeof(r->service))];
+		char profile[SBX_TEXT_SHOWN_MAX(sizeof(r->profile))];
+
 		utc(r->started, when, sizeof(when));
-		printf("%-32s %-16s %-15s %-8s %-12s %-20s %-5s %zu", r->session, r->user,
-		       r->client, r->service, r->profile, when, list[i].live ? "live" : "stale",
-		       np);
+		printf("%-32s %-16s %-15s %-8s %-12s %-20s %-5s %zu", r->session,
+		       shown(user, sizeof(user), r->user), shown(client, sizeof(client), r->client),
+		       shown(service, sizeof(service), r->service),
+		       shown(profile, sizeof(profile), r->profile), when,
+		       list[i].live ? "live" : "stale", np);
 		for (size_t k = 0; k < np && k < 8; k++)
 			printf("%s%d", k ? "," : " (", (int)pids[k]);
 		printf("%s\n", np > 8 ? ",...)" : np ? ")" : "");
@@ -256,9 +271,14 @@ static int end_one(const struct sbx_record *r)
 		sbx_log_add(&l, "closed", "%s", closed ? "yes" : "no");
 		shell_log_send(LOG_NOTICE, &l);
 	}
-	printf("session %s (%s): %u process(es) ended, %zu left; %s\n", r->session, r->user,
-	       killed, left, closed ? "the session closed (record removed)" :
-	       "the record is still there: its opener has not closed it yet");
+	{
+		char user[SBX_TEXT_SHOWN_MAX(sizeof(r->user))];
+
+		printf("session %s (%s): %u process(es) ended, %zu left; %s\n", r->session,
+		       shown(user, sizeof(user), r->user), killed, left,
+		       closed ? "the session closed (record removed)" :
+		       "the record is still there: its opener has not closed it yet");
+	}
 	return left == 0 ? 0 : 1;
 }
 
@@ -615,21 +635,6 @@ static int parse_since(const char *s, int64_t *out)
 	return 0;
 }
 
-/* What the ledger holds was scrubbed of control characters when it was
- * written, but a byte >= 0x80 on its own is a C1 control on a terminal that
- * is not in UTF-8 mode, and no JSON: '?' instead. */
-static void ascii_only(char *dst, size_t size, const char *src)
-{
-	size_t i;
-
-	for (i = 0; src[i] && i + 1 < size; i++) {
-		dst[i] = src[i];
-		if ((unsigned char)src[i] >= 0x80)
-			dst[i] = '?';
-	}
-	dst[i] = '\0';
-}
-
 /* A value as the log grammar writes it (bare, or quoted and escaped), so a
  * value with a space cannot pass for more fields. */
 static const char *log_value(char *buf, size_t size, const char *v)
@@ -656,23 +661,23 @@ static int log_row(const struct sbx_ledger_event *ev, void *arg)
 
 	if (w->user && (!user || strcmp(user, w->user)))
 		return 0;
+	/* What the ledger holds was scrubbed of control characters when it was
+	 * written, but a value may still hold a byte that is not UTF-8 (a C1
+	 * control on a terminal not in UTF-8 mode, and no JSON): each is shown
+	 * as \xNN, in the JSON (sbx_json_put_string) as in the columns, and
+	 * the fields keep the grammar's own quoting (log_value). */
 	if (w->json) {
 		printf("%s{", w->shown ? "," : "");
 		json_kv("time", ev->time, true);
-		for (size_t i = 0; i < ev->n; i++) {
-			char v[SBX_LOG_LINE_MAX];
-
-			ascii_only(v, sizeof(v), ev->value[i]);
-			json_kv(ev->key[i], v, i + 1 < ev->n);
-		}
+		for (size_t i = 0; i < ev->n; i++)
+			json_kv(ev->key[i], ev->value[i], i + 1 < ev->n);
 		printf("}");
 	} else {
-		char v[SBX_LOG_LINE_MAX];
+		char event[64], who[SBX_TEXT_SHOWN_MAX(SBX_NAME_MAX)], v[SBX_LOG_LINE_MAX];
 
-		ascii_only(v, sizeof(v), user ? user : "-");
-		printf("%s  %-10s %-16s", ev->time, ev->value[0], v);
-		ascii_only(v, sizeof(v), session ? session : "-");
-		printf(" %-12.12s", v);
+		printf("%s  %-10s %-16s", ev->time, shown(event, sizeof(event), ev->value[0]),
+		       shown(who, sizeof(who), user ? user : "-"));
+		printf(" %-12.12s", shown(who, sizeof(who), session ? session : "-"));
 		for (size_t i = 1; i < ev->n; i++) {
 			const char *k = ev->key[i];
 
