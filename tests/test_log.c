@@ -58,6 +58,20 @@ static void test_quoting_and_scrubbing(void **state)
 	assert_non_null(strstr(l->journal, "\nAGENT_SANDBOX_CTL=a?b?c?[2Jd???e caf\xc3\xa9\n"));
 	assert_null(strstr(l->journal, "dropped"));
 	free(l);
+
+	/* Bytes that are not UTF-8 (0x9b alone is CSI to a terminal not in
+	 * UTF-8 mode): \xNN on the line and in the journal field alike, where
+	 * UTF-8 text stays readable. */
+	l = line_new("command");
+	sbx_log_add(l, "command", "/bin/echo caf\xe9 \x9b" "2J \x9d" "0;T\x9c caf\xc3\xa9 \xe6\x97\xa5");
+	assert_string_equal(l->line, "event=command command=\"/bin/echo caf\\xe9 \\x9b2J "
+			    "\\x9d0;T\\x9c caf\\xc3\\xa9 \\xe6\\x97\\xa5\"");
+	assert_one_printable_line(l->line);
+	assert_non_null(strstr(l->journal, "\nAGENT_SANDBOX_COMMAND=/bin/echo caf\\xe9 \\x9b2J "
+					   "\\x9d0;T\\x9c caf\xc3\xa9 \xe6\x97\xa5\n"));
+	for (const unsigned char *p = (const unsigned char *)l->journal; *p; p++)
+		assert_false(*p == 0x9b || *p == 0x9d || *p == 0xe9 || *p == 0x1b);
+	free(l);
 }
 
 /* Each event as its writer builds it (the fields docs/design.md section

@@ -694,7 +694,8 @@ static void test_json_roundtrip(void **state)
 	assert_int_equal(parse_str("{}", &b, &err), -EINVAL);
 	assert_int_equal(parse_str("[]", &b, &err), -EINVAL);
 	assert_int_equal(parse_str("", &b, &err), -EINVAL);
-	assert_int_equal(parse_str("{\"session_id\":\"\\u0100\"}", &b, &err), -EINVAL);
+	assert_int_equal(parse_str("{\"session_id\":\"\\u0085\"}", &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "C1 control character"));
 	assert_int_equal(parse_str("{\"session_id\":\"a\x01\"}", &b, &err), -EINVAL);
 
 	json_refuses_control_characters(json);
@@ -1010,6 +1011,354 @@ static void test_json_skips_unknown_keys(void **state)
 	free(json);
 }
 
+/* ---- bytes that are not printable UTF-8 ------------------------------------ */
+
+/* What an agent may put in its words and paths, and a client in its host
+ * name: each way UTF-8 goes wrong, and the controls in both spellings.
+ * (Octal where a digit follows: \233 is 0x9b, \235 0x9d.) */
+static const char *const odd_words[] = {
+	"\x80", "\xbf", "\2332J", "\2350;TITLE\x9c",		/* C1 as one byte */
+	"\xc2\2332J", "\xc2\x85",				/* C1 as UTF-8 */
+	"\xc0\xaf", "\xc1\xbf", "\xe0\x80\xaf", "\xf0\x80\x80\xaf",	/* overlong */
+	"\xed\xa0\x80", "\xed\xbf\xbf",				/* UTF-16 surrogates */
+	"\xf4\x90\x80\x80", "\xf8\x88\x80\x80\x80", "\xfe\xff",	/* beyond U+10FFFF */
+	"\xe2\x82", "caf\xe9", "\x1b[2J\x07", "\x7f",
+};
+/* What must come through as it is: the positive controls. */
+static const char *const plain_words[] = {
+	"plain ascii", "caf\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac", "\xf0\x9f\x98\x80",
+	"a\\b \\xe9 \"q\"",
+};
+
+/* A report whose every string holds such bytes, each set the way the
+ * session sets it (sbx_report_set_argv, sbx_report_set, the identity
+ * scrubbed as report_identity does), with a refusal that quotes them. */
+static void fill_odd(struct sbx_report *r)
+{
+	char *argv[2 + ARRAY_SIZE(odd_words) + ARRAY_SIZE(plain_words) + 1];
+	char every[256];
+	size_t n = 0;
+
+	for (int i = 1; i < 256; i++)
+		every[i - 1] = (char)i;
+	every[255] = '\0';
+	fill_sample(r);
+	argv[n++] = (char *)"/bin/echo";
+	argv[n++] = every;
+	for (size_t i = 0; i < ARRAY_SIZE(odd_words); i++)
+		argv[n++] = (char *)odd_words[i];
+	for (size_t i = 0; i < ARRAY_SIZE(plain_words); i++)
+		argv[n++] = (char *)plain_words[i];
+	argv[n] = NULL;
+	sbx_report_set_argv(r, argv);
+	assert_false(r->argv_truncated);
+	sbx_report_set(r, SBX_F_MOUNT_VIEW, true, true, "bind %s", every);
+	sbx_report_set(r, SBX_F_DENY_READ, true, true, "masked /srv/caf\xe9/\x9b" "2J/\xc2\x9b/"
+		       "\xed\xa0\x80");
+	sbx_report_set(r, SBX_F_HOME, true, true, "home /srv/\xe6\x97\xa5\xe6\x9c\xac/caf\xc3\xa9");
+	snprintf(r->client, sizeof(r->client), "h\x9b" "2J.caf\xe9.example %.100s",
+		 every + 0x7f);
+	snprintf(r->user, sizeof(r->user), "\xe9l\xe8ve\x9b");
+	snprintf(r->service, sizeof(r->service), "ss\x9dhd");
+	sbx_text_scrub(r->client);
+	sbx_text_scrub(r->user);
+	sbx_text_scrub(r->service);
+	r->min_level = SBX_LEVEL_FULL;
+	sbx_report_set(r, SBX_F_LANDLOCK_NET, false, false, "kernel says caf\xe9 \x9b" "2J");
+	sbx_report_finish(r);
+	assert_false(r->floor_met);
+	assert_non_null(strstr(r->refusal, "kernel says caf\xe9 \x9b" "2J"));
+}
+
+static void assert_json_strict(const char *json, size_t len)
+{
+	char why[128];
+
+	if (sbx_test_json_strict(json, len, why, sizeof(why)) != 0)
+		fail_msg("not strict JSON: %s: %.*s", why, (int)(len < 300 ? len : 300), json);
+	/* No raw control byte at all, but the newline that ends the line. */
+	assert_true(len > 0 && json[len - 1] == '\n');
+	for (size_t i = 0; i + 1 < len; i++)
+		assert_true((unsigned char)json[i] >= 0x20 && json[i] != 0x7f);
+}
+
+/* Python's own strict reader on the same bytes (tests/helpers/strict_json.py). */
+static void assert_python_strict(const char *mode, const char *buf, size_t len)
+{
+	char path[] = "/tmp/sbx-test-report-XXXXXX";
+	const char *argv[] = { "/usr/bin/python3", "tests/helpers/strict_json.py", mode, path, NULL };
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+	assert_int_equal(sbx_test_run_quiet(argv), 0);
+	unlink(path);
+}
+
+/* Every byte 0x01-0xff, and each way UTF-8 goes wrong, in argv, paths, a
+ * host name and the details: the JSON is strict, holds no raw control
+ * byte, and reads back exactly, written again byte for byte the same. */
+static void test_json_any_bytes(void **state)
+{
+	struct sbx_report *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct sbx_error err = { 0 };
+	char *json, *again;
+	size_t len, len2;
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	fill_odd(a);
+	json = to_json(a, &len);
+	assert_json_strict(json, len);
+	assert_python_strict("json", json, len);
+	/* A string that does not show as itself: \xNN where it shows, and its
+	 * bytes beside it; the scrub (when set) made '?' of C0 and UTF-8 C1. */
+	assert_non_null(strstr(json, ",\"command_hex\":[\"2f62696e2f6563686f\",\"3f3f3f3f3f3f3f3f"
+			       "3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f202122"));
+	assert_non_null(strstr(json, ",\"\\\\x9b2J\",\"\\\\x9d0;TITLE\\\\x9c\",\"??2J\",\"??\","
+			       "\"\\\\xc0\\\\xaf\","));
+	assert_non_null(strstr(json, ",\"9b324a\",\"9d303b5449544c459c\",\"3f3f324a\",\"3f3f\","
+			       "\"c0af\","));
+	assert_non_null(strstr(json, "\"user\":\"\\\\xe9l\\\\xe8ve\\\\x9b\",\"user_hex\":\"e96ce876659b\","));
+	assert_non_null(strstr(json, "\"client\":\"h\\\\x9b2J.caf\\\\xe9.example \\\\x80\\\\x81"));
+	assert_non_null(strstr(json, "\"client_hex\":\"689b324a2e636166e92e6578616d706c652080"));
+	assert_non_null(strstr(json, "\"service\":\"ss\\\\x9dhd\",\"service_hex\":\"73739d6864\""));
+	assert_non_null(strstr(json, "\"detail\":\"masked /srv/caf\\\\xe9/\\\\x9b2J/?" "?/"
+			       "\\\\xed\\\\xa0\\\\x80\",\"detail_hex\":\"6d61736b6564"));
+	assert_non_null(strstr(json, "\"refusal_hex\":\""));
+	/* The controls: UTF-8 text, a backslash and a quote as they are,
+	 * and no _hex for a string that shows as itself. */
+	assert_non_null(strstr(json, ",\"plain ascii\",\"caf\xc3\xa9\",\"\xe6\x97\xa5\xe6\x9c\xac\","
+			       "\"\xf0\x9f\x98\x80\",\"a\\\\b \\\\xe9 \\\"q\\\"\"],"));
+	assert_non_null(strstr(json, "\"detail\":\"home /srv/\xe6\x97\xa5\xe6\x9c\xac/caf\xc3\xa9\"}"));
+	assert_null(strstr(json, "session_id_hex"));
+	assert_null(strstr(json, "name_hex"));
+
+	memset(b, 0x55, sizeof(*b));
+	if (sbx_report_from_json(json, len, b, &err) != 0)
+		fail_msg("%s", err.msg);
+	assert_reports_equal(a, b);
+	again = to_json(b, &len2);
+	assert_int_equal(len2, len);
+	assert_memory_equal(again, json, len);
+	free(again);
+	free(json);
+
+	/* Plain words only: no command_hex, the words as they are. */
+	{
+		char *argv[ARRAY_SIZE(plain_words) + 1];
+
+		for (size_t i = 0; i < ARRAY_SIZE(plain_words); i++)
+			argv[i] = (char *)plain_words[i];
+		argv[ARRAY_SIZE(plain_words)] = NULL;
+		fill_sample(a);
+		sbx_report_set_argv(a, argv);
+		json = to_json(a, &len);
+		assert_json_strict(json, len);
+		assert_null(strstr(json, "_hex"));
+		assert_non_null(strstr(json, "\"command\":[\"plain ascii\",\"caf\xc3\xa9\","
+				       "\"\xe6\x97\xa5\xe6\x9c\xac\",\"\xf0\x9f\x98\x80\","));
+		assert_int_equal(sbx_report_from_json(json, len, b, &err), 0);
+		assert_reports_equal(a, b);
+		free(json);
+	}
+	free(a);
+	free(b);
+}
+
+/* A report whose fields were not set through the setters (a library
+ * caller's, a bug): the writer still gives strict JSON with nothing raw,
+ * and the reader, which returns no control character, refuses it. */
+static void test_json_unscrubbed_fields(void **state)
+{
+	static const char *const raw[] = { "\x1b[2J", "a\nb", "\x7f", "\xc2\2332J", "\t", "\r" };
+	struct sbx_report *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct sbx_error err = { 0 };
+	char *json;
+	size_t len;
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	for (size_t i = 0; i < ARRAY_SIZE(raw); i++) {
+		for (int where = 0; where < 4; where++) {
+			fill_sample(a);
+			if (where == 0)
+				snprintf(a->user, sizeof(a->user), "u%s", raw[i]);
+			else if (where == 1)
+				snprintf(a->entry[SBX_F_SECCOMP].detail, sizeof(a->entry[0].detail),
+					 "d%s", raw[i]);
+			else if (where == 2)
+				snprintf(a->profile_name, sizeof(a->profile_name), "p%s", raw[i]);
+			else {
+				a->argc = 1;
+				snprintf(a->argv_buf, sizeof(a->argv_buf), "w%s", raw[i]);
+			}
+			json = to_json(a, &len);
+			assert_json_strict(json, len);
+			assert_non_null(strstr(json, "\\\\x"));
+			assert_int_equal(sbx_report_from_json(json, len, b, &err), -EINVAL);
+			assert_non_null(strstr(err.msg, "without control characters"));
+			free(json);
+		}
+	}
+	free(a);
+	free(b);
+}
+
+/* The reader: strict UTF-8, any JSON escape (as other writers spell
+ * text), no control character however spelled, and a KEY_hex only when
+ * it shows as KEY does. */
+static void test_json_reader_strict(void **state)
+{
+	static const struct {
+		const char *spelled, *read;
+	} accepted[] = {
+		{ "caf\\u00e9", "caf\xc3\xa9" },
+		{ "caf\\u00E9", "caf\xc3\xa9" },
+		{ "\\u65e5\\u672c", "\xe6\x97\xa5\xe6\x9c\xac" },
+		{ "\\ud83d\\ude00", "\xf0\x9f\x98\x80" },
+		{ "\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80" },
+		{ "\\u00a0\\/", "\xc2\xa0/" },
+	};
+	static const char *const refused[] = {
+		"caf\xe9", "\2332J", "\xc2\2332J", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",
+		"\xf4\x90\x80\x80", "\xe2\x82", "\xff", "\x7f",
+		"\\u009b", "\\u0085", "\\u007f", "\\u001b", "\\u0000", "\\n", "\\t",
+		"\\ud83d", "\\ud83dx", "\\ude00", "\\ud83d\\u0041", "\\u00g0",
+	};
+	static const struct {
+		const char *key, *bad, *why;
+	} forged[] = {
+		/* A hex that says another name than the string shows. */
+		{ "\"user\":\"alice\"", "\"user\":\"alice\",\"user_hex\":\"6d616c6c6f7279\"",
+		  "not what \"user\" shows" },
+		{ "\"user\":\"alice\"", "\"user\":\"\\\\xe9\",\"user_hex\":\"e8\"", "not what" },
+		{ "\"user\":\"alice\"", "\"user\":\"\\\\xe9\",\"user_hex\":\"E9\"", "not the hex" },
+		{ "\"user\":\"alice\"", "\"user\":\"\\\\xe9\",\"user_hex\":\"e\"", "not the hex" },
+		{ "\"user\":\"alice\"", "\"user\":\"\\\\x00\",\"user_hex\":\"00\"", "not the hex" },
+		{ "\"user\":\"alice\"", "\"user\":\"\\\\x1b\",\"user_hex\":\"1b\"", "not the hex" },
+		{ "\"user\":\"alice\"", "\"user\":\"??\",\"user_hex\":\"c29b\"", "not the hex" },
+		{ "\"command\":[\"/bin/sh\"", "\"command_hex\":[\"2f62696e2f7368\"],\"command\":[\"/bin/sh\"",
+		  "differ in length" },
+		{ "\"command\":[\"/bin/sh\"", "\"command_hex\":[\"2f62696e2f7368\",\"79\"],"
+		  "\"command\":[\"/bin/sh\"", "not what \"command\" shows" },
+	};
+	char *const argv[] = { "/bin/sh", "x", NULL };
+	struct sbx_report a, b;
+	struct sbx_error err = { 0 };
+	char *json, *with;
+	size_t len, off;
+
+	(void)state;
+	fill_sample(&a);
+	sbx_report_set_argv(&a, argv);
+	json = to_json(&a, &len);
+	off = (size_t)(strstr(json, "\"client\":\"") - json) + strlen("\"client\":\"");
+	for (size_t i = 0; i < ARRAY_SIZE(accepted); i++) {
+		assert_true(asprintf(&with, "%.*s%s%s", (int)off, json, accepted[i].spelled,
+				     json + off) > 0);
+		if (parse_str(with, &b, &err) != 0)
+			fail_msg("%s: %s", accepted[i].spelled, err.msg);
+		assert_memory_equal(b.client, accepted[i].read, strlen(accepted[i].read));
+		assert_string_equal(b.client + strlen(accepted[i].read), a.client);
+		free(with);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		assert_true(asprintf(&with, "%.*s%s%s", (int)off, json, refused[i], json + off) > 0);
+		if (parse_str(with, &b, &err) != -EINVAL)
+			fail_msg("accepted %s", refused[i]);
+		free(with);
+		/* The same in a value only a newer writer knows. */
+		assert_true(asprintf(&with, "{\"future\":\"%s\",%s", refused[i], json + 1) > 0);
+		if (parse_str(with, &b, &err) != -EINVAL)
+			fail_msg("accepted %s in a skipped value", refused[i]);
+		free(with);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(forged); i++) {
+		const char *at = strstr(json, forged[i].key);
+
+		assert_non_null(at);
+		assert_true(asprintf(&with, "%.*s%s%s", (int)(at - json), json, forged[i].bad,
+				     at + strlen(forged[i].key)) > 0);
+		if (parse_str(with, &b, &err) != -EINVAL || !strstr(err.msg, forged[i].why))
+			fail_msg("%s: %s", forged[i].bad, err.msg);
+		free(with);
+	}
+	/* The command's bytes with no words to show. */
+	with = strdup(json);
+	memcpy(strstr(with, "\"command\":["), "\"commanx\":[", 11);
+	{
+		char *h;
+
+		assert_true(asprintf(&h, "{\"command_hex\":[\"2f\"],%s", with + 1) > 0);
+		assert_int_equal(parse_str(h, &b, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "\"command_hex\" without \"command\""));
+		free(h);
+	}
+	free(with);
+	/* The right hex where none was needed still reads. */
+	with = inserted(json, "\"user\":\"alice\"", ",\"user_hex\":\"616c696365\"");
+	assert_int_equal(parse_str(with, &b, &err), 0);
+	assert_string_equal(b.user, "alice");
+	free(with);
+	free(json);
+}
+
+/* The largest report there can be (every string full, every byte shown as
+ * \xNN and again in hex) still fits what the reader takes. */
+static void test_json_largest(void **state)
+{
+	struct sbx_report *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct sbx_error err = { 0 };
+	struct sbx_profile p;
+	char *json;
+	size_t len;
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+#define FILL(field) (memset((field), 0x80, sizeof(field) - 1), (field)[sizeof(field) - 1] = '\0')
+	sbx_profile_init_default(&p);
+	p.network = SBX_NETWORK_PROXY;
+	sbx_report_init(a, &p);
+	FILL(a->session_id);
+	FILL(a->user);
+	FILL(a->client);
+	FILL(a->service);
+	FILL(a->profile_name);
+	FILL(a->profile_hash);
+	FILL(a->refusal);
+	for (unsigned f = 0; f < SBX_F_COUNT; f++)
+		FILL(a->entry[f].detail);
+#undef FILL
+	memset(a->argv_buf, 0x80, sizeof(a->argv_buf));
+	a->argc = SBX_REPORT_ARGV_MAX;
+	for (unsigned i = 0; i < SBX_REPORT_ARGV_MAX; i++)
+		a->argv_buf[(i + 1) * (sizeof(a->argv_buf) / SBX_REPORT_ARGV_MAX) - 1] = '\0';
+	/* The egress list is HOST:PORT entries (the reader refuses others). */
+	for (size_t n = 0; n + 40 < sizeof(a->egress_list); n = strlen(a->egress_list))
+		snprintf(a->egress_list + n, sizeof(a->egress_list) - n, "%sa.example:443",
+			 n ? ", " : "");
+	a->started = 1796111825;
+	a->ended = a->started + 1;
+	a->exit_status = 255;
+	a->egress_allowed = a->egress_refused = a->egress_failed = a->egress_unanswered = UINT64_MAX;
+	json = to_json(a, &len);
+	print_message("  the largest report: %zu bytes of JSON (the reader takes %u)\n", len,
+		      SBX_REPORT_JSON_MAX);
+	assert_true(len <= SBX_REPORT_JSON_MAX);
+	assert_json_strict(json, len);
+	if (sbx_report_from_json(json, len, b, &err) != 0)
+		fail_msg("%s", err.msg);
+	assert_reports_equal(a, b);
+	free(json);
+	free(a);
+	free(b);
+}
+
 static void test_logline(void **state)
 {
 	struct sbx_report r;
@@ -1041,7 +1390,7 @@ static void test_logline(void **state)
 static void test_text(void **state)
 {
 	struct sbx_report r;
-	char *buf = NULL;
+	char *buf = NULL, why[128];
 	size_t len;
 	FILE *f;
 
@@ -1054,6 +1403,24 @@ static void test_text(void **state)
 	assert_non_null(strstr(buf, "\nlandlock_net     yes       no       no       kernel ABI 3"));
 	assert_non_null(strstr(buf, "level       degraded (floor degraded)\n"));
 	assert_non_null(strstr(buf, "verdict     floor met\n"));
+	free(buf);
+
+	/* Any byte in the strings: UTF-8 text and newlines only, each other
+	 * byte as \xNN, UTF-8 names as they are. */
+	fill_odd(&r);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(sbx_report_to_text(&r, f), 0);
+	fclose(f);
+	if (sbx_test_text_safe(buf, len, why, sizeof(why)) != 0)
+		fail_msg("%s", why);
+	assert_python_strict("text", buf, len);
+	assert_non_null(strstr(buf, "user        \\xe9l\\xe8ve\\x9b (uid 1001) from h\\x9b2J.caf\\xe9"
+			       ".example \\x80\\x81"));
+	assert_non_null(strstr(buf, " via ss\\x9dhd\n"));
+	assert_non_null(strstr(buf, "masked /srv/caf\\xe9/\\x9b2J/?" "?/\\xed\\xa0\\x80\n"));
+	assert_non_null(strstr(buf, "home /srv/\xe6\x97\xa5\xe6\x9c\xac/caf\xc3\xa9\n"));
+	assert_non_null(strstr(buf, "verdict     refused: "));
+	assert_non_null(strstr(buf, "kernel says caf\\xe9 \\x9b2J"));
 	free(buf);
 	assert_string_equal(sbx_feature_name(SBX_F_COMMAND_GATE), "command_gate");
 	assert_string_equal(sbx_feature_name(SBX_F_COUNT), "unknown");
@@ -1074,6 +1441,10 @@ int main(void)
 		cmocka_unit_test(test_proxy_guarantees),
 		cmocka_unit_test(test_json_features_by_name),
 		cmocka_unit_test(test_write_at_refuses_non_files),
+		cmocka_unit_test(test_json_any_bytes),
+		cmocka_unit_test(test_json_unscrubbed_fields),
+		cmocka_unit_test(test_json_reader_strict),
+		cmocka_unit_test(test_json_largest),
 		cmocka_unit_test(test_logline),
 		cmocka_unit_test(test_text),
 	};

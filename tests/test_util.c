@@ -255,10 +255,118 @@ static void test_status_text_field(void **state)
 	assert_true(strcmp(v, "0") == 0 || strcmp(v, "2") == 0);
 }
 
+/* Strict UTF-8: what RFC 3629 allows and nothing else, each refusal next
+ * to the character it imitates. */
+static void test_utf8_char(void **state)
+{
+	static const struct {
+		const char *s;
+		size_t len;
+		uint32_t cp;
+	} cases[] = {
+		{ "A", 1, 0x41 },
+		{ "\xc2\x80", 2, 0x80 },		/* a C1 control is UTF-8 */
+		{ "\xc3\xa9", 2, 0xe9 },		/* é */
+		{ "\xe6\x97\xa5", 3, 0x65e5 },		/* 日 */
+		{ "\xef\xbf\xbd", 3, 0xfffd },
+		{ "\xf0\x9f\x98\x80", 4, 0x1f600 },	/* an emoji */
+		{ "\xf4\x8f\xbf\xbf", 4, 0x10ffff },
+		{ "\x80", 0, 0 },			/* a continuation alone */
+		{ "\x9b", 0, 0 },			/* C1 CSI as one byte */
+		{ "\xc0\xaf", 0, 0 },			/* overlong '/' */
+		{ "\xc1\xbf", 0, 0 },
+		{ "\xe0\x80\xaf", 0, 0 },		/* overlong, 3 bytes */
+		{ "\xf0\x80\x80\xaf", 0, 0 },		/* overlong, 4 bytes */
+		{ "\xed\xa0\x80", 0, 0 },		/* surrogate U+D800 */
+		{ "\xed\xbf\xbf", 0, 0 },		/* surrogate U+DFFF */
+		{ "\xf4\x90\x80\x80", 0, 0 },		/* above U+10FFFF */
+		{ "\xf8\x88\x80\x80\x80", 0, 0 },	/* 5 bytes */
+		{ "\xe2\x82", 0, 0 },			/* cut short */
+		{ "\xc3(", 0, 0 },
+		{ "\xfe", 0, 0 }, { "\xff", 0, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		uint32_t cp = 0xdead;
+		size_t n = sbx_utf8_char((const unsigned char *)cases[i].s, strlen(cases[i].s), &cp);
+
+		if (n != cases[i].len || (n && cp != cases[i].cp))
+			fail_msg("case %zu: length %zu code point %x", i, n, (unsigned)cp);
+	}
+	/* Bounded by avail, not by a NUL. */
+	assert_int_equal(sbx_utf8_char((const unsigned char *)"\xe6\x97\xa5", 2, &(uint32_t){ 0 }), 0);
+	assert_int_equal(sbx_utf8_char((const unsigned char *)"", 0, &(uint32_t){ 0 }), 0);
+}
+
+/* The shown form: printable UTF-8 as it is, every other byte as \xNN. */
+static void test_text_show(void **state)
+{
+	static const struct {
+		const char *in, *shown;
+	} cases[] = {
+		{ "plain ASCII ~!", "plain ASCII ~!" },
+		{ "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80" },
+		{ "a\\b \\xe9", "a\\b \\xe9" },		/* a backslash stays one */
+		{ "caf\xe9", "caf\\xe9" },
+		{ "\x1b[2J\x07\n\t\x7f", "\\x1b[2J\\x07\\x0a\\x09\\x7f" },
+		{ "\x9b" "2J", "\\x9b2J" },			/* C1 as one byte */
+		{ "\xc2\x9b" "2J", "\\xc2\\x9b2J" },		/* C1 as UTF-8 */
+		{ "\xc2\xa0", "\xc2\xa0" },			/* U+00A0: the first shown */
+		{ "\xc0\xaf", "\\xc0\\xaf" },
+		{ "\xed\xa0\x80", "\\xed\\xa0\\x80" },
+		{ "\xe6\x97", "\\xe6\\x97" },			/* cut short */
+		{ "\xe6\x97" "A\xe6\x97\xa5", "\\xe6\\x97A\xe6\x97\xa5" },	/* read afresh after */
+	};
+	char out[64], small[8];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		assert_int_equal(sbx_text_show(out, sizeof(out), cases[i].in), 0);
+		assert_string_equal(out, cases[i].shown);
+		assert_int_equal(sbx_text_is_shown(cases[i].in), !strcmp(cases[i].in, cases[i].shown));
+		f = open_memstream(&buf, &len);
+		assert_int_equal(sbx_text_put(f, cases[i].in, strlen(cases[i].in)), 0);
+		fclose(f);
+		assert_string_equal(buf, cases[i].shown);
+		free(buf);
+		buf = NULL;
+	}
+	/* Cut at whole units: never half an escape or half a character. */
+	assert_int_equal(sbx_text_show(small, sizeof(small), "ab\x9b" "cd"), -ENAMETOOLONG);
+	assert_string_equal(small, "ab\\x9bc");
+	assert_int_equal(sbx_text_show(small, 6, "ab\x9b" "cd"), -ENAMETOOLONG);
+	assert_string_equal(small, "ab");
+	assert_int_equal(sbx_text_show(small, 4, "a\xe6\x97\xa5"), -ENAMETOOLONG);
+	assert_string_equal(small, "a");
+	/* sbx_text_put reads at most max bytes: an unterminated buffer. */
+	f = open_memstream(&buf, &len);
+	assert_int_equal(sbx_text_put(f, "abc\x9b", 4), 0);
+	assert_int_equal(sbx_text_put(f, "xyz", 2), 0);
+	fclose(f);
+	assert_string_equal(buf, "abc\\x9bxy");
+	free(buf);
+	/* The scrub replaces what a terminal acts on in UTF-8 and leaves the
+	 * rest for the printers; sbx_text_is_scrubbed agrees with it. */
+	{
+		char s[] = "a\x1b" "b\xc2\x9b" "c\x9b" "d\xc3\xa9\x7f";
+
+		assert_false(sbx_text_is_scrubbed(s));
+		sbx_text_scrub(s);
+		assert_string_equal(s, "a?b??c\x9b" "d\xc3\xa9?");
+		assert_true(sbx_text_is_scrubbed(s));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strlcpy),
+		cmocka_unit_test(test_utf8_char),
+		cmocka_unit_test(test_text_show),
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_canonical),
 		cmocka_unit_test(test_under),

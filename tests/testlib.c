@@ -572,3 +572,285 @@ int sbx_test_refuse_clone_flag(unsigned long flag)
 		seccomp_release(ctx);
 	return r ? -1 : 0;
 }
+
+/* ---- a strict JSON checker of the tests' own ------------------------------ */
+
+struct jcheck {
+	const unsigned char *base, *p, *end;
+	char *why;
+	size_t why_size;
+};
+
+static int jc_fail(struct jcheck *c, const char *msg)
+{
+	snprintf(c->why, c->why_size, "%s at byte %zu", msg, (size_t)(c->p - c->base));
+	return -1;
+}
+
+/* The length of the strict UTF-8 character at p, its code point in *cp;
+ * 0 when it is not one. */
+static size_t jc_utf8(const unsigned char *p, const unsigned char *end, uint32_t *cp)
+{
+	size_t n = end > p ? (size_t)(end - p) : 0, need;
+	uint32_t v, min;
+
+	if (n == 0)
+		return 0;
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if ((p[0] & 0xe0) == 0xc0) {
+		need = 2;
+		v = p[0] & 0x1f;
+		min = 0x80;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		need = 3;
+		v = p[0] & 0x0f;
+		min = 0x800;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		need = 4;
+		v = p[0] & 0x07;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (n < need)
+		return 0;
+	for (size_t i = 1; i < need; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		v = v << 6 | (p[i] & 0x3f);
+	}
+	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return need;
+}
+
+static bool jc_control(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
+}
+
+static void jc_ws(struct jcheck *c)
+{
+	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+		c->p++;
+}
+
+static long jc_hex4(struct jcheck *c)
+{
+	long v = 0;
+
+	if (c->end - c->p < 4)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		const char *digits = "0123456789abcdef", *d;
+		unsigned char x = c->p[i];
+
+		if (x >= 'A' && x <= 'F')
+			x = (unsigned char)(x - 'A' + 'a');
+		d = x ? strchr(digits, x) : NULL;
+		if (!d)
+			return -1;
+		v = v * 16 + (d - digits);
+	}
+	c->p += 4;
+	return v;
+}
+
+static int jc_string(struct jcheck *c)
+{
+	c->p++;	/* the quote */
+	for (;;) {
+		uint32_t cp;
+		size_t n;
+
+		if (c->p >= c->end)
+			return jc_fail(c, "unterminated string");
+		if (*c->p == '"') {
+			c->p++;
+			return 0;
+		}
+		if (*c->p == '\\') {
+			long v;
+
+			if (++c->p >= c->end)
+				return jc_fail(c, "unterminated escape");
+			switch (*c->p++) {
+			case '"': case '\\': case '/':
+				continue;
+			case 'b': case 'f': case 'n': case 'r': case 't':
+				return jc_fail(c, "a string decodes to a control character");
+			case 'u':
+				break;
+			default:
+				return jc_fail(c, "unknown escape");
+			}
+			v = jc_hex4(c);
+			if (v < 0)
+				return jc_fail(c, "bad \\u escape");
+			if (v >= 0xdc00 && v <= 0xdfff)
+				return jc_fail(c, "unpaired low surrogate");
+			if (v >= 0xd800 && v <= 0xdbff) {
+				long lo;
+
+				if (c->end - c->p < 2 || c->p[0] != '\\' || c->p[1] != 'u')
+					return jc_fail(c, "unpaired high surrogate");
+				c->p += 2;
+				lo = jc_hex4(c);
+				if (lo < 0xdc00 || lo > 0xdfff)
+					return jc_fail(c, "unpaired high surrogate");
+				continue;
+			}
+			if (jc_control((uint32_t)v))
+				return jc_fail(c, "a string decodes to a control character");
+			continue;
+		}
+		n = jc_utf8(c->p, c->end, &cp);
+		if (n == 0)
+			return jc_fail(c, "not UTF-8");
+		if (jc_control(cp))
+			return jc_fail(c, "raw control character in a string");
+		c->p += n;
+	}
+}
+
+static int jc_number(struct jcheck *c)
+{
+	const unsigned char *d;
+
+	if (c->p < c->end && *c->p == '-')
+		c->p++;
+	if (c->p < c->end && *c->p == '0') {
+		c->p++;
+	} else {
+		d = c->p;
+		while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
+			c->p++;
+		if (c->p == d)
+			return jc_fail(c, "bad number");
+	}
+	if (c->p < c->end && *c->p == '.') {
+		d = ++c->p;
+		while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
+			c->p++;
+		if (c->p == d)
+			return jc_fail(c, "bad fraction");
+	}
+	if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
+		c->p++;
+		if (c->p < c->end && (*c->p == '+' || *c->p == '-'))
+			c->p++;
+		d = c->p;
+		while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
+			c->p++;
+		if (c->p == d)
+			return jc_fail(c, "bad exponent");
+	}
+	return 0;
+}
+
+/* One value, depth bounding the recursion.
+ * NOLINTNEXTLINE(misc-no-recursion) */
+static int jc_value(struct jcheck *c, int depth)
+{
+	static const char *const words[] = { "true", "false", "null" };
+	unsigned char open;
+
+	jc_ws(c);
+	if (c->p >= c->end)
+		return jc_fail(c, "expected a value");
+	open = *c->p;
+	if (open == '"')
+		return jc_string(c);
+	if (open == '-' || (open >= '0' && open <= '9'))
+		return jc_number(c);
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		size_t n = strlen(words[i]);
+
+		if ((size_t)(c->end - c->p) >= n && !memcmp(c->p, words[i], n)) {
+			c->p += n;
+			return 0;
+		}
+	}
+	if (open != '{' && open != '[')
+		return jc_fail(c, "expected a value");
+	if (depth >= 64)
+		return jc_fail(c, "nested too deep");
+	c->p++;
+	jc_ws(c);
+	if (c->p < c->end && *c->p == (open == '{' ? '}' : ']')) {
+		c->p++;
+		return 0;
+	}
+	for (;;) {
+		if (open == '{') {
+			jc_ws(c);
+			if (c->p >= c->end || *c->p != '"')
+				return jc_fail(c, "expected a key");
+			if (jc_string(c))
+				return -1;
+			jc_ws(c);
+			if (c->p >= c->end || *c->p != ':')
+				return jc_fail(c, "expected ':'");
+			c->p++;
+		}
+		if (jc_value(c, depth + 1))
+			return -1;
+		jc_ws(c);
+		if (c->p < c->end && *c->p == ',') {
+			c->p++;
+			continue;
+		}
+		if (c->p < c->end && *c->p == (open == '{' ? '}' : ']')) {
+			c->p++;
+			return 0;
+		}
+		return jc_fail(c, "expected ',' or the end of the value");
+	}
+}
+
+int sbx_test_json_strict(const char *buf, size_t len, char *why, size_t why_size)
+{
+	struct jcheck c = { (const unsigned char *)buf, (const unsigned char *)buf,
+			    (const unsigned char *)buf + len, why, why_size };
+
+	/* The whole text first: raw bytes between tokens count too. */
+	while (c.p < c.end) {
+		uint32_t cp;
+		size_t n = jc_utf8(c.p, c.end, &cp);
+
+		if (n == 0)
+			return jc_fail(&c, "not UTF-8");
+		if (jc_control(cp) && cp != ' ' && cp != '\t' && cp != '\n' && cp != '\r')
+			return jc_fail(&c, "raw control character");
+		c.p += n;
+	}
+	c.p = c.base;
+	if (jc_value(&c, 0))
+		return -1;
+	jc_ws(&c);
+	if (c.p != c.end)
+		return jc_fail(&c, "trailing bytes");
+	return 0;
+}
+
+int sbx_test_text_safe(const char *buf, size_t len, char *why, size_t why_size)
+{
+	struct jcheck c = { (const unsigned char *)buf, (const unsigned char *)buf,
+			    (const unsigned char *)buf + len, why, why_size };
+
+	while (c.p < c.end) {
+		uint32_t cp;
+		size_t n = jc_utf8(c.p, c.end, &cp);
+
+		if (n == 0)
+			return jc_fail(&c, "not UTF-8");
+		if (jc_control(cp) && cp != '\n')
+			return jc_fail(&c, "control character");
+		c.p += n;
+	}
+	return 0;
+}

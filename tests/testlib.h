@@ -183,6 +183,20 @@ int sbx_test_refuse_clone_flag(unsigned long flag);
  * checks that lib/seccomp.c's emitted program decides every input alike. */
 int sbx_seccomp_ref_prepare(struct sbx_seccomp_opts *o, struct sbx_error *err);
 
+/*
+ * A strict JSON checker written apart from lib/json.c, so the tests hold
+ * the writers to what other readers take: the RFC 8259 grammar (one value,
+ * nested at most 64 deep), the text strict UTF-8 (RFC 3629: no overlong
+ * form, surrogate or code point above U+10FFFF), no raw C0 control but
+ * whitespace between tokens, no raw DEL or C1 control (U+0080-U+009F)
+ * anywhere, and in what each string decodes to no control character at
+ * all (C0, DEL, C1) and no unpaired surrogate. 0, or -1 with why.
+ */
+int sbx_test_json_strict(const char *buf, size_t len, char *why, size_t why_size);
+/* Text for a terminal: strict UTF-8, no control character but newline
+ * (no C0, DEL or C1, in either of C1's spellings). 0, or -1 with why. */
+int sbx_test_text_safe(const char *buf, size_t len, char *why, size_t why_size);
+
 /* Skip (with a printed reason) unless running as root. */
 #define SBX_TEST_REQUIRE_ROOT()                                              \
 	do {                                                                 \
