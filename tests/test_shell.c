@@ -1928,6 +1928,92 @@ static void test_report_dir_squatted(void **state)
 	result_free(r);
 }
 
+/* What the agent typed, from the report as the shell printed it: the
+ * output checked by this file's strict reader and by Python's
+ * (tests/helpers/strict_json.py: mode json or text, then the words'
+ * bytes in hex to find in command_hex). */
+static void assert_strict_output(const struct result *r, const char *mode, const char *hex_words)
+{
+	char path[PATH_MAX], cmd[PATH_MAX + 1024], why[128];
+	int rc;
+
+	rc = !strcmp(mode, "json") ? sbx_test_json_strict(r->out, r->out_len, why, sizeof(why)) :
+				     sbx_test_text_safe(r->out, r->out_len, why, sizeof(why));
+	if (rc != 0)
+		fail_msg("--report (%s) not strict: %s: %.400s", mode, why, r->out);
+	snprintf(path, sizeof(path), "%s/report.%s", W.base, mode);
+	assert_int_equal(write_text(path, "", 0600), 0);
+	{
+		int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, r->out, r->out_len), (ssize_t)r->out_len);
+		close(fd);
+	}
+	snprintf(cmd, sizeof(cmd), "python3 tests/helpers/strict_json.py %s %s %s", mode, path,
+		 hex_words);
+	assert_int_equal(sh_run(cmd), 0);
+	unlink(path);
+}
+
+/* `agent-shell --run -- /bin/echo $'caf\xe9' $'\x9b2J' ...` from a client
+ * whose name holds such bytes too: `--report --json` is JSON a strict
+ * reader takes, with the words back exactly (command_hex), and `--report`
+ * is text with no control character; UTF-8 words come through as they
+ * are. The program's own output is the agent's, as it wrote it. */
+static void test_report_any_bytes(void **state)
+{
+	static const char *const words[] = {
+		/* (Octal where a digit follows: \233 is 0x9b, \235 0x9d.) */
+		"/bin/echo", "caf\xe9", "\2332J", "\2350;TITLE\x9c", "caf\xc3\xa9",
+		"\xe6\x97\xa5\xe6\x9c\xac", "\xf0\x9f\x98\x80", "\xc2\x9b", NULL,
+	};
+	static const char *const env[] = { "SSH_CONNECTION=h\2332J.caf\xe9 1 2 3", NULL };
+	const char *args[3 + ARRAY_SIZE(words)] = { "--run", "--" };
+	const char *rargs[] = { "--report", NULL, NULL, NULL };
+	struct run_spec sp = { .args = args, .env_extra = env }, rsp = { .args = rargs };
+	struct result *r = result_new();
+	char sid[40], hex[1024] = "";
+	const char *p;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	for (size_t i = 0; words[i]; i++) {
+		args[2 + i] = words[i];
+		/* The scrub makes '?' of a C1 control spelled in UTF-8. */
+		for (const unsigned char *c = (const unsigned char *)(i == 7 ? "??" : words[i]); *c; c++)
+			snprintf(hex + strlen(hex), sizeof(hex) - strlen(hex), "%02x", *c);
+		snprintf(hex + strlen(hex), sizeof(hex) - strlen(hex), " ");
+	}
+	assert_int_equal(run_shell(&sp, r), 0);
+	assert_string_equal(r->out, "caf\xe9 \x9b" "2J \x9d" "0;TITLE\x9c caf\xc3\xa9 "
+			    "\xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80 \xc2\x9b\n");
+	p = strstr(r->log, "]: event=session_end session=");
+	assert_non_null(p);
+	p += strlen("]: event=session_end session=");
+	snprintf(sid, sizeof(sid), "%.*s", (int)strcspn(p, " "), p);
+
+	rargs[1] = "--json";
+	rargs[2] = sid;
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(run_shell(&rsp, r), 0);
+	assert_strict_output(r, "json", hex);
+	assert_non_null(strstr(r->out, "\"command\":[\"/bin/echo\",\"caf\\\\xe9\",\"\\\\x9b2J\","
+			       "\"\\\\x9d0;TITLE\\\\x9c\",\"caf\xc3\xa9\",\"\xe6\x97\xa5\xe6\x9c\xac\","
+			       "\"\xf0\x9f\x98\x80\",\"??\"],\"command_hex\":["));
+	assert_non_null(strstr(r->out, "\"client\":\"h\\\\x9b2J.caf\\\\xe9\",\"client_hex\":"
+			       "\"689b324a2e636166e9\""));
+
+	rargs[1] = sid;
+	rargs[2] = NULL;
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(run_shell(&rsp, r), 0);
+	assert_strict_output(r, "text", "");
+	assert_non_null(strstr(r->out, " from h\\x9b2J.caf\\xe9 via run\n"));
+	assert_no_agent_procs();
+	result_free(r);
+}
+
 /* sshd runs subsystems and scp/rsync as `$SHELL -c CMD`: drive the real
  * clients with a stand-in for ssh that does exactly that as the account. */
 static void test_file_transfer(void **state)
@@ -2218,6 +2304,7 @@ int main(void)
 		cmocka_unit_test(test_loader_env_refused),
 		cmocka_unit_test(test_no_syslog_sink),
 		cmocka_unit_test(test_report_dir_squatted),
+		cmocka_unit_test(test_report_any_bytes),
 		cmocka_unit_test(test_file_transfer),
 		cmocka_unit_test(test_interactive_pty),
 		cmocka_unit_test(test_pty_hangup),

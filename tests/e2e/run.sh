@@ -1300,6 +1300,46 @@ EOF
 	return $ok
 }
 
+# Over the real sshd, an agent's command holding bytes that are not UTF-8,
+# among them single-byte C1 controls ($'\x9b2J' is CSI 2 J, $'\x9d0;T\x9c'
+# sets a title, to a terminal not in UTF-8 mode). What root prints of that
+# session from its ledger (--report ID --json, --report ID, --log) and
+# root's copy on disk are what a strict reader takes (Python's, through
+# tests/helpers/strict_json.py), with no control character; the command
+# comes back byte for byte from command_hex, and UTF-8 words as they are.
+t_ledger_any_bytes_over_sshd() {
+	local ok=0 sid f
+	wait_for no_agent_record
+	sshc a "$AGENT" "echo sid=\$AGENT_SANDBOX_SESSION; /bin/echo "$'\'caf\xe9\' \x9b2J \'\x9d0;TITLE\x9c\' caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac' \
+		>"$T/bytes.out" 2>&1 || { echo "  the session: exit $?: $(cat -v "$T/bytes.out")"; return 1; }
+	sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/bytes.out")
+	[ -n "$sid" ] || { echo "  no session id: $(cat -v "$T/bytes.out")"; return 1; }
+	grep -q $'^caf\xe9 \x9b2J' "$T/bytes.out" || { echo "  the command's own output: $(cat -v "$T/bytes.out")"; ok=1; }
+	wait_for no_agent_record
+	wait_for test -n "$(NS "$WN/bin/agent-shell" --report --json "$sid" 2>/dev/null | grep exit_status)"
+	NS "$WN/bin/agent-shell" --report --json "$sid" >"$T/bytes.json" 2>&1 || { echo "  --report --json: exit $?"; ok=1; }
+	NS "$WN/bin/agent-shell" --report "$sid" >"$T/bytes.txt" 2>&1 || { echo "  --report: exit $?"; ok=1; }
+	NS cat "$WN/state/ledger/$sid.json" >"$T/bytes.ledger" || ok=1
+	NS "$WN/bin/agent-shell" --log --since 1h >"$T/bytes.log" 2>&1 || { echo "  --log: exit $?"; ok=1; }
+	NS "$WN/bin/agent-shell" --log --since 1h --json >"$T/bytes.logjson" 2>&1 || { echo "  --log --json: exit $?"; ok=1; }
+	for f in json:bytes.json json:bytes.ledger text:bytes.txt text:bytes.log json:bytes.logjson; do
+		$PY "$SRC/tests/helpers/strict_json.py" "${f%%:*}" "$T/${f#*:}" | sed "s|$T/|  |" || ok=1
+	done
+	$PY - "$T/bytes.json" "$sid" <<'EOF' || ok=1
+import json, sys
+r = json.loads(open(sys.argv[1], "rb").read().decode("utf-8", "strict"))
+exact = bytes.fromhex(r["command_hex"][-1])
+want = b"/bin/echo 'caf\xe9' \x9b2J '\x9d0;TITLE\x9c' caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac"
+shown = "/bin/echo 'caf\\xe9' \\x9b2J '\\x9d0;TITLE\\x9c' caf\u00e9 \u65e5\u672c"
+if r["session_id"] != sys.argv[2] or not exact.endswith(want) or not r["command"][-1].endswith(shown):
+    print("  root's copy: command %r, bytes %r" % (r["command"], exact)); sys.exit(1)
+print("  root's copy: %r" % r["command"][-1][-48:])
+EOF
+	cmp -s "$T/bytes.ledger" <(NS "$WN/bin/agent-shell" --report --json "$sid") ||
+		{ echo "  --report --json is not root's copy as stored"; ok=1; }
+	return $ok
+}
+
 # network = proxy over the real sshd, whose PAM stage has already put the
 # session in an empty network namespace (service A: "netns"): inside, curl
 # reaches the listed address through the bridge and agent-sandbox-egressd,
@@ -2071,7 +2111,8 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 	t_forwarding_refused_with_dropin t_forwarding_netns_without_dropin \
 	t_forwarding_hole_without_dropin_and_netns t_wrong_login_shell_refused \
 	t_floor_unmet_refused t_profile_changed_between_stages t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd \
-	t_ops_sessions_end_prune t_ops_log_and_root_report t_ledger_two_shells_one_session \
+	t_ops_sessions_end_prune t_ops_log_and_root_report t_ledger_any_bytes_over_sshd \
+	t_ledger_two_shells_one_session \
 	t_proxy_session_over_sshd; do
 	run_test "$t"
 done
