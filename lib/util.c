@@ -23,11 +23,19 @@ int (sbx_error_set)(struct sbx_error *err, int code, const char *fmt, ...)
 	if (code <= 0)
 		code = EINVAL;
 	if (err) {
+		char raw[sizeof(err->msg)];
 		va_list ap;
 
 		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		vsnprintf(raw, sizeof(raw), fmt, ap);
 		va_end(ap);
+		/* A message names paths, users, and what a config file or a
+		 * peer said; it is printed on root's terminal (--explain,
+		 * --check-config, the admin verbs), sent to ssh clients and
+		 * logged: shown (text.c), so no byte in it acts on a terminal.
+		 * The form is its own fixed point, so a message quoting
+		 * another is not shown twice. */
+		(void)sbx_text_show(err->msg, sizeof(err->msg), raw);
 		err->code = code;
 	}
 	return -code;

@@ -1001,16 +1001,21 @@ static bool root_missing(const struct sbx_root *rt, int *e)
 
 bool shell_profile_missing_path(const struct sbx_profile *p, char *why, size_t size)
 {
+	/* The path as it shows (text.c): it goes to root's terminal. */
+	char shown[SBX_TEXT_SHOWN_MAX(SBX_PATH_MAX)];
 	struct stat st;
 	int e;
 
 	if (p->workspace_root[0] && stat(p->workspace_root, &st) != 0) {
-		snprintf(why, size, "workspace %s: %s", p->workspace_root, strerror(errno));
+		e = errno;
+		(void)sbx_text_show(shown, sizeof(shown), p->workspace_root);
+		snprintf(why, size, "workspace %s: %s", shown, strerror(e));
 		return true;
 	}
 	for (size_t i = 0; i < p->n_roots; i++)
 		if (root_missing(&p->roots[i], &e)) {
-			snprintf(why, size, "root %s: %s", p->roots[i].path, strerror(e));
+			(void)sbx_text_show(shown, sizeof(shown), p->roots[i].path);
+			snprintf(why, size, "root %s: %s", shown, strerror(e));
 			return true;
 		}
 	return false;

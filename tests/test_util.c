@@ -349,6 +349,18 @@ static void test_text_show(void **state)
 	fclose(f);
 	assert_string_equal(buf, "abc\\x9bxy");
 	free(buf);
+	/* An error message names paths and what a peer said: shown, and a
+	 * message that quotes another (even its own buffer) stays the same. */
+	{
+		struct sbx_error err = { 0 };
+
+		assert_int_equal(sbx_error_set(&err, ENOENT, "open(%s): %s", "/srv/a\x1b]0;T\007b\x9b",
+					       strerror(ENOENT)), -ENOENT);
+		assert_string_equal(err.msg, "open(/srv/a\\x1b]0;T\\x07b\\x9b): No such file or directory");
+		assert_int_equal(sbx_error_set(&err, EPERM, "caf\xc3\xa9: %s", err.msg), -EPERM);
+		assert_string_equal(err.msg, "caf\xc3\xa9: open(/srv/a\\x1b]0;T\\x07b\\x9b): No such file "
+				    "or directory");
+	}
 	/* The scrub replaces what a terminal acts on in UTF-8 and leaves the
 	 * rest for the printers; sbx_text_is_scrubbed agrees with it. */
 	{
