@@ -176,9 +176,10 @@ static void worker_landlock(const struct sbx_decision *d, const struct sbx_landl
 	if (ret != 0)
 		die("landlock", &err);
 	r->landlock_abi = res.abi;
-	sbx_report_set(r, SBX_F_LANDLOCK_FS, true, false, "ABI %d, %zu rules%s%s",
+	sbx_report_set(r, SBX_F_LANDLOCK_FS, true, false, "ABI %d, %zu rules%s%s%s%s",
 		       res.abi, res.n_rules_added, res.dropped[0] ? "; dropped: " : "",
-		       res.dropped);
+		       res.dropped, plan->missing_roots[0] ? "; not granted: " : "",
+		       plan->missing_roots);
 	if (plan->net_deny_tcp) {
 		if (res.handled_net)
 			sbx_report_set(r, SBX_F_LANDLOCK_NET, true, false,
@@ -215,6 +216,7 @@ struct plans {
 	bool relay;			/* the program gets a pty of its own */
 	char slave[64];			/* its name in the sandbox's devpts */
 	struct sbx_decision d;		/* what every plan is built from */
+	char missing_roots[256];	/* "PATH (missing), ...": left out */
 	bool userns;
 	int ns_flags;
 	/* network = proxy (d.egress): the bridge's options and shared counts. */
@@ -918,6 +920,13 @@ static int build_plans(const struct sbx_run *run, struct plans *pl, struct sbx_r
 	ret = sbx_landlock_plan_build(p, run->session, d, &pl->landlock, err);
 	if (ret)
 		return ret;
+	/* The roots left out are named where the report shows the trees the
+	 * session sees: the mount view, or without one the Landlock rules. */
+	if (pl->userns)
+		sbx_strlcpy(pl->mounts.skipped, sizeof(pl->mounts.skipped), pl->missing_roots);
+	else
+		sbx_strlcpy(pl->landlock.missing_roots, sizeof(pl->landlock.missing_roots),
+			    pl->missing_roots);
 	pl->seccomp.network_denied = d->network_denied;
 	pl->seccomp.inet_denied = d->inet_denied;
 	pl->seccomp.gated = p->command != SBX_ACCESS_ALLOW;
@@ -1064,6 +1073,62 @@ static int resolve_deny_read(struct sbx_profile *p, struct sbx_error *err)
 	return 0;
 }
 
+/*
+ * Roots as the kernel finds them when the session starts. An ro or rw root
+ * that is not there (the shipped ceiling's /srv/agents before any agent
+ * is enrolled) is left out of the session: no bind, no Landlock rule, and
+ * its path keeps the access of what is around it (the host, the
+ * workspace, a root above), which is never wider than the root's own, so
+ * a tree made there later is reachable no more than the report says; the
+ * report names it ("PATH (missing)", in *note). A missing root narrower
+ * than what is around it (ro inside a tree the session writes) refuses
+ * the session: left out, it would give the agent more at that path than
+ * the profile does. A none root is a mask, which the mount view skips
+ * when missing. Other errors are left to the plans, which refuse them.
+ */
+int sbx_profile_skip_missing_roots(struct sbx_profile *p, char *note, size_t size,
+				   struct sbx_error *err)
+{
+	struct sbx_root *gone = calloc(SBX_MAX_ROOTS, sizeof(*gone));
+	size_t kept = 0, n_gone = 0;
+	int r = 0;
+
+	note[0] = '\0';
+	if (!gone)
+		return sbx_error_set(err, ENOMEM, "roots: out of memory");
+	for (size_t i = 0; i < p->n_roots && i < SBX_MAX_ROOTS; i++) {
+		char real[SBX_PATH_MAX];
+		struct sbx_error why = { 0 };
+		const struct sbx_root rt = p->roots[i];
+
+		if (rt.read != SBX_ACCESS_DENY && !sbx_profile_in_secret(p, rt.path) &&
+		    sbx_path_resolve_trusted(rt.path, real, sizeof(real), &why) == -ENOENT)
+			gone[n_gone++] = rt;
+		else
+			p->roots[kept++] = rt;
+	}
+	p->n_roots = kept;
+	for (size_t i = 0; i < n_gone; i++) {
+		const struct sbx_root *rt = &gone[i];
+		enum sbx_access read = sbx_profile_path_access(p, rt->path, false);
+		enum sbx_access write = sbx_profile_path_access(p, rt->path, true);
+		size_t used = strlen(note);
+
+		if (read > rt->read || write > rt->write) {
+			/* Only an ro root can be narrower (read is allow). */
+			r = sbx_error_set(err, ENOENT, "root %s ro: No such file or directory, inside "
+					  "a tree the session writes: left out, the agent could "
+					  "make it and write there (create it, or remove the line)",
+					  rt->path);
+			goto out;
+		}
+		snprintf(note + used, size - used, "%s%s (missing)", used ? ", " : "", rt->path);
+	}
+out:
+	free(gone);
+	return r;
+}
+
 /* Who and where, for the report. */
 static void report_identity(struct sbx_report *r, const struct sbx_session *s)
 {
@@ -1153,6 +1218,9 @@ static int run_on(const struct sbx_run *run, const struct sbx_probe *probe,
 	}
 	sbx_profile_copy(resolved, p);
 	ret = resolve_deny_read(resolved, err);
+	if (ret == 0)
+		ret = sbx_profile_skip_missing_roots(resolved, pl->missing_roots,
+						     sizeof(pl->missing_roots), err);
 	if (ret)
 		goto out;
 	local = *run;

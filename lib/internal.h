@@ -464,6 +464,10 @@ struct sbx_mount_plan {
 	 * fresh /proc is then mounted read-only. */
 	bool proc_readonly;
 	bool minimal_dev;	/* tmpfs /dev with null zero full random urandom tty, new devpts */
+	/* What the session left out before the plan was built ("PATH
+	 * (missing)": roots that were not there), first in the detail's
+	 * "skipped:" list. */
+	char skipped[256];
 	size_t n;
 	struct sbx_mount m[SBX_MAX_MOUNTS];
 };
@@ -707,6 +711,9 @@ struct sbx_landlock_plan {
 	bool log_new_exec;	/* ABI 7: audit denials after exec too */
 	/* Optional rules dropped at plan time (an untrusted symlink). */
 	char skipped[512];
+	/* Roots the session left out because they were not there ("PATH
+	 * (missing)"), for the report when no mount view names them. */
+	char missing_roots[256];
 };
 
 struct sbx_landlock_result {
@@ -1226,6 +1233,16 @@ struct sbx_run {
  * message on stderr and exit code 126. */
 int sbx_run_confined(const struct sbx_run *run, struct sbx_report *report,
 		     int *exit_code, struct sbx_error *err);
+/* The roots of an expanded profile as a session starts with them: an ro or
+ * rw root that does not exist is removed from p and named in note
+ * ("PATH (missing), ..."; "" when none), where what is around it is no
+ * wider than the root; -ENOENT with err when it is wider (an ro root
+ * missing inside a tree the session writes: the session is refused, and
+ * p is of no further use).
+ * sbx_run_confined does this to its copy; --explain and --doctor to
+ * theirs, to say the same. */
+int sbx_profile_skip_missing_roots(struct sbx_profile *p, char *note, size_t size,
+				   struct sbx_error *err);
 
 /* ---- elf.c: what the command gate must leave executable ---- */
 

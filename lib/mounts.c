@@ -1032,6 +1032,7 @@ int sbx_mount_view_apply(const struct sbx_mount_plan *plan, char *detail, size_t
 	if (!st)
 		return sbx_error_set(err, ENOMEM, "sbx_mount_view_apply: out of memory");
 	st->plan = plan;
+	sbx_strlcpy(st->skipped, sizeof(st->skipped), plan->skipped);
 	st->devnull_fd = -1;
 	st->dev_mnt_fd = -1;
 	for (i = 0; i < SBX_MAX_MOUNTS; i++)

@@ -60,6 +60,7 @@ struct scenario {
 	bool as_overflow_uid;	/* the agent is uid/gid 65534 (nobody), not the test uid */
 	const char *workspace;	/* instead of the fixture's */
 	const char *tmp_source;	/* bound at /tmp, as an executor's scratch is */
+	const char *made_at_report;	/* made on the host as the report arrives */
 	char running_marker[256];	/* on_report notes the processes once it exists */
 	int out_fd;
 };
@@ -104,6 +105,7 @@ static long ms_since(const struct timespec *a)
 }
 
 static const char *marker_to_check;
+static const char *made_at_report;	/* a directory on_report makes on the host */
 static const char *running_marker;	/* made by the program once it runs */
 static pid_t sleeper_pid;	/* the agent's process outside the sandbox */
 
@@ -240,6 +242,8 @@ static void on_report(const struct sbx_report *r, void *ctx)
 	cur->on_report_in_outer = getpid() == outer_pid;
 	cur->report_ms = ms_since(&t0);
 	cur->marker_at_report = marker_to_check && stat(marker_to_check, &st) == 0;
+	if (made_at_report && mkdir(made_at_report, 0755) != 0)
+		cur->child_error = __LINE__;
 	note_processes(cur);
 }
 
@@ -636,6 +640,7 @@ static int run_as_agent(void *arg)
 	run.landlock_abi_limit = sc->abi_limit;
 	run.on_report = on_report;
 	marker_to_check = sc->marker[0] ? sc->marker : NULL;
+	made_at_report = sc->made_at_report;
 	running_marker = sc->running_marker[0] ? sc->running_marker : NULL;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -2474,6 +2479,84 @@ static void test_secret_unreachable_refused(void **state)
 	assert_true(contains(o.err, secret));
 }
 
+/*
+ * A root that is not there when the session starts (the shipped
+ * ceiling's /srv/agents before any agent is enrolled) is left out and
+ * named in the report, "PATH (missing)": the session runs. Made on the
+ * host once the session runs, it is not writable there (neither bound
+ * nor granted: it has the read-only host's access), while a root that
+ * exists is written in the same run (the control). With and without a
+ * mount view. An ro root missing inside the writable workspace refuses
+ * the session: left out, the agent could make it and write there.
+ */
+static void test_missing_root_left_out(void **state)
+{
+	const struct fixture *fx = *state;
+	static const enum probe_edit paths[] = { PROBE_REAL, PROBE_NO_USERNS };
+	char present[128], later[128], want[320], script[1024], path[200];
+	struct scenario sc;
+	struct outcome o;
+
+	if (!ready(fx, false))
+		skip();
+	snprintf(present, sizeof(present), "%s/present", fx->host);
+	snprintf(later, sizeof(later), "%s/later", fx->host);
+	assert_int_equal(mkdir(present, 0755), 0);
+	assert_int_equal(chown(present, sbx_test_uid(), sbx_test_gid()), 0);
+	/* Exit codes name the step that went wrong. */
+	snprintf(script, sizeof(script),
+		 "i=0; while [ ! -d %s ]; do i=$((i + 1)); [ $i -gt 100 ] && exit 2; sleep 0.05; done\n"
+		 "echo ok >%s/f || exit 3\n"
+		 "(echo x >%s/f) 2>/dev/null && exit 4\n"
+		 "mkdir %s/d 2>/dev/null && exit 5\n"
+		 "exit 0\n", later, present, later, later);
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		scenario_init(&sc, fx);
+		sc.probe = paths[i];
+		if (paths[i] == PROBE_NO_USERNS)
+			sc.profile.require &= ~(uint32_t)(SBX_G_WRITE_BOUNDARY |
+							  SBX_G_NO_PRIVILEGE_GAIN);
+		scenario_root_ro(&sc, present);
+		sc.profile.roots[sc.profile.n_roots - 1].write = SBX_ACCESS_ALLOW;
+		scenario_root_ro(&sc, later);
+		sc.profile.roots[sc.profile.n_roots - 1].write = SBX_ACCESS_ALLOW;
+		sc.made_at_report = later;
+		sc.script = script;
+		run_scenario(&sc, &o);
+		rmdir(later);
+		if (o.ret != 0)
+			fail_msg("path %zu: sbx_run_confined: %d %s", i, o.ret, o.err);
+		if (o.exit_code != 0) {
+			dump_report(&o.report);
+			fail_msg("path %zu: exit %d (see the script's steps)", i, o.exit_code);
+		}
+		snprintf(path, sizeof(path), "%s/f", present);
+		assert_int_equal(access(path, F_OK), 0);
+		assert_int_equal(unlink(path), 0);
+		if (paths[i] == PROBE_REAL) {
+			snprintf(want, sizeof(want), "skipped: %s (missing)", later);
+			assert_true(contains(o.report.entry[SBX_F_MOUNT_VIEW].detail, want));
+			assert_true(sbx_report_holds(&o.report, SBX_F_MOUNT_VIEW));
+		} else {
+			snprintf(want, sizeof(want), "not granted: %s (missing)", later);
+			assert_true(contains(o.report.entry[SBX_F_LANDLOCK_FS].detail, want));
+		}
+		assert_true(o.report.floor_met);
+	}
+
+	/* Read-only inside the writable workspace, and missing: refused. */
+	snprintf(path, sizeof(path), "%s/vendor", fx->ws);
+	scenario_init(&sc, fx);
+	scenario_root_ro(&sc, path);
+	sc.script = "exit 0";
+	run_scenario(&sc, &o);
+	assert_int_equal(o.ret, -ENOENT);
+	snprintf(want, sizeof(want), "root %s ro: No such file or directory, inside a tree the "
+		 "session writes", path);
+	if (!contains(o.err, want))
+		fail_msg("refusal: %s", o.err);
+}
+
 /* The engine's own fds (report pipe, unix supervisor channel) must not
  * land on each other when it starts with fd 3 free: moving the report
  * pipe to 3 closed the channel there, and every session with the network
@@ -2936,6 +3019,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mask_scope_in_report, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_nonregular, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_unreachable_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_root_left_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_timing_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_no_userns, setup, teardown),
