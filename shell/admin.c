@@ -60,13 +60,41 @@ int shell_cmd_probe(bool json)
 	return 0;
 }
 
+/* "root =" lines that name nothing (templates aside, which name each
+ * agent's own): sessions leave them out (lib/apply.c). Each path once:
+ * a profile that inherits the line does not name it again. */
+static void print_missing_roots(const char *section, const struct sbx_profile *p, char *seen,
+				size_t size)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < p->n_roots; i++) {
+		const struct sbx_root *rt = &p->roots[i];
+		bool ro = rt->write != SBX_ACCESS_ALLOW;
+		size_t used = strlen(seen);
+		char key[SBX_PATH_MAX + 2];
+
+		snprintf(key, sizeof(key), "%s\n", rt->path);
+		if (rt->read == SBX_ACCESS_DENY || strchr(rt->path, '%') || strstr(seen, key) ||
+		    stat(rt->path, &st) == 0 || errno != ENOENT)
+			continue;
+		snprintf(seen + used, size - used, "%s", key);
+		printf("  warning: %s root %s %s: No such file or directory: sessions leave it out "
+		       "(their report says \"%s (missing)\")%s; create it (install -d %s) or "
+		       "remove the line\n", section, rt->path, ro ? "ro" : "rw", rt->path,
+		       ro ? ", or are refused where it is inside a tree they write" : "", rt->path);
+	}
+}
+
 /* The live config, or the candidate of -f: trusted and parsed with its
- * drop-ins, as a session would read it. */
+ * drop-ins, as a session would read it. Roots that are not there are
+ * warnings. */
 int shell_cmd_check_config(void)
 {
 	const char *path = shell_config_path();
 	struct sbx_config *cfg = NULL;
 	struct sbx_error err = { 0 };
+	char seen[4096] = "";
 	int ret, status = 0;
 
 	ret = sbx_config_load(path, 0, &cfg, &err);
@@ -75,6 +103,13 @@ int shell_cmd_check_config(void)
 		       cfg->n_profiles, cfg->n_matches, cfg->n_files - 1);
 		for (size_t i = 1; i < cfg->n_files; i++)
 			printf("  drop-in %s\n", cfg->files[i]);
+		print_missing_roots("[ceiling]", &cfg->ceiling, seen, sizeof(seen));
+		for (size_t i = 0; i < cfg->n_profiles; i++) {
+			char section[SBX_NAME_MAX + 16];
+
+			snprintf(section, sizeof(section), "[profile %s]", cfg->profiles[i].name);
+			print_missing_roots(section, &cfg->profiles[i], seen, sizeof(seen));
+		}
 		/* network = proxy needs the daemon: whether it answers at all
 		 * (as whoever runs this; --doctor and --explain ask per agent). */
 		for (size_t i = 0; i < cfg->n_profiles; i++) {
@@ -122,7 +157,8 @@ int shell_cmd_explain(const char *user, bool json)
 	struct sbx_probe agent_probe;
 	struct sbx_decision d;
 	struct passwd *pw;
-	char why_path[SBX_PATH_MAX + 64];
+	struct sbx_profile *left = NULL;
+	char why_path[SBX_PATH_MAX + 64] = "", missing[256] = "";
 	int status = 1;
 	bool is_agent;
 
@@ -172,11 +208,17 @@ int shell_cmd_explain(const char *user, bool json)
 			id.user, err.msg);
 		goto out;
 	}
-	/* What the decision does not see: the mount view opens every
-	 * workspace and root the profile names, and a missing one refuses
-	 * the session before it reports ("open bind source"). The same test
-	 * as --doctor's paths row. */
-	if (shell_profile_missing_path(p, why_path, sizeof(why_path))) {
+	/* What the decision does not see: the mount view opens the
+	 * workspace, and a missing one refuses the session before it
+	 * reports ("open bind source"); a missing root is left out, or
+	 * refuses the session where leaving it out would widen it. The
+	 * session's own test (lib/apply.c), on a copy. */
+	left = malloc(sizeof(*left));
+	if (!left)
+		goto out;
+	*left = *p;
+	if (shell_workspace_missing(p, why_path, sizeof(why_path)) ||
+	    sbx_profile_skip_missing_roots(left, missing, sizeof(missing), &err) != 0) {
 		if (!json) {
 			printf("Effective profile for %s (after the host ceiling):\n", id.user);
 			sbx_profile_to_text(p, stdout);
@@ -184,7 +226,7 @@ int shell_cmd_explain(const char *user, bool json)
 		}
 		fprintf(stderr, "agent-shell: --explain %s: every session would be refused: "
 			"profile %s: %s (the session's mount view opens it)\n", id.user, p->name,
-			why_path);
+			why_path[0] ? why_path : err.msg);
 		goto out;
 	}
 	sbx_report_init(r, p);
@@ -194,6 +236,15 @@ int shell_cmd_explain(const char *user, bool json)
 	sbx_strlcpy(r->service, sizeof(r->service), "explain");
 	sbx_strlcpy(r->client, sizeof(r->client), "local");
 	sbx_decision_expect(&d, r);
+	/* Named where the session names them: the mount view, or without
+	 * one the Landlock rules. */
+	if (missing[0]) {
+		struct sbx_report_entry *e = &r->entry[d.ns ? SBX_F_MOUNT_VIEW : SBX_F_LANDLOCK_FS];
+		size_t used = strlen(e->detail);
+
+		snprintf(e->detail + used, sizeof(e->detail) - used, "%s%s%s",
+			 used ? "; " : "", d.ns ? "skipped: " : "not granted: ", missing);
+	}
 	/* The bridge's start asks the daemon whether this uid is a proxy
 	 * agent with this list; the prediction asks it the same. */
 	if (d.egress) {
@@ -228,6 +279,7 @@ int shell_cmd_explain(const char *user, bool json)
 	}
 	status = 0;
 out:
+	free(left);
 	sbx_config_free(cfg);
 	sbx_account_free(&id);
 	free(p);

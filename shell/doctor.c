@@ -91,6 +91,7 @@ struct doctor {
 	int um_guard;			/* user@.service asks --user-manager: -1 not read */
 	char um_where[SBX_PATH_MAX];	/* the drop-in that says so */
 	const char *subuid, *subgid;	/* /etc/subuid, /etc/subgid */
+	char roots_named[2048];		/* missing roots a paths row named, ", "-separated */
 	struct subid_file *subid_files;	/* both, read once for every agent */
 };
 
@@ -503,6 +504,33 @@ static void check_dropin_dir_readable(struct doctor *d, const char *path)
 	    "(Permission denied, exit 126)", (unsigned)(st.st_mode & 07777));
 }
 
+/* A path a "root =" line of section names that is not there: sessions
+ * leave it out (apply.c); one of the agent's own (a template) is checked
+ * per agent, expanded (check_profile_paths). Noted in d->roots_named so
+ * the agents' rows do not name it again. */
+static void check_root_lines(struct doctor *d, const char *section, const struct sbx_profile *p)
+{
+	char fix[SBX_PATH_MAX + 64];
+	struct stat st;
+
+	for (size_t i = 0; i < p->n_roots; i++) {
+		const struct sbx_root *rt = &p->roots[i];
+		size_t used = strlen(d->roots_named);
+
+		if (rt->read == SBX_ACCESS_DENY || strchr(rt->path, '%') ||
+		    stat(rt->path, &st) == 0 || errno != ENOENT || list_has(d->roots_named, rt->path))
+			continue;
+		snprintf(d->roots_named + used, sizeof(d->roots_named) - used, "%s%s",
+			 used ? ", " : "", rt->path);
+		snprintf(fix, sizeof(fix), "install -d %s, or remove the line", rt->path);
+		row(d, DOC_WARN, "paths", section, fix,
+		    "root %s %s: No such file or directory: sessions leave it out (their report "
+		    "says \"%s (missing)\")%s", rt->path, rt->write == SBX_ACCESS_ALLOW ? "rw" : "ro",
+		    rt->path, rt->write == SBX_ACCESS_ALLOW ? "" :
+		    ", or are refused where it is inside a tree they write");
+	}
+}
+
 static void check_config(struct doctor *d)
 {
 	struct sbx_error err = { 0 };
@@ -529,6 +557,13 @@ static void check_config(struct doctor *d)
 	    "trusted and parsed: %zu profile(s), %zu match rule(s), %zu drop-in(s)%s",
 	    d->cfg->n_profiles, d->cfg->n_matches, d->cfg->n_files - 1,
 	    shell_config_is_candidate() ? " (a candidate given with -f: not what sessions read)" : "");
+	check_root_lines(d, "[ceiling]", &d->cfg->ceiling);
+	for (size_t i = 0; i < d->cfg->n_profiles; i++) {
+		char section[SBX_NAME_MAX + 16];
+
+		snprintf(section, sizeof(section), "[profile %s]", d->cfg->profiles[i].name);
+		check_root_lines(d, section, &d->cfg->profiles[i]);
+	}
 	if (stat(d->cfg->agent_shell, &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
 		row(d, DOC_WARN, "config", "agent_shell", "install agent-shell there or fix agent_shell",
 		    "%s is not an executable file: agent logins will fail", d->cfg->agent_shell);
@@ -982,13 +1017,12 @@ out:
 
 /*
  * The paths a session of this account needs, as PAM and the shell compute
- * its profile. Each problem below refuses every login (fail closed, so WARN,
- * not FAIL), found walking through the README on a fresh Debian 12 host:
- * the shell's mount view refuses a missing workspace or root ("open bind
- * source /opt/toolchains: No such file or directory"). (A deny_read that
- * covers the config no longer does: the PAM stage leaves it to the shell.)
+ * its profile. A missing workspace refuses every login (fail closed, so
+ * WARN, not FAIL: "open bind source ...: No such file or directory"); a
+ * missing root is left out of every session (lib/apply.c), unless it is
+ * read-only inside a tree the session writes, which refuses it.
  */
-/* A root the mount view will open (read not deny) that is not there. */
+/* A root the mount view would bind (read not deny) that is not there. */
 static bool root_missing(const struct sbx_root *rt, int *e)
 {
 	struct stat st;
@@ -999,7 +1033,7 @@ static bool root_missing(const struct sbx_root *rt, int *e)
 	return true;
 }
 
-bool shell_profile_missing_path(const struct sbx_profile *p, char *why, size_t size)
+bool shell_workspace_missing(const struct sbx_profile *p, char *why, size_t size)
 {
 	/* The path as it shows (text.c): it goes to root's terminal. */
 	char shown[SBX_TEXT_SHOWN_MAX(SBX_PATH_MAX)];
@@ -1012,12 +1046,6 @@ bool shell_profile_missing_path(const struct sbx_profile *p, char *why, size_t s
 		snprintf(why, size, "workspace %s: %s", shown, strerror(e));
 		return true;
 	}
-	for (size_t i = 0; i < p->n_roots; i++)
-		if (root_missing(&p->roots[i], &e)) {
-			(void)sbx_text_show(shown, sizeof(shown), p->roots[i].path);
-			snprintf(why, size, "root %s: %s", shown, strerror(e));
-			return true;
-		}
 	return false;
 }
 
@@ -1110,6 +1138,39 @@ out:
 	free(sp);
 }
 
+/* The account's roots that are not there: each named once (not again when
+ * a config row named it), and the refusal when one cannot be left out. */
+static void check_missing_roots(struct doctor *d, const struct doc_agent *a, const char *profile,
+				const struct sbx_profile *p)
+{
+	struct sbx_profile *left = malloc(sizeof(*left));
+	struct sbx_error why = { 0 };
+	char fix[SBX_PATH_MAX + 128], note[256];
+
+	if (!left) {
+		d->out_of_memory = true;
+		return;
+	}
+	*left = *p;
+	if (sbx_profile_skip_missing_roots(left, note, sizeof(note), &why) != 0)
+		row(d, DOC_WARN, "paths", a->user, "create it, or remove the root line",
+		    "profile %s: every session is refused: %s", profile, why.msg);
+	free(left);
+	for (size_t i = 0; i < p->n_roots; i++) {
+		const struct sbx_root *rt = &p->roots[i];
+		int e;
+
+		if (!root_missing(rt, &e) || list_has(d->roots_named, rt->path))
+			continue;
+		snprintf(fix, sizeof(fix), "install -d %s%s, or remove the root line", rt->path,
+			 rt->write == SBX_ACCESS_ALLOW ? " (owned by the agent)" : "");
+		row(d, DOC_WARN, "paths", a->user, fix,
+		    "profile %s: root %s %s: %s: left out of every session (its report says "
+		    "\"%s (missing)\")", profile, rt->path,
+		    rt->write == SBX_ACCESS_ALLOW ? "rw" : "ro", strerror(e), rt->path);
+	}
+}
+
 static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 {
 	struct sbx_error err = { 0 };
@@ -1142,18 +1203,7 @@ static void check_profile_paths(struct doctor *d, const struct doc_agent *a)
 		    "profile %s: workspace %s: %s: every session is refused", named->name,
 		    p->workspace_root, strerror(e));
 	}
-	for (size_t i = 0; i < p->n_roots; i++) {
-		const struct sbx_root *rt = &p->roots[i];
-		int e;
-
-		if (!root_missing(rt, &e))
-			continue;
-		snprintf(fix, sizeof(fix), "install -d %s%s, or remove the root line", rt->path,
-			 rt->write == SBX_ACCESS_ALLOW ? " (owned by the agent)" : "");
-		row(d, DOC_WARN, "paths", a->user, fix,
-		    "profile %s: root %s %s: %s: every session is refused", named->name, rt->path,
-		    rt->write == SBX_ACCESS_ALLOW ? "rw" : "ro", strerror(e));
-	}
+	check_missing_roots(d, a, named->name, p);
 	check_secret_mounts(d, a, named->name, p);
 	check_ceiling_narrows(d, a, named, p, id.home);
 	check_egress(d, a, p);

@@ -91,10 +91,11 @@ int shell_cmd_user_manager(int argc, char **argv);
 /* shell/ops.c: root's --sessions, --end, --prune (argv[0] is the verb). */
 int shell_cmd_sessions(int argc, char **argv);
 int shell_cmd_end(int argc, char **argv);
-/* The first workspace or root of an expanded profile that the session's
- * mount view would fail to open (stat fails: missing, or not reachable by
- * root): true with why filled. --doctor and --explain share it. */
-bool shell_profile_missing_path(const struct sbx_profile *p, char *why, size_t size);
+/* The workspace of an expanded profile, when the session's mount view
+ * would fail to open it (stat fails: missing, or not reachable by root):
+ * true with why filled. (A missing root is left out instead:
+ * sbx_profile_skip_missing_roots.) */
+bool shell_workspace_missing(const struct sbx_profile *p, char *why, size_t size);
 int shell_cmd_log(int argc, char **argv);
 /* Root's copy of a session's report (lib/ledger.c), read for --report. */
 int shell_ledger_report(const char *session_id, char **buf, size_t *len, struct sbx_error *err);

@@ -929,6 +929,62 @@ static void test_doctor_config_breakers(void **state)
 	free(text);
 }
 
+/* A config that matches nobody yet (as shipped), in a directory of its
+ * own: its [ceiling] has a root that does not exist and one that does. */
+static void write_noagent_config(char *conf, size_t size, char *gone, size_t gsize, char *here,
+				 size_t hsize)
+{
+	char dir[128], text[2 * PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s/noagent", fx.base);
+	if (mkdir(dir, 0755) != 0)
+		assert_int_equal(errno, EEXIST);
+	snprintf(conf, size, "%s/agent-sandbox.conf", dir);
+	snprintf(gone, gsize, "%s/no-such-root", dir);
+	snprintf(here, hsize, "%s/root-here", dir);
+	if (mkdir(here, 0755) != 0)
+		assert_int_equal(errno, EEXIST);
+	snprintf(text, sizeof(text),
+		 "[global]\nstate_dir = %s/state\nagent_shell = %s\n"
+		 "[ceiling]\nhost_write = deny\nroot = %s rw\nroot = %s ro\n"
+		 "[profile p]\nworkspace_root = %s/ws/%%u\n",
+		 fx.base, fx.login, gone, here, fx.base);
+	write_text(conf, text);
+}
+
+/* A [ceiling] root that does not exist: a warning of --check-config (exit
+ * 0) and a WARN row of the doctor, each naming it and what sessions do
+ * with it; the root that exists is not named (the control). */
+static void test_missing_roots_named(void **state)
+{
+	char *out = NULL, conf[160], gone[160], here[160], want[PATH_MAX + 128], pam[PATH_MAX];
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	snprintf(pam, sizeof(pam), "%s/pam-roots", fx.tmp);
+	write_pam_dir(pam, true);
+	write_noagent_config(conf, sizeof(conf), gone, sizeof(gone), here, sizeof(here));
+	code = RUN(false, &out, "--check-config", "-f", conf);
+	assert_int_equal(code, 0);
+	snprintf(want, sizeof(want), "%s: OK (1 profile(s), 0 match rule(s), 0 drop-in(s))", conf);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "  warning: [ceiling] root %s rw: No such file or directory: "
+		 "sessions leave it out (their report says \"%s (missing)\"); create it "
+		 "(install -d %s) or remove the line\n", gone, gone, gone);
+	assert_contains(out, want);
+	assert_null(strstr(out, here));
+	free(out);
+	code = RUN(false, &out, "--doctor", "--json", "-f", conf, "--pam-dir", pam, "--sshd",
+		   "/nonexistent/sshd");
+	assert_row(out, "paths", "[ceiling]", "WARN");
+	snprintf(want, sizeof(want), "root %s rw: No such file or directory: sessions leave it out",
+		 gone);
+	assert_contains(out, want);
+	assert_null(strstr(out, here));
+	free(out);
+}
+
 /* A candidate config in its own trusted directory, with a conf.d drop-in
  * that gives user3 profile "other" (the live config gives it "agent"). */
 static void write_candidate(char *main_path, size_t size, char *dropin, size_t dsize)
@@ -1691,6 +1747,7 @@ int main(void)
 		cmocka_unit_test(test_doctor_nss_groups),
 		cmocka_unit_test(test_doctor_secret_mounts),
 		cmocka_unit_test(test_doctor_config_breakers),
+		cmocka_unit_test(test_missing_roots_named),
 		cmocka_unit_test(test_candidate_config),
 		cmocka_unit_test(test_doctor_probe_child_is_fresh),
 		cmocka_unit_test(test_doctor_probe_failure_warns),

@@ -90,27 +90,67 @@ for prof in $profiles; do
 		fi
 	done
 done
-# A root that does not exist: the prediction is the refusal the session
-# gives (its mount view cannot open it), not "floor met".
+# A root that does not exist: the session leaves it out and its report
+# says "PATH (missing)"; the prediction says the same. For an agent (the
+# profile's own root) and for any other user (a [ceiling] root, as the
+# shipped /srv/agents on a host that has none yet). Then one that is
+# read-only inside the writable workspace: left out, the agent could make
+# it and write there, so the session is refused, and the prediction is
+# that refusal.
 name=missing_root
 echo "[ RUN      ] $name"
 first=$(echo $profiles | cut -d' ' -f1)
-{ awk -v t="$T" -v p="[profile $first]" '{ print } $0 == p { print "root = " t "/no-such-root ro" }' "$C/base.conf"
+{ awk -v t="$T" -v p="[profile $first]" '{ print } $0 == p { print "root = " t "/no-such-root ro" }
+	$0 == "[ceiling]" { print "root = " t "/no-such-ceiling rw" }' "$C/base.conf"
 	printf '[match]\nuser %s = %s\n' "$U" "$first"; } >"$C/missing.conf"
 chmod 0644 "$C/missing.conf"
 run=("${AS_AGENT[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg-missing" SBX_TEST_CONFIG="$C/missing.conf" "$SHELL_BIN")
 install -d -m 0700 -o "$U" -g "$U" "$T/xdg-missing"
+"${run[@]}" --explain "$U" --json >"$T/explain.json" 2>"$T/explain.err"
+erc=$?
+"${run[@]}" --run -- /bin/sh -c true >"$T/run.out" 2>&1
+rrc=$?
+"${run[@]}" --report --json >"$T/missing.json" 2>/dev/null
+install -d -m 0700 -o nobody -g nogroup "$T/xdg-nobody"
+setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all env HOME=/nonexistent \
+	XDG_RUNTIME_DIR="$T/xdg-nobody" SBX_TEST_CONFIG="$C/missing.conf" "$SHELL_BIN" \
+	--run --workspace "$T/xdg-nobody" -- /bin/sh -c true >"$T/nobody.out" 2>&1
+nrc=$?
+setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all env HOME=/nonexistent \
+	XDG_RUNTIME_DIR="$T/xdg-nobody" SBX_TEST_CONFIG="$C/missing.conf" "$SHELL_BIN" \
+	--report --json >"$T/nobody.json" 2>/dev/null
+mv_detail() { python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+r = r.get("predicted_report", r)
+print([e["detail"] for e in r["entries"] if e["feature"] == "mount_view"][0], r["level"])' "$1" 2>/dev/null; }
+echo "  explain: exit $erc: $(mv_detail "$T/explain.json")"
+echo "  session: exit $rrc: $(mv_detail "$T/missing.json") $(grep -m1 'agent-shell:' "$T/run.out" | head -c 200)"
+echo "  not an agent: exit $nrc: $(mv_detail "$T/nobody.json")"
+want="$T/no-such-root (missing)"
+if [ $erc = 0 ] && [[ $(mv_detail "$T/explain.json") == *"skipped: $want"* ]] &&
+	[ $rrc = 0 ] && [[ $(mv_detail "$T/missing.json") == *"skipped: "*"$want"* ]] &&
+	[ $nrc = 0 ] && [[ $(mv_detail "$T/nobody.json") == *"skipped: $T/no-such-ceiling (missing)"* ]]; then
+	ok "$name"
+else
+	bad "$name" "a missing root: the prediction, the agent's session and another user's run"
+fi
+name=missing_root_in_workspace_refused
+echo "[ RUN      ] $name"
+sed "s|^root = $T/no-such-root ro\$|root = $T/ws/vendor ro|" "$C/missing.conf" >"$C/inws.conf"
+chmod 0644 "$C/inws.conf"
+run=("${AS_AGENT[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg-missing" SBX_TEST_CONFIG="$C/inws.conf" "$SHELL_BIN")
 "${run[@]}" --explain "$U" >"$T/explain.out" 2>&1
 erc=$?
 "${run[@]}" --run -- /bin/sh -c true >"$T/run.out" 2>&1
 rrc=$?
-echo "  explain: exit $erc: $(head -c 200 "$T/explain.out")"
-echo "  session: exit $rrc: $(grep -m1 'bind source' "$T/run.out" | head -c 200)"
-if [ $erc = 1 ] && grep -q "every session would be refused: .*root $T/no-such-root: No such file or directory" "$T/explain.out" &&
-	[ $rrc = 126 ] && grep -q "open bind source $T/no-such-root: No such file or directory" "$T/run.out"; then
+msg="root $T/ws/vendor ro: No such file or directory, inside a tree the session writes"
+echo "  explain: exit $erc: $(grep -m1 'refused' "$T/explain.out" | head -c 240)"
+echo "  session: exit $rrc: $(grep -m1 'agent-shell:' "$T/run.out" | head -c 240)"
+if [ $erc = 1 ] && grep -q "every session would be refused: .*$msg" "$T/explain.out" &&
+	[ $rrc = 126 ] && grep -q "$msg" "$T/run.out" && [ ! -e "$T/ws/vendor" ]; then
 	ok "$name"
 else
-	bad "$name" "the prediction and the session disagree on a missing root"
+	bad "$name" "the prediction and the session disagree on a missing ro root in the workspace"
 fi
 # The shipped config's commented proxy example, uncommented as its comment
 # says (and the ceiling raised to proxy): it loads, and the profile it makes
