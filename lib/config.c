@@ -2,8 +2,10 @@
 /* The configuration file: parse (from memory or a trusted file), resolve inherit, select. */
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -1356,4 +1358,122 @@ int sbx_profile_set_key(struct sbx_profile *p, const char *key, const char *valu
 		r = sbx_error_set(err, ENAMETOOLONG, "profile %s: key '%s': value too long", p->name,
 				  key);
 	return r < 0 ? r : 0;
+}
+
+/* ---- who can read it ---------------------------------------------------- */
+
+/*
+ * agent-shell reads the config as the agent (the login shell runs with the
+ * agent's uid), so a file only root can read refuses every agent session
+ * with "Permission denied", exit 126, while root's own checks read it
+ * fine. The rule, for every file of the config, its conf.d (listed: read
+ * and search) and every directory above them (searched): the bits for
+ * others allow it, or the group bits do and the file's group holds every
+ * agent, which the config itself must show: it has [match] rules, every
+ * group rule names that group, and every user rule names an account in it
+ * (by primary group or membership). Owner bits never count: the trust
+ * rules make the owner root, and root is never an agent. ACLs are not
+ * read: a file readable only through one is reported.
+ */
+static bool group_holds_every_agent(const struct sbx_config *cfg, gid_t gid, const char *group)
+{
+	if (!group || cfg->n_matches == 0)
+		return false;
+	for (size_t i = 0; i < cfg->n_matches; i++) {
+		const struct sbx_match *m = &cfg->matches[i];
+		struct sbx_account a;
+		bool in;
+
+		if (m->kind == SBX_MATCH_GROUP) {
+			if (strcmp(m->name, group) != 0)
+				return false;
+			continue;
+		}
+		if (sbx_account_by_name(m->name, &a, NULL) != 0)
+			return false;
+		in = a.gid == gid || sbx_account_in_group(&a, group);
+		sbx_account_free(&a);
+		if (!in)
+			return false;
+	}
+	return true;
+}
+
+#define GROUP_BUF_SIZE (1u << 16)
+
+struct access_walk {
+	const struct sbx_config *cfg;
+	sbx_config_access_fn fn;
+	void *arg;
+	size_t problems;
+};
+
+/* need: 4 read, 1 search, 5 both (in the "other" position). */
+static void access_check(struct access_walk *w, const char *path, unsigned need,
+			 const char *what)
+{
+	char group[SBX_NAME_MAX] = "", why[320], fix[SBX_PATH_MAX + 64];
+	struct group gr, *res = NULL;
+	struct stat st;
+	bool group_ok;
+	char *buf;
+
+	if (stat(path, &st) != 0)
+		return;	/* the load that came before found it; gone since */
+	if ((st.st_mode & need) == need)
+		return;
+	/* A group too large for the buffer stays unnamed: then only the
+	 * bits for others count, which errs towards the report. */
+	buf = malloc(GROUP_BUF_SIZE);
+	if (buf && getgrgid_r(st.st_gid, &gr, buf, GROUP_BUF_SIZE, &res) == 0 && res)
+		snprintf(group, sizeof(group), "%s", res->gr_name);
+	free(buf);
+	group_ok = (st.st_mode & (need << 3)) == (need << 3) &&
+		   group_holds_every_agent(w->cfg, st.st_gid, group[0] ? group : NULL);
+	if (group_ok)
+		return;
+	snprintf(why, sizeof(why), "mode %04o, group %s: agents cannot %s it, and agent-shell "
+		 "reads the config as the agent: every agent session (and every --run) is "
+		 "refused (Permission denied, exit 126)", (unsigned)(st.st_mode & 07777),
+		 group[0] ? group : "?", what);
+	snprintf(fix, sizeof(fix), "chmod o+%s %s", need == 4 ? "r" : need == 1 ? "x" : "rx",
+		 path);
+	w->fn(w->arg, path, why, fix);
+	w->problems++;
+}
+
+/* Every directory from "/" down to the one holding path, searched. */
+static void access_check_above(struct access_walk *w, const char *path)
+{
+	char dir[SBX_PATH_MAX];
+	size_t len;
+
+	for (const char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+		len = (size_t)(p - path);
+		if (len >= sizeof(dir))
+			return;
+		memcpy(dir, path, len);
+		dir[len] = '\0';
+		access_check(w, dir, 1, "reach the config through");
+	}
+}
+
+size_t sbx_config_check_agent_access(const struct sbx_config *cfg, sbx_config_access_fn fn,
+				     void *arg)
+{
+	struct access_walk w = { .cfg = cfg, .fn = fn, .arg = arg };
+	char dropins[SBX_PATH_MAX];
+	const char *slash;
+
+	if (!cfg || !cfg->n_files || cfg->path[0] != '/')
+		return 0;
+	access_check(&w, "/", 1, "reach the config through");
+	access_check_above(&w, cfg->path);
+	slash = strrchr(cfg->path, '/');
+	if (sbx_snprintf(dropins, sizeof(dropins), "%.*s/%s", (int)(slash - cfg->path), cfg->path,
+			 SBX_CONFIG_DROPIN_DIR) == 0)
+		access_check(&w, dropins, 5, "list the drop-ins in");
+	for (size_t i = 0; i < cfg->n_files; i++)
+		access_check(&w, cfg->files[i], 4, "read");
+	return w.problems;
 }

@@ -290,6 +290,14 @@ bool sbx_config_text_equal(const struct sbx_config_text *a, const struct sbx_con
 /* Whether any [match] rule names a group. */
 bool sbx_config_has_group_rules(const struct sbx_config *cfg);
 void sbx_config_text_free(struct sbx_config_text *t);
+/* Can the agents read the config as agent-shell does (as the agent)?
+ * For each file, conf.d or directory above them that they cannot read,
+ * list or search (config.c states the rule), fn gets its path, why (its
+ * mode and group, and what fails) and the fix. Returns how many. */
+typedef void (*sbx_config_access_fn)(void *arg, const char *path, const char *why,
+				     const char *fix);
+size_t sbx_config_check_agent_access(const struct sbx_config *cfg, sbx_config_access_fn fn,
+				     void *arg);
 
 /* The account's profile as both front ends see it: selected by the
  * [match] rules, narrowed by the ceiling, %u and %h expanded. -ENOENT

@@ -60,6 +60,13 @@ int shell_cmd_probe(bool json)
 	return 0;
 }
 
+/* A file of the config the agents cannot read (lib/config.c's rule). */
+static void print_access_problem(void *arg, const char *path, const char *why, const char *fix)
+{
+	(void)arg;
+	fprintf(stderr, "%s: %s; fix: %s\n", path, why, fix);
+}
+
 /* "root =" lines that name nothing (templates aside, which name each
  * agent's own): sessions leave them out (lib/apply.c). Each path once:
  * a profile that inherits the line does not name it again. */
@@ -87,7 +94,8 @@ static void print_missing_roots(const char *section, const struct sbx_profile *p
 }
 
 /* The live config, or the candidate of -f: trusted and parsed with its
- * drop-ins, as a session would read it. Roots that are not there are
+ * drop-ins, as a session would read it, and readable by the agents, as
+ * agent-shell reads it (exit 1 otherwise). Roots that are not there are
  * warnings. */
 int shell_cmd_check_config(void)
 {
@@ -95,12 +103,20 @@ int shell_cmd_check_config(void)
 	struct sbx_config *cfg = NULL;
 	struct sbx_error err = { 0 };
 	char seen[4096] = "";
+	size_t unreadable;
 	int ret, status = 0;
 
 	ret = sbx_config_load(path, 0, &cfg, &err);
 	if (ret == 0) {
-		printf("%s: OK (%zu profile(s), %zu match rule(s), %zu drop-in(s))\n", path,
-		       cfg->n_profiles, cfg->n_matches, cfg->n_files - 1);
+		unreadable = sbx_config_check_agent_access(cfg, print_access_problem, NULL);
+		if (unreadable)
+			printf("%s: FAIL: trusted and parsed (%zu profile(s), %zu match rule(s), %zu "
+			       "drop-in(s)), but the agents cannot read %zu of its files or "
+			       "directories (above)\n", path, cfg->n_profiles, cfg->n_matches,
+			       cfg->n_files - 1, unreadable);
+		else
+			printf("%s: OK (%zu profile(s), %zu match rule(s), %zu drop-in(s))\n", path,
+			       cfg->n_profiles, cfg->n_matches, cfg->n_files - 1);
 		for (size_t i = 1; i < cfg->n_files; i++)
 			printf("  drop-in %s\n", cfg->files[i]);
 		print_missing_roots("[ceiling]", &cfg->ceiling, seen, sizeof(seen));
@@ -127,9 +143,13 @@ int shell_cmd_check_config(void)
 			       "loopback: ", pr == 0 || pr == -EACCES ? "" : perr.msg);
 		}
 		sbx_config_free(cfg);
-		return 0;
+		return unreadable ? 1 : 0;
 	}
 	fprintf(stderr, "%s\n", err.msg);
+	if (ret == -EACCES)
+		fprintf(stderr, "agent-shell: --check-config: this user cannot read it, and "
+			"agent-shell reads the config as its user (in a session, the agent); run as "
+			"root, --check-config names every file the agents cannot read\n");
 	status = 1;
 	/* Still report syntax errors in a draft the trust check refused. */
 	if (ret == -EPERM || ret == -ELOOP) {

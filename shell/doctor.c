@@ -5,8 +5,9 @@
  * stacks, sshd's effective configuration for each agent account, the
  * accounts themselves and the kernel as the agent sees it; prints one row
  * per check with OK / WARN / FAIL and the admin's fix. FAIL means an
- * unconfined path (or privilege outside the sandbox); the exit code is 1
- * then, 0 otherwise, 2 on a usage error. Nothing on the host is changed.
+ * unconfined path (or privilege outside the sandbox), or a config the
+ * agents cannot read (every session refused); the exit code is 1 then, 0
+ * otherwise, 2 on a usage error. Nothing on the host is changed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -428,80 +429,11 @@ static bool is_agent_shell(const char *path, const struct stat *st)
 	return !strcmp(base ? base + 1 : path, "agent-shell");
 }
 
-/*
- * agent-shell reads the config as the agent: a file only root can read
- * refuses every agent session ("Permission denied", exit 126). Readable
- * by everyone (it holds no secret), or by a group every agent is in; every
- * directory above searchable by everyone.
- */
-static void check_config_readable(struct doctor *d, const char *path)
+/* A config file, conf.d or directory above them the agents cannot read:
+ * a FAIL, enrolled agents or not (lib/config.c states the rule). */
+static void config_access_row(void *arg, const char *path, const char *why, const char *fix)
 {
-	char dir[SBX_PATH_MAX], fix[SBX_PATH_MAX + 64], *slash, *grbuf;
-	struct group grent, *gr = NULL;
-	struct stat st;
-	bool ok;
-
-	if (stat(path, &st) != 0)
-		return;
-	ok = st.st_mode & 0004;
-	/* A group too large for the buffer reads as unknown: then only
-	 * world-readable counts, which errs towards the warning. */
-	grbuf = malloc(1 << 16);
-	if (grbuf && getgrgid_r(st.st_gid, &grent, grbuf, 1 << 16, &gr) != 0)
-		gr = NULL;
-	if (!ok && (st.st_mode & 0040) && gr && d->n_agents) {
-		ok = true;
-		for (size_t i = 0; ok && i < d->n_agents; i++) {
-			struct sbx_account acc;
-
-			if (sbx_account_by_name(d->agents[i].user, &acc, NULL) != 0) {
-				ok = false;
-				break;
-			}
-			ok = acc.gid == st.st_gid || sbx_account_in_group(&acc, gr->gr_name);
-			sbx_account_free(&acc);
-		}
-	}
-	snprintf(fix, sizeof(fix), "chmod o+r %s (it holds no secret)", path);
-	if (!ok) {
-		row(d, DOC_WARN, "config", path, fix,
-		    "mode %04o, group %s: agents cannot read it, so every agent session fails "
-		    "(Permission denied, exit 126)", (unsigned)(st.st_mode & 07777),
-		    gr ? gr->gr_name : "?");
-		free(grbuf);
-		return;
-	}
-	free(grbuf);
-	snprintf(dir, sizeof(dir), "%s", path);
-	while ((slash = strrchr(dir, '/')) && slash != dir) {
-		*slash = '\0';
-		if (stat(dir, &st) == 0 && !(st.st_mode & 0001)) {
-			snprintf(fix, sizeof(fix), "chmod o+x %s", dir);
-			row(d, DOC_WARN, "config", path, fix,
-			    "%s is mode %04o: agents cannot reach the config, so every agent "
-			    "session fails (Permission denied, exit 126)", dir,
-			    (unsigned)(st.st_mode & 07777));
-			return;
-		}
-	}
-}
-
-/* agent-shell lists conf.d as the agent: without read and search for
- * others, opening it fails (EACCES) and every agent session with it. */
-static void check_dropin_dir_readable(struct doctor *d, const char *path)
-{
-	char dir[SBX_PATH_MAX], fix[SBX_PATH_MAX + 32];
-	const char *slash = strrchr(path, '/');
-	struct stat st;
-
-	if (!slash || sbx_snprintf(dir, sizeof(dir), "%.*s/%s", (int)(slash - path), path,
-				   SBX_CONFIG_DROPIN_DIR) != 0 ||
-	    stat(dir, &st) != 0 || (st.st_mode & 0005) == 0005)
-		return;
-	snprintf(fix, sizeof(fix), "chmod o+rx %s", dir);
-	row(d, DOC_WARN, "config", dir, fix,
-	    "mode %04o: agents cannot list the drop-ins, so every agent session fails "
-	    "(Permission denied, exit 126)", (unsigned)(st.st_mode & 07777));
+	row(arg, DOC_FAIL, "config", path, fix, "%s", why);
 }
 
 /* A path a "root =" line of section names that is not there: sessions
@@ -557,6 +489,7 @@ static void check_config(struct doctor *d)
 	    "trusted and parsed: %zu profile(s), %zu match rule(s), %zu drop-in(s)%s",
 	    d->cfg->n_profiles, d->cfg->n_matches, d->cfg->n_files - 1,
 	    shell_config_is_candidate() ? " (a candidate given with -f: not what sessions read)" : "");
+	sbx_config_check_agent_access(d->cfg, config_access_row, d);
 	check_root_lines(d, "[ceiling]", &d->cfg->ceiling);
 	for (size_t i = 0; i < d->cfg->n_profiles; i++) {
 		char section[SBX_NAME_MAX + 16];
@@ -2121,7 +2054,8 @@ static void print_text(const struct doctor *d, size_t n_ok, size_t n_warn, size_
 			printf("%-6s %-9s %-24s fix: %s\n", "", "", "", r->fix);
 	}
 	printf("\n%zu OK, %zu WARN, %zu FAIL%s\n", n_ok, n_warn, n_fail,
-	       n_fail ? ": an agent account has a way in that is not confined" : "");
+	       n_fail ? ": an agent account has a way in that is not confined, or the agents "
+			"cannot read the config (see the FAIL rows)" : "");
 }
 
 static void print_json(const struct doctor *d, size_t n_ok, size_t n_warn, size_t n_fail)
@@ -2156,8 +2090,8 @@ static void doctor_usage(FILE *out)
 	      "                           [--sshd PATH] [--sshd-config FILE] [--unit-dirs DIR:DIR...]\n"
 	      "-f FILE (--config FILE): check a candidate config and its conf.d instead of the\n"
 	      "live one (the rest of the host as it is).\n"
-	      "Run as root. Exit 0: no FAIL; 1: an entry into an agent account is not confined;\n"
-	      "2: usage error.\n", out);
+	      "Run as root. Exit 0: no FAIL; 1: an entry into an agent account is not confined,\n"
+	      "or the agents cannot read the config; 2: usage error.\n", out);
 }
 
 /* The interactive services an agent may use by default, and the job
@@ -2301,12 +2235,6 @@ static void check_accounts(struct doctor *d)
 {
 	check_nss_groups(d);
 	collect_agents(d);
-	if (d->cfg) {
-		/* The drop-ins too: agent-shell reads every one as the agent. */
-		for (size_t i = 0; i < d->cfg->n_files; i++)
-			check_config_readable(d, d->cfg->files[i]);
-		check_dropin_dir_readable(d, shell_config_path());
-	}
 	if (!d->n_agents)
 		row(d, DOC_WARN, "accounts", "-", "agent-shell --enroll USER",
 		    "no agent accounts: nothing is matched by the config's [match] rules");

@@ -64,6 +64,15 @@ int shell_config_load(struct sbx_config **out, struct sbx_error *err)
 		*out = NULL;
 		return 0;
 	}
+	/* Read as this user: the admin's fix is to make it readable. */
+	if (ret == -EACCES && err) {
+		char cause[sizeof(err->msg)];
+
+		memcpy(cause, err->msg, sizeof(cause));
+		sbx_error_set(err, EACCES, "%s (agent-shell reads the config as the user it runs "
+			      "as; agent-shell --check-config, run as root, names what to make "
+			      "readable)", cause);
+	}
 	return ret;
 }
 

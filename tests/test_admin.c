@@ -848,7 +848,7 @@ static void test_doctor_subids(void **state)
  * agent-shell (the PAM module would let agents log in with it). */
 static void test_doctor_config_breakers(void **state)
 {
-	char *out = NULL, *text, *edited, *at, pam[PATH_MAX];
+	char *out = NULL, *text, *edited, *at, pam[PATH_MAX], want[PATH_MAX + 128];
 	int code;
 
 	(void)state;
@@ -861,12 +861,35 @@ static void test_doctor_config_breakers(void **state)
 	assert_null(strstr(out, "agents cannot read it"));
 	assert_row(out, "config", "agent_shell", "OK");
 	free(out);
+	/* 0640 with group root, which holds no agent: a FAIL, and
+	 * --check-config fails it too, naming the file and the fix. */
 	assert_int_equal(chmod(fx.config, 0640), 0);
 	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
-	assert_int_equal(chmod(fx.config, 0644), 0);
-	assert_row(out, "config", fx.config, "WARN");
-	assert_contains(out, "agents cannot read it, so every agent session fails");
+	assert_int_equal(code, 1);
+	assert_row(out, "config", fx.config, "FAIL");
+	assert_contains(out, "mode 0640, group root: agents cannot read it, and agent-shell reads "
+			"the config as the agent: every agent session (and every --run) is refused");
 	free(out);
+	code = RUN(false, &out, "--check-config");
+	assert_int_equal(code, 1);
+	snprintf(want, sizeof(want), "%s: mode 0640, group root: agents cannot read it", fx.config);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "fix: chmod o+r %s\n", fx.config);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "%s: FAIL: trusted and parsed", fx.config);
+	assert_contains(out, want);
+	free(out);
+	/* Group-readable by the group every agent is in (the config's only
+	 * [match] rule names it): no such row, and --check-config passes. */
+	assert_int_equal(chown(fx.config, 0, getgrnam(fx.group)->gr_gid), 0);
+	code = RUN(false, &out, "--doctor", "--json", "--pam-dir", pam, "--sshd", "/nonexistent/sshd");
+	assert_null(strstr(out, "agents cannot read it"));
+	free(out);
+	code = RUN(false, &out, "--check-config");
+	assert_int_equal(code, 0);
+	free(out);
+	assert_int_equal(chown(fx.config, 0, 0), 0);
+	assert_int_equal(chmod(fx.config, 0644), 0);
 	/* agent_shell = /bin/bash: a FAIL, as the accounts' shell then is. */
 	text = file_text(fx.config);
 	at = strstr(text, "agent_shell = ");
@@ -901,7 +924,7 @@ static void test_doctor_config_breakers(void **state)
 	/* A profile root rw that the ceiling leaves read-only: a WARN naming
 	 * it; a root the ceiling lets it write is not named (the control). */
 	{
-		char ro[128], rw[128], want[256];
+		char ro[128], rw[128];
 		const char *sec = strstr(text, "[profile agent]\n");
 
 		assert_non_null(sec);
@@ -982,6 +1005,59 @@ static void test_missing_roots_named(void **state)
 		 gone);
 	assert_contains(out, want);
 	assert_null(strstr(out, here));
+	free(out);
+}
+
+/*
+ * A config that matches nobody yet (as shipped) and only root can read:
+ * both checks fail it, though no agent is enrolled, naming the file and
+ * the fix; readable, neither does (the control, test_missing_roots_named).
+ */
+static void test_config_unreadable_without_agents(void **state)
+{
+	char *out = NULL, conf[160], dir[160], gone[160], here[160], want[PATH_MAX + 128];
+	char pam[PATH_MAX];
+	int code;
+
+	(void)state;
+	SBX_TEST_REQUIRE_ROOT();
+	snprintf(pam, sizeof(pam), "%s/pam-noagent", fx.tmp);
+	write_pam_dir(pam, true);
+	write_noagent_config(conf, sizeof(conf), gone, sizeof(gone), here, sizeof(here));
+	assert_int_equal(chmod(conf, 0600), 0);
+	code = RUN(false, &out, "--check-config", "-f", conf);
+	assert_int_equal(code, 1);
+	snprintf(want, sizeof(want), "%s: mode 0600, group root: agents cannot read it, and "
+		 "agent-shell reads the config as the agent: every agent session (and every --run) "
+		 "is refused (Permission denied, exit 126); fix: chmod o+r %s\n", conf, conf);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "%s: FAIL: trusted and parsed (1 profile(s), 0 match rule(s), "
+		 "0 drop-in(s)), but the agents cannot read 1 of its files or directories", conf);
+	assert_contains(out, want);
+	assert_null(strstr(out, ": OK ("));
+	free(out);
+	code = RUN(false, &out, "--doctor", "--json", "-f", conf, "--pam-dir", pam, "--sshd",
+		   "/nonexistent/sshd");
+	assert_int_equal(code, 1);
+	assert_row(out, "config", conf, "FAIL");
+	assert_contains(out, "no agent accounts");
+	free(out);
+	assert_int_equal(chmod(conf, 0644), 0);
+	code = RUN(false, &out, "--doctor", "--json", "-f", conf, "--pam-dir", pam, "--sshd",
+		   "/nonexistent/sshd");
+	assert_null(strstr(out, "agents cannot"));
+	free(out);
+	/* A directory above it the agents cannot search: the same. */
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(conf, '/') - conf), conf);
+	assert_int_equal(chmod(dir, 0750), 0);
+	code = RUN(false, &out, "--check-config", "-f", conf);
+	assert_int_equal(chmod(dir, 0755), 0);
+	assert_int_equal(code, 1);
+	snprintf(want, sizeof(want), "%s: mode 0750, group root: agents cannot reach the config "
+		 "through it", dir);
+	assert_contains(out, want);
+	snprintf(want, sizeof(want), "fix: chmod o+x %s\n", dir);
+	assert_contains(out, want);
 	free(out);
 }
 
@@ -1204,12 +1280,18 @@ static void test_candidate_config(void **state)
 	free(out);
 	assert_int_equal(chmod(dropin, 0644), 0);
 
-	/* Trusted but unreadable to agents: the doctor warns (agent-shell
-	 * reads the drop-ins as the agent). */
+	/* Trusted but unreadable to agents: a FAIL of the doctor and of
+	 * --check-config (agent-shell reads the drop-ins as the agent). */
 	assert_int_equal(chmod(dropin, 0600), 0);
 	code = RUN(false, &out, "--doctor", "--json", "-f", cand, "--pam-dir", pam, "--sshd",
 		   "/nonexistent/sshd");
-	assert_row(out, "config", dropin, "WARN");
+	assert_int_equal(code, 1);
+	assert_row(out, "config", dropin, "FAIL");
+	free(out);
+	code = RUN(false, &out, "--check-config", "-f", cand);
+	assert_int_equal(code, 1);
+	snprintf(want, sizeof(want), "%s: mode 0600, group root: agents cannot read it", dropin);
+	assert_contains(out, want);
 	free(out);
 	assert_int_equal(chmod(dropin, 0644), 0);
 	snprintf(want, sizeof(want), "%s/cand/conf.d", fx.base);
@@ -1217,8 +1299,10 @@ static void test_candidate_config(void **state)
 	code = RUN(false, &out, "--doctor", "--json", "-f", cand, "--pam-dir", pam, "--sshd",
 		   "/nonexistent/sshd");
 	assert_int_equal(chmod(want, 0755), 0);
-	assert_row(out, "config", want, "WARN");
-	assert_contains(out, "agents cannot list the drop-ins");
+	assert_int_equal(code, 1);
+	assert_row(out, "config", want, "FAIL");
+	assert_contains(out, "agents cannot list the drop-ins in it");
+	assert_contains(out, "\"fix\":\"chmod o+rx ");
 	free(out);
 
 	/* A candidate under a world-writable directory (/tmp): refused, and
@@ -1748,6 +1832,7 @@ int main(void)
 		cmocka_unit_test(test_doctor_secret_mounts),
 		cmocka_unit_test(test_doctor_config_breakers),
 		cmocka_unit_test(test_missing_roots_named),
+		cmocka_unit_test(test_config_unreadable_without_agents),
 		cmocka_unit_test(test_candidate_config),
 		cmocka_unit_test(test_doctor_probe_child_is_fresh),
 		cmocka_unit_test(test_doctor_probe_failure_warns),
