@@ -348,6 +348,7 @@ int shell_cmd_report(const char *session, bool json)
 	struct sbx_error err = { 0 };
 	char *buf = NULL;
 	size_t len = 0;
+	bool newest = false;
 	int status = 1;
 
 	if (!r)
@@ -377,7 +378,9 @@ int shell_cmd_report(const char *session, bool json)
 	if (!buf && !path[0] && shell_report_dir(dir, sizeof(dir)) == 0) {
 		if (sid)
 			snprintf(path, sizeof(path), "%s/%s.json", dir, sid);
-		else if (newest_report(dir, path, sizeof(path)) != 0)
+		else if (newest_report(dir, path, sizeof(path)) == 0)
+			newest = true;
+		else
 			path[0] = '\0';
 	}
 	if (!buf && !path[0]) {
@@ -390,6 +393,14 @@ int shell_cmd_report(const char *session, bool json)
 		fprintf(stderr, "agent-shell: --report: %s\n", err.msg);
 		goto out;
 	}
+	/* Not "the report of your last run": any session of this user may
+	 * have ended since (another terminal, a script). Said on stderr, so
+	 * --json stays one object. */
+	if (newest)
+		fprintf(stderr, "agent-shell: --report: no SESSION given: this is the newest report "
+			"in %s, of session %s; it may be another session's than the one you mean "
+			"(agent-shell --report SESSION names one)\n", dir,
+			sbx_session_id_is_valid(r->session_id) ? r->session_id : "(no valid id)");
 	if (json)
 		sbx_report_to_json(r, stdout);
 	else

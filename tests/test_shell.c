@@ -1871,7 +1871,7 @@ static void test_report_dir_squatted(void **state)
 	const char *args[] = { "-c", "true", NULL };
 	struct run_spec sp = { .args = args, .no_xdg = true };
 	struct result *r = result_new();
-	char squat[64], want[256], found[2][PATH_MAX], sid[40], path[PATH_MAX + 64];
+	char squat[64], want[PATH_MAX + 256], found[2][PATH_MAX], sid[40], path[PATH_MAX + 64];
 	const char *p;
 	struct stat st;
 
@@ -1923,6 +1923,21 @@ static void test_report_dir_squatted(void **state)
 		memset(r, 0, sizeof(*r));
 		assert_int_equal(run_shell(&rsp, r), 0);
 		assert_non_null(strstr(r->out, sid));
+		assert_null(strstr(r->err, "no SESSION given"));
+	}
+	/* Without a SESSION: the newest copy, and stderr says which one it
+	 * is and that it may not be the one meant. */
+	{
+		const char *rargs[] = { "--report", NULL };
+		struct run_spec rsp = { .args = rargs, .no_xdg = true };
+
+		memset(r, 0, sizeof(*r));
+		assert_int_equal(run_shell(&rsp, r), 0);
+		assert_non_null(strstr(r->out, sid));
+		snprintf(want, sizeof(want), "no SESSION given: this is the newest report in %s, of "
+			 "session %s; it may be another session's", found[1], sid);
+		if (!strstr(r->err, want))
+			fail_msg("stderr does not say '%s': %s", want, r->err);
 	}
 	remove_tmp_report_dirs(W.agent_uid);
 	result_free(r);
