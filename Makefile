@@ -165,7 +165,7 @@ $(ESCAPE_TEST): tests/escape/test_escape.c $(TESTLIB) $(LIBSBX)
 check: all $(SHELL_TEST_BIN) $(HELPERS) $(TEST_BINS) $(ESCAPE_TEST)
 	@BUILD=$(BUILD) SAN=$(SAN) ./tests/run-tests.sh $(TEST_BINS) $(ESCAPE_TEST) tests/escape/ino64.sh \
 		tests/libsbx/run.sh \
-		tests/explain/run.sh tests/deb/run.sh \
+		tests/explain/run.sh tests/demo/run.sh tests/deb/run.sh \
 		tests/egress/run.sh tests/e2e/run.sh
 
 # The real target (tests/vm/run.sh): a Debian 12 guest with its stock
