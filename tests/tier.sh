@@ -18,3 +18,14 @@ tier_require_root() {
 		exit
 	fi
 }
+# agent-shell proper reads /etc/agent-sandbox whoever runs it. A tier that
+# runs it on the built-in defaults puts NO_HOST_CONFIG in front: on a host
+# where the package is installed, that command runs in a mount namespace of
+# its own where /etc/agent-sandbox is an empty read-only tmpfs, so what the
+# host's config says cannot change the result (root only, as the tiers are).
+NO_HOST_CONFIG=()
+if [ -e /etc/agent-sandbox ]; then
+	NO_HOST_CONFIG=(unshare --mount --propagation private -- sh -c
+		'mount -t tmpfs -o ro,nosuid,nodev,noexec,mode=0755,size=4k sbx-no-host-config /etc/agent-sandbox && exec "$@"'
+		no-host-config)
+fi

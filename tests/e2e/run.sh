@@ -240,8 +240,11 @@ setup() {
 		>"$T/egress-server.out" 2>&1 &
 	ESERVER_PID=$!
 
-	# The config, at the fixed path the shipped shell reads.
-	NS mkdir -m 0755 /etc/agent-sandbox
+	# The config, at the fixed path the shipped shell reads: this world's
+	# own directory, whatever the host's holds (an installed config, its
+	# conf.d drop-ins).
+	NS rm -rf /etc/agent-sandbox || return 1
+	NS mkdir -m 0755 /etc/agent-sandbox || return 1
 	NS tee /etc/agent-sandbox/agent-sandbox.conf >/dev/null <<-EOF
 	[global]
 	state_dir = $WN/state
@@ -418,12 +421,6 @@ after_last_session() {
 
 setup_shipped() {
 	local pamdir base u i port
-	# The names the [match] examples use must be this world's alone: a
-	# host that has them would lend it its own accounts and members.
-	for u in agents reviewers; do
-		! NS getent group "$u" >/dev/null || { echo "the host has a group $u: its members would be checked here"; return 1; }
-	done
-	! NS getent passwd "$S_CI" >/dev/null || { echo "the host has an account $S_CI"; return 1; }
 	S_A=$(snippet_line agent-sandbox-sshd account) || return 1
 	S_S=$(snippet_line agent-sandbox-sshd session) || return 1
 	L_A=$(snippet_line agent-sandbox-login account) || return 1
@@ -453,6 +450,28 @@ setup_shipped() {
 	[ "$(readlink /proc/$S_HOLDER/ns/mnt)" != "$(readlink /proc/$HOLDER/ns/mnt)" ] || return 1
 	NSS /bin/bash "$HERE/ns-setup-shipped.sh" "$(readlink /proc/self/ns/mnt)" \
 		"$(readlink /proc/$HOLDER/ns/mnt)" "$pamdir" || return 1
+	# The names the [match] examples use are this world's alone: a host
+	# where the package is installed has a group agents (and may have
+	# reviewers, or an account ci-runner), whose members this world would
+	# check as its own. Here, in its /etc only, they get other names (gids
+	# and uids kept, so no file changes hands), and the package's postinst
+	# and --enroll below make the world's own. An installed config is
+	# replaced as a whole, drop-ins included.
+	for u in agents reviewers "$S_CI"; do
+		if NSS getent group "$u" >/dev/null; then
+			NSS groupmod -n "$u-host-$R" "$u" || return 1
+			echo "the host's group $u is $u-host-$R in this world"
+		fi
+	done
+	if NSS getent passwd "$S_CI" >/dev/null; then
+		NSS sed -i "s/^$S_CI:/$S_CI-host-$R:/" /etc/passwd /etc/shadow || return 1
+		echo "the host's account $S_CI is $S_CI-host-$R in this world"
+	fi
+	for u in agents reviewers; do
+		! NSS getent group "$u" >/dev/null || { echo "group $u is still there (not from /etc/group?)"; return 1; }
+	done
+	! NSS getent passwd "$S_CI" >/dev/null || { echo "account $S_CI is still there (not from /etc/passwd?)"; return 1; }
+	NSS rm -rf /etc/agent-sandbox || return 1
 
 	# Step 1, install (make install's files; the .deb's postinst for the
 	# state directory and the agents group).

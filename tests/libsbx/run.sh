@@ -16,6 +16,8 @@ tier_require_root
 T=$(mktemp -d /var/tmp/sbx-libsbx-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 AS_NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all)
+# agent-shell as nobody on the built-in defaults, whatever /etc holds.
+SHELL_NOBODY=("${NO_HOST_CONFIG[@]}" "${AS_NOBODY[@]}")
 
 # 1. Installed as a package would install it, into a staging root.
 echo "[ RUN      ] installed_and_built_with_pkg_config"
@@ -51,9 +53,9 @@ mkdir -m 0700 "$WS" "$T/home" "$T/xdg" && chown nobody:nogroup "$WS" "$T/home" "
 rc=$?
 sed -n '/^{/p' "$T/lib.out" | head -1 >"$T/lib.json"
 # Its report goes to $XDG_RUNTIME_DIR/agent-sandbox, this test's alone.
-"${AS_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" "$SRC/$BUILD/agent-shell" --run \
+"${SHELL_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" "$SRC/$BUILD/agent-shell" --run \
 	--workspace "$WS" -- /bin/true >/dev/null 2>"$T/shell.err"
-"${AS_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" "$SRC/$BUILD/agent-shell" --report \
+"${SHELL_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" "$SRC/$BUILD/agent-shell" --report \
 	--json >"$T/shell.json" 2>>"$T/shell.err"
 cmp=$(python3 - "$T/lib.json" "$T/shell.json" <<'PY'
 import json, sys
@@ -94,7 +96,7 @@ fi
 echo "[ RUN      ] cli_executors"
 mkdir -m 0755 "$T/ex" && chown nobody:nogroup "$T/ex"
 SCR=$T/ex/scratch
-AS=("${AS_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" "$SRC/$BUILD/agent-shell" --run \
+AS=("${SHELL_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" "$SRC/$BUILD/agent-shell" --run \
 	--workspace "$WS" --scratch "$SCR" \
 	--executors 2)
 cli_ok=1
@@ -112,7 +114,7 @@ rc=$?
 	{ echo "  third key: exit $rc, $(tail -1 "$T/ex.c")"; cli_ok=0; }
 [ -e "$SCR/c" ] && { echo "  the refused key got a directory"; cli_ok=0; }
 # Without user namespaces (the test build forces the probe), refused.
-"${AS_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" SBX_TEST_PROBE=no-userns "$SRC/$BUILD/tests/agent-shell-testable" \
+"${SHELL_NOBODY[@]}" env HOME="$T/home" XDG_RUNTIME_DIR="$T/xdg" SBX_TEST_PROBE=no-userns "$SRC/$BUILD/tests/agent-shell-testable" \
 	--run --workspace "$WS" --scratch "$SCR" --executor a -- /bin/true >"$T/ex.n" 2>&1
 rc=$?
 { [ $rc -eq 126 ] && grep -q "kept apart by the mount view" "$T/ex.n"; } ||
