@@ -1229,7 +1229,13 @@ static void serve(struct conn *c)
 	}
 	reply(c, S_OK, 200, "Connection established");
 	if ((r = check_first_bytes(c, &why, reason, sizeof(reason))) < 0) {
-		log_decision(c, "refused", why);
+		/* A client that ended without a word had the tunnel: the
+		 * destination was allowed, and what its server said first (a
+		 * banner) reached it; nothing went upstream. */
+		if (r == -EPIPE)
+			log_decision(c, "allowed", "the client ended before it sent a byte");
+		else
+			log_decision(c, "refused", why);
 		goto out;
 	}
 	/* What the client sent with or after its request goes first. */

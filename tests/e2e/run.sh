@@ -1789,6 +1789,18 @@ t_shipped_session_lasts() {
 	[[ $out == *survived* ]] || { echo "  the session did not last 4 s: $out"; return 1; }
 }
 
+# session_id FILE: the "sid=ID" a session printed to FILE, waited for up
+# to 10 s; "" when none came.
+session_id() {
+	local sid=""
+	for _ in $(seq 100); do
+		sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$1" 2>/dev/null)
+		[ -n "$sid" ] && break
+		sleep 0.1
+	done
+	echo "$sid"
+}
+
 # coder_session_procs SID: the pids of the coder's processes in session
 # SID's mount namespace (the record names it; or the namespace NS given
 # second), one per line.
@@ -1815,12 +1827,7 @@ t_fault_monitor_killed() {
 	for round in 1 2; do
 		sshs "$S_CODER" 'echo "sid=$AGENT_SANDBOX_SESSION"; exec sleep 60' >"$T/fmon$round.out" 2>&1 &
 		local client=$!
-		sid=""
-		for _ in $(seq 100); do
-			sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/fmon$round.out")
-			[ -n "$sid" ] && break
-			sleep 0.1
-		done
+		sid=$(session_id "$T/fmon$round.out")
 		[ -n "$sid" ] || { echo "  round $round: no session"; ok=1; kill "$client"; continue; }
 		opener=$(NSS sed -n 's/^opener_pid=//p' "/run/agent-sandbox/sessions/$sid")
 		ns=$(NSS sed -n 's/^mntns=//p' "/run/agent-sandbox/sessions/$sid")
@@ -1869,11 +1876,7 @@ t_fault_outer_killed() {
 	local ok=0 sid ns outer left out client
 	sshs "$S_CODER" 'echo "sid=$AGENT_SANDBOX_SESSION"; exec sleep 60' >"$T/fouter.out" 2>&1 &
 	client=$!
-	for _ in $(seq 100); do
-		sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/fouter.out")
-		[ -n "$sid" ] && break
-		sleep 0.1
-	done
+	sid=$(session_id "$T/fouter.out")
 	[ -n "$sid" ] || { echo "  no session"; kill "$client"; return 1; }
 	ns=$(NSS sed -n 's/^mntns=//p' "/run/agent-sandbox/sessions/$sid")
 	for p in $(coder_session_procs "" "$ns"); do
@@ -1945,11 +1948,7 @@ t_fault_config_edited() {
 	sshs "$S_CODER" 'echo "sid=$AGENT_SANDBOX_SESSION"; sleep 4; echo live-session-done' \
 		>"$T/fconf.out" 2>&1 &
 	client=$!
-	for _ in $(seq 100); do
-		sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/fconf.out")
-		[ -n "$sid" ] && break
-		sleep 0.1
-	done
+	sid=$(session_id "$T/fconf.out")
 	NSS sh -c "echo 'nonsense_key = 1' >>$conf"
 	# (LogLevel INFO: ssh shows the account phase's message at INFO.)
 	out=$(timeout 60 ssh -o LogLevel=INFO "${SSH_OPTS[@]}" -p "$PORT_s" "$S_CODER@127.0.0.1" 'echo ran' 2>&1)

@@ -4,7 +4,7 @@
 # bridge over TCP, SOCKET as HOST:PORT), for tests/egress/run.sh:
 #   client.py [OPTIONS] SOCKET connect HOST:PORT [SNI|-] [CAFILE]   tunnel, then TLS and GET /
 #   client.py [OPTIONS] SOCKET raw TEXT                             send TEXT, print the reply's status line
-#   client.py [OPTIONS] SOCKET banner HOST:PORT LINE                tunnel, read the server's first
+#   client.py [OPTIONS] SOCKET banner HOST:PORT LINE|-              tunnel, read the server's first
 #                                                                   line, send LINE, read the answer
 #   client.py [OPTIONS] SOCKET hello HOST:PORT SNI|- ech|plain      tunnel, send a ClientHello of our
 #                                                                   own (with an encrypted_client_hello
@@ -112,6 +112,9 @@ def main():
         try:
             banner = f.readline().decode("latin-1").strip()
             time.sleep(wait)
+            if args[3] == "-":     # read the banner, say nothing, end
+                print("banner=%s answer=none" % banner)
+                return
             s.sendall(args[3].encode() + b"\r\n")
             answer = f.readline().decode("latin-1").strip() or "closed"
         except OSError as e:

@@ -267,6 +267,16 @@ case "$out/$line" in
 *"banner=220 sbx-banner answer=250 HELO sbx"*"verdict=allowed"*) ok "CONNECT: a server that speaks first, its client answering after 1 s" ;;
 *) bad "CONNECT: a server that speaks first, its client answering after 1 s" "$out / $line" ;;
 esac
+# A client that reads the banner and ends without a word had the tunnel:
+# allowed, and the line says so.
+out=$(as "$AP" python3 "$CLIENT" "$S" banner "127.0.0.1:$PB" -)
+sleep 0.2
+line=$(logline 127.0.0.1 "$PB")
+case "$out/$line" in
+*"banner=220 sbx-banner answer=none"*"verdict=allowed reason=\"the client ended before it sent a byte\""*)
+	ok "CONNECT: a server that speaks first, its client ending without a word" ;;
+*) bad "CONNECT: a server that speaks first, its client ending without a word" "$out / $line" ;;
+esac
 out=$(as "$AP" python3 "$CLIENT" --wait 4 "$S" banner "127.0.0.1:$PB" "HELO sbx")
 case "$out" in
 *"banner=220 sbx-banner answer=250"*) bad "CONNECT: a client silent past the handshake timeout" "went through: $out" ;;
@@ -297,10 +307,11 @@ out=$(as "$AP" python3 "$CLIENT" "$S" raw 'GET http://127.0.0.1:'"$P1"'/ HTTP/1.
 out=$(as "$AP" python3 "$CLIENT" "$S" raw 'CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n')
 [ "$out" = "status=400" ] && ok "CONNECT without a port answered 400" || bad "CONNECT without a port answered 400" "$out"
 
-# The counters: the proxy account's last line counts what it was allowed and refused.
+# The counters: the proxy account's last line counts what it was allowed and refused
+# (six allowed above).
 line=$(grep "event=egress" "$T/daemon.log" | grep "user=$AP " | tail -n 1)
 case "$line" in
-*"allowed=5 refused="*) ok "per-uid counters in the log line" ;;
+*"allowed=6 refused="*) ok "per-uid counters in the log line" ;;
 *) bad "per-uid counters in the log line" "$line" ;;
 esac
 

@@ -562,6 +562,18 @@ t_doctor_fix_is_pam_auth_update() {
 	return $ok
 }
 
+# session_id FILE: the "sid=ID" a session printed to FILE, waited for up
+# to 30 s; "" when none came.
+session_id() {
+	local sid=""
+	for _ in $(seq 1 60); do
+		sid=$(sed -n 's/^sid=//p' "$1" 2>/dev/null)
+		[ -n "$sid" ] && break
+		sleep 0.5
+	done
+	echo "$sid"
+}
+
 # A session's end in root's ledger (agent-shell --log as root): its
 # pam_close line, with how it ended.
 ledger_close() {
@@ -576,11 +588,7 @@ t_ssh_restart_with_live_session() {
 	as_agent coder1 'echo "sid=$AGENT_SANDBOX_SESSION"; sleep 15; echo live-survived' \
 		>"$VM/restart.out" 2>&1 &
 	bg=$!
-	for _ in $(seq 1 60); do
-		sid=$(sed -n 's/^sid=//p' "$VM/restart.out")
-		[ -n "$sid" ] && break
-		sleep 0.5
-	done
+	sid=$(session_id "$VM/restart.out")
 	[ -n "$sid" ] || { echo "  no session"; kill "$bg"; return 1; }
 	vm_root systemctl restart ssh || { echo "  systemctl restart ssh failed"; ok=1; }
 	[ "$(as_agent coder1 'echo next-login-ok' 2>&1)" = next-login-ok ] ||
@@ -598,11 +606,7 @@ t_upgrade_keeps_pam_wiring() {
 	as_agent coder1 'echo "sid=$AGENT_SANDBOX_SESSION"; sleep 25; echo live-survived' \
 		>"$VM/upgrade-live.out" 2>&1 &
 	bg=$!
-	for _ in $(seq 1 60); do
-		sid=$(sed -n 's/^sid=//p' "$VM/upgrade-live.out")
-		[ -n "$sid" ] && break
-		sleep 0.5
-	done
+	sid=$(session_id "$VM/upgrade-live.out")
 	[ -n "$sid" ] || { echo "  no live session before the upgrade"; ok=1; }
 	vm_root "DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/sbx-vm/sbx-upgrade.deb" \
 		>"$VM/upgrade.log" 2>&1 || { echo "  upgrade failed:"; tail -n 15 "$VM/upgrade.log"; return 1; }
