@@ -586,6 +586,13 @@ bool sbx_session_id_is_valid(const char *id);
 struct sbx_stale_hook;
 int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 		     unsigned max_live, const struct sbx_stale_hook *hook, struct sbx_error *err);
+/* The session's keeper (the PAM stage's, once the process that opened the
+ * session is gone) becomes the record's opener: pid with its start time,
+ * in place of opener, under the sessions lock. -ENOENT when the record is
+ * gone (a count found it stale first), -ESTALE when its opener is not
+ * opener. */
+int sbx_record_take_over(const char *runtime_dir, const char *session_id, pid_t opener,
+			 pid_t pid, uint64_t start, struct sbx_error *err);
 
 /* Root, in the session's own mount namespace (propagation to the host cut):
  * mount a read-only tmpfs on <runtime_dir>/session (made 0755 when missing)
@@ -1478,9 +1485,11 @@ int sbx_ledger_channel_connect(const char *runtime_dir, int *out_fd);
 int sbx_ledger_channel_send(int fd, const char *buf, size_t len);
 /* Root at close: accept the pending connection and read what it queued,
  * at most max bytes (NUL-terminated, the caller's to free), with the
- * peer's credentials from its connect. -ENOENT: nobody connected. */
-int sbx_ledger_channel_collect(int listen_fd, size_t max, char **out, size_t *len,
-			       struct ucred *peer, struct sbx_error *err);
+ * peer's credentials from its connect. wait_ms 0: what is queued now;
+ * otherwise until the peer's end (its last holder closed it) or wait_ms
+ * have passed. -ENOENT: nobody connected. */
+int sbx_ledger_channel_collect(int listen_fd, size_t max, int wait_ms, char **out,
+			       size_t *len, struct ucred *peer, struct sbx_error *err);
 
 /* <state_dir>/ledger, made root 0700 if missing, opened: the PAM stage
  * opens it before it masks anything in the session's mount namespace (the

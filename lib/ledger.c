@@ -37,6 +37,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,10 +140,11 @@ int sbx_ledger_channel_send(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-int sbx_ledger_channel_collect(int listen_fd, size_t max, char **out, size_t *len,
-			       struct ucred *peer, struct sbx_error *err)
+int sbx_ledger_channel_collect(int listen_fd, size_t max, int wait_ms, char **out,
+			       size_t *len, struct ucred *peer, struct sbx_error *err)
 {
 	socklen_t crl = sizeof(*peer);
+	struct timespec now, end;
 	size_t got = 0;
 	char *buf;
 	int fd, r = 0;
@@ -163,15 +165,33 @@ int sbx_ledger_channel_collect(int listen_fd, size_t max, char **out, size_t *le
 		close(fd);
 		return sbx_error_set(err, ENOMEM, "ledger channel: out of memory");
 	}
-	/* What is queued, never waiting for more: the session is over. */
+	/* What is queued; and with wait_ms, what comes until the peer's
+	 * end, bounded: the peer may never end (a stopped process). */
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += wait_ms / 1000;
+	end.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
 	while (got < max) {
 		ssize_t n = recv(fd, buf + got, max - got, MSG_DONTWAIT);
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		long left;
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n > 0) {
+			got += (size_t)n;
+			continue;
+		}
+		if (n == 0 || errno != EAGAIN || wait_ms <= 0)
 			break;
-		got += (size_t)n;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = (end.tv_sec - now.tv_sec) * 1000L + (end.tv_nsec - now.tv_nsec) / 1000000L;
+		if (left <= 0)
+			break;
+		(void)poll(&pfd, 1, (int)left);
 	}
 	close(fd);
 	buf[got] = '\0';

@@ -200,6 +200,8 @@ static int record_format(const struct sbx_record *rec, char *buf, size_t size,
 static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
 		      const struct sbx_stale_hook *hook, unsigned *live_out, unsigned *stale_out,
 		      struct sbx_error *err);
+static int record_read_for_count(int dir_fd, const char *name, char *buf,
+				 struct sbx_record *rec);
 
 /*
  * Open (creating when missing) <runtime_dir>/sessions, root-only, and take
@@ -253,47 +255,20 @@ static int record_text(const struct sbx_record *rec, char **buf, size_t *len,
 	return r;
 }
 
-int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
-		     unsigned max_live, const struct sbx_stale_hook *hook, struct sbx_error *err)
+/* The record's text into the locked sessions/ directory, by a temporary
+ * file renamed into place: a new name, or over the old (replace). */
+static int record_put(int dir_fd, const char *sessions, const struct sbx_record *rec,
+		      bool replace, struct sbx_error *err)
 {
-	char sessions[SBX_PATH_MAX], tmp[SBX_SESSION_ID_HEX + 8];
+	char tmp[SBX_SESSION_ID_HEX + 8];
 	char *buf = NULL;
 	size_t len = 0, off = 0;
-	int dir_fd = -1, lock_fd = -1, fd = -1, r;
+	int fd = -1, r;
 	bool made_tmp = false;
 
-	if (!sbx_session_id_is_valid(rec->session))
-		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
-				     rec->session);
 	r = record_text(rec, &buf, &len, err);
 	if (r)
 		return r;
-	/*
-	 * Every record is written under the lock (released when lock_fd
-	 * closes): the limit is checked in the same hold, so two logins
-	 * racing for the last slot cannot both get it; and a close that finds
-	 * the account's last session ending (sbx_record_last_close) ends
-	 * every process of the uid in its own hold, before any new login of
-	 * that account has a record, hence before it has a process.
-	 */
-	r = sessions_open_locked(runtime_dir, sessions, sizeof(sessions), &dir_fd, &lock_fd,
-				 err);
-	if (r)
-		goto out;
-	if (max_live) {
-		unsigned live = 0;
-
-		r = count_live(dir_fd, sessions, rec->uid, true, hook, &live, NULL, err);
-		if (r)
-			goto out;
-		if (live >= max_live) {
-			r = sbx_error_set(err, EUSERS,
-					  "%u sessions of uid %u are open, max_sessions is %u",
-					  live, (unsigned)rec->uid, max_live);
-			goto out;
-		}
-	}
-
 	snprintf(tmp, sizeof(tmp), ".tmp-%s", rec->session);
 	fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
@@ -320,7 +295,7 @@ int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
 		}
 		off += (size_t)n;
 	}
-	if (renameat2(dir_fd, tmp, dir_fd, rec->session, RENAME_NOREPLACE) != 0) {
+	if (renameat2(dir_fd, tmp, dir_fd, rec->session, replace ? 0 : RENAME_NOREPLACE) != 0) {
 		r = sbx_error_set(err, errno, "renameat2(%s/%s): %s", sessions,
 				  rec->session, strerror(errno));
 		goto out;
@@ -330,6 +305,82 @@ out:
 	if (made_tmp)
 		unlinkat(dir_fd, tmp, 0);
 	sbx_close_if(fd);
+	free(buf);
+	return r;
+}
+
+int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
+		     unsigned max_live, const struct sbx_stale_hook *hook, struct sbx_error *err)
+{
+	char sessions[SBX_PATH_MAX];
+	int dir_fd = -1, lock_fd = -1, r;
+
+	if (!sbx_session_id_is_valid(rec->session))
+		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
+				     rec->session);
+	/*
+	 * Every record is written under the lock (released when lock_fd
+	 * closes): the limit is checked in the same hold, so two logins
+	 * racing for the last slot cannot both get it; and a close that finds
+	 * the account's last session ending (sbx_record_last_close) ends
+	 * every process of the uid in its own hold, before any new login of
+	 * that account has a record, hence before it has a process.
+	 */
+	r = sessions_open_locked(runtime_dir, sessions, sizeof(sessions), &dir_fd, &lock_fd,
+				 err);
+	if (r)
+		return r;
+	if (max_live) {
+		unsigned live = 0;
+
+		r = count_live(dir_fd, sessions, rec->uid, true, hook, &live, NULL, err);
+		if (r)
+			goto out;
+		if (live >= max_live) {
+			r = sbx_error_set(err, EUSERS,
+					  "%u sessions of uid %u are open, max_sessions is %u",
+					  live, (unsigned)rec->uid, max_live);
+			goto out;
+		}
+	}
+	r = record_put(dir_fd, sessions, rec, false, err);
+out:
+	close(lock_fd);
+	close(dir_fd);
+	return r;
+}
+
+int sbx_record_take_over(const char *runtime_dir, const char *session_id, pid_t opener,
+			 pid_t pid, uint64_t start, struct sbx_error *err)
+{
+	char sessions[SBX_PATH_MAX], *buf = NULL;
+	struct sbx_record rec;
+	int dir_fd = -1, lock_fd = -1, r;
+
+	if (!sbx_session_id_is_valid(session_id))
+		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
+				     session_id ? session_id : "(null)");
+	buf = malloc(SBX_RECORD_MAX_BYTES + 1);
+	if (!buf)
+		return sbx_error_set(err, ENOMEM, "record %s: out of memory", session_id);
+	/* Under the lock: a count that found the record stale has ended the
+	 * session and removed the record before this reads it. */
+	r = sessions_open_locked(runtime_dir, sessions, sizeof(sessions), &dir_fd, &lock_fd,
+				 err);
+	if (r)
+		goto out;
+	r = record_read_for_count(dir_fd, session_id, buf, &rec);
+	if (r == 0 && (strcmp(rec.session, session_id) != 0 || rec.opener_pid != opener))
+		r = -ESTALE;
+	if (r) {
+		r = sbx_error_set(err, -r, "record %s/%s: %s", sessions, session_id,
+				  r == -ESTALE ? "not the session's opener's" : strerror(-r));
+		goto out;
+	}
+	rec.opener_pid = pid;
+	rec.opener_start = start;
+	r = record_put(dir_fd, sessions, &rec, true, err);
+out:
 	sbx_close_if(lock_fd);
 	sbx_close_if(dir_fd);
 	free(buf);

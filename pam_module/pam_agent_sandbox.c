@@ -52,6 +52,9 @@
  */
 
 #define SBX_EXPORT __attribute__((visibility("default")))
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
 
 SBX_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv);
 SBX_EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv);
@@ -101,6 +104,10 @@ struct session_state {
 	unsigned long mntns;
 	unsigned did;
 	time_t started;
+	pid_t opener;		/* the process that opened the session */
+	/* The session's keeper (keeper_start): a pidfd, -1 when none. */
+	int keeper_fd;
+	pid_t keeper_pid;
 };
 
 /*
@@ -887,6 +894,10 @@ static void state_cleanup(pam_handle_t *pamh, void *data, int error_status)
 		close(ss->channel_fd);
 	if (ss && ss->ledger_fd >= 0)
 		close(ss->ledger_fd);
+	/* Only the descriptor: a copy of the host program that ends PAM
+	 * (a forked child, say) must not end the keeper of a live session. */
+	if (ss && ss->keeper_fd >= 0)
+		close(ss->keeper_fd);
 	free(data);
 }
 
@@ -1165,11 +1176,10 @@ static int step_record_view(struct open_ctx *c)
 	return 0;
 }
 
-/* What close needs, and AGENT_SANDBOX_SESSION for the shell. */
-static int step_handoff(struct open_ctx *c)
+/* What the close (and the keeper) needs. */
+static int step_state(struct open_ctx *c)
 {
 	struct session_state *ss = c->ss;
-	char env[64];
 
 	sbx_strlcpy(ss->user, sizeof(ss->user), c->acc->user);
 	ss->uid = c->acc->uid;
@@ -1182,10 +1192,19 @@ static int step_handoff(struct open_ctx *c)
 	sbx_strlcpy(ss->service, sizeof(ss->service), c->rec.service);
 	ss->mntns = c->rec.mntns;
 	ss->started = (time_t)c->rec.started;
-	snprintf(env, sizeof(env), "AGENT_SANDBOX_SESSION=%s", ss->id);
+	ss->opener = c->rec.opener_pid;
+	return 0;
+}
+
+/* AGENT_SANDBOX_SESSION for the shell, and the state for the close. */
+static int step_handoff(struct open_ctx *c)
+{
+	char env[64];
+
+	snprintf(env, sizeof(env), "AGENT_SANDBOX_SESSION=%s", c->ss->id);
 	if (pam_putenv(c->pamh, env) != PAM_SUCCESS)
 		return sbx_error_set(&c->err, ENOMEM, "pam_putenv(AGENT_SANDBOX_SESSION) failed");
-	if (pam_set_data(c->pamh, DATA_NAME, ss, state_cleanup) != PAM_SUCCESS) {
+	if (pam_set_data(c->pamh, DATA_NAME, c->ss, state_cleanup) != PAM_SUCCESS) {
 		(void)pam_putenv(c->pamh, "AGENT_SANDBOX_SESSION");
 		return sbx_error_set(&c->err, ENOMEM, "pam_set_data failed");
 	}
@@ -1233,10 +1252,145 @@ static int step_ledger(struct open_ctx *c)
 	return 0;
 }
 
+/*
+ * The session's keeper. The process that opened the session (sshd's
+ * monitor, su, login) closes it. When it dies first (kill -9, the OOM
+ * killer), nothing would: the shell's report, queued on the channel that
+ * process listened on, would go with it, and the session's processes would
+ * run on until someone found its record stale. So the open leaves one
+ * small root process beside the opener, which only waits:
+ *   - made like the kill helper, with raw clone3 (no fork handlers of the
+ *     host program, exit_signal 0: no SIGCHLD to it, out of its
+ *     waitpid(-1)), a copy of the opener that keeps three descriptors (the
+ *     channel's listening socket, the ledger directory, the opener's
+ *     pidfd), blocks every signal (no handler of the host program runs in
+ *     it; SIGKILL still ends it) and leaves the opener's session;
+ *   - at a normal close, the opener ends it through its pidfd before it
+ *     reads the channel, so the two never read it both;
+ *   - when the opener's pidfd says it is gone, the keeper takes the record
+ *     over as its opener (under the sessions lock: a count that found the
+ *     record stale first has ended the session, and the keeper leaves it
+ *     to that), waits up to KEEPER_WAIT_MS for agent-shell (which ends the
+ *     session when its opener goes: SIGHUP, SIGKILL 3 s later) to send its
+ *     report and end, then closes the session as the close does, with
+ *     how=opener_gone, and exits.
+ * The hosts of this module (sshd, su, login, runuser) are single-threaded,
+ * which is what lets the copy use the C library.
+ */
+#define KEEPER_WAIT_MS 8000
+
+static int session_close(pam_handle_t *pamh, struct session_state *ss, int wait_ms,
+			 const char *how);
+
+/* Every descriptor but keep[0..n) (ascending), and 0 to 2 on /dev/null. */
+static void keep_only(const int *keep, size_t n)
+{
+	unsigned lo = 0;
+	int null;
+
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < 0 || (unsigned)keep[i] < lo)
+			continue;
+		if ((unsigned)keep[i] > lo)
+			(void)syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+		lo = (unsigned)keep[i] + 1;
+	}
+	(void)syscall(SYS_close_range, lo, ~0u, 0);
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; null >= 0 && fd <= 2; fd++) {
+		bool kept = false;
+
+		for (size_t i = 0; i < n; i++)
+			kept |= keep[i] == fd;
+		if (!kept && fd != null)
+			(void)dup2(null, fd);
+	}
+	if (null > 2)
+		close(null);
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+static __attribute__((noreturn)) void keeper_main(pam_handle_t *pamh, struct session_state *ss,
+						 int opener_fd)
+{
+	uint64_t all = ~(uint64_t)0, start = 0;
+	struct pollfd pfd = { .fd = opener_fd, .events = POLLIN };
+	struct sbx_error err = { 0 };
+	int keep[3] = { opener_fd, ss->channel_fd, ss->ledger_fd };
+	int r;
+
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all));
+	(void)prctl(PR_SET_NAME, "sbx-keeper", 0, 0, 0);
+	qsort(keep, ARRAY_SIZE(keep), sizeof(keep[0]), int_cmp);
+	keep_only(keep, ARRAY_SIZE(keep));
+	(void)setsid();
+	ss->keeper_fd = -1;
+	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+		;
+	r = sbx_proc_start_time(getpid(), &start);
+	if (r == 0)
+		r = sbx_record_take_over(ss->runtime_dir, ss->id, ss->opener, getpid(), start,
+					 &err);
+	if (r == 0)
+		(void)session_close(pamh, ss, KEEPER_WAIT_MS, "opener_gone");
+	else if (r != -ENOENT)
+		mlog(pamh, LOG_ERR, "error", "keeper", ss->user,
+		     "session=%s: the session's opener (pid %d) is gone, and its keeper "
+		     "cannot take its record: %s", ss->id, (int)ss->opener, err.msg);
+	syscall(SYS_exit_group, 0);
+	__builtin_unreachable();
+}
+
+/* Once the record and the channel exist: a session whose keeper cannot be
+ * made is refused (it would end untracked if its opener died). */
+static int step_keeper(struct open_ctx *c)
+{
+	struct session_state *ss = c->ss;
+	struct clone_args ca;
+	int opener_fd, pidfd = -1, e;
+	pid_t pid;
+
+	opener_fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (opener_fd < 0)
+		return sbx_error_set(&c->err, errno, "keeper: pidfd_open: %s", strerror(errno));
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	ca.exit_signal = 0;
+	pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0)
+		keeper_main(c->pamh, ss, opener_fd);
+	e = errno;
+	close(opener_fd);
+	if (pid < 0)
+		return sbx_error_set(&c->err, e, "keeper: clone3: %s", strerror(e));
+	ss->keeper_fd = pidfd;
+	ss->keeper_pid = pid;
+	did(c, "keeper");
+	return 0;
+}
+
+/* The keeper ends (it has done nothing yet) and is reaped. */
+static void keeper_stop(struct session_state *ss)
+{
+	siginfo_t si;
+
+	if (ss->keeper_fd < 0)
+		return;
+	(void)syscall(SYS_pidfd_send_signal, ss->keeper_fd, SIGKILL, NULL, 0);
+	(void)syscall(SYS_waitid, P_PIDFD, ss->keeper_fd, &si, WEXITED | __WALL, NULL);
+	close(ss->keeper_fd);
+	ss->keeper_fd = -1;
+}
+
 static int (*const open_steps[])(struct open_ctx *) = {
 	step_oom, step_cgroup, step_prepare_home, step_mount_ns, step_home, step_tmp, step_secrets,
 	step_net_ns,
-	step_record, step_record_view, step_ledger, step_handoff,
+	step_record, step_record_view, step_state, step_keeper, step_ledger, step_handoff,
 };
 
 static int open_agent_session(pam_handle_t *pamh, const struct args *a,
@@ -1264,6 +1418,7 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 	}
 	c->ss->channel_fd = -1;
 	c->ss->ledger_fd = -1;
+	c->ss->keeper_fd = -1;
 	/* Before any step: step_secrets may mask the state directory in the
 	 * session's namespace, where this process writes the rest. */
 	if (sbx_ledger_dir_open(cfg->state_dir, &c->ss->ledger_fd, &c->err) != 0) {
@@ -1279,6 +1434,7 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 		free(c);
 		return PAM_SUCCESS;
 	}
+	keeper_stop(c->ss);
 	if (c->record_written)
 		sbx_record_remove(a->runtime_dir, c->ss->id, NULL);
 	if (c->changed)
@@ -1360,9 +1516,6 @@ int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **ar
  */
 #define KILL_ALL_TRIES 5
 #define KILL_ALL_WAIT_MS 500
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
 
 struct kill_all {
 	pam_handle_t *pamh;
@@ -1641,7 +1794,7 @@ out:
 	free(l);
 }
 
-static void channel_collect(pam_handle_t *pamh, struct session_state *ss,
+static void channel_collect(pam_handle_t *pamh, struct session_state *ss, int wait_ms,
 			    struct shell_said *said)
 {
 	struct sbx_error err = { 0 };
@@ -1655,8 +1808,8 @@ static void channel_collect(pam_handle_t *pamh, struct session_state *ss,
 	if (ss->channel_fd < 0)
 		return;
 	r = sbx_ledger_channel_collect(ss->channel_fd, 2 * SBX_REPORT_JSON_MAX +
-				       CHANNEL_LINES_MAX * SBX_LOG_LINE_MAX, &buf, &len, &peer,
-				       &err);
+				       CHANNEL_LINES_MAX * SBX_LOG_LINE_MAX, wait_ms, &buf, &len,
+				       &peer, &err);
 	close(ss->channel_fd);
 	ss->channel_fd = -1;
 	if (r == -ENOENT)
@@ -1677,10 +1830,10 @@ static void channel_collect(pam_handle_t *pamh, struct session_state *ss,
 
 /* event=pam_close: what the close did, FAILED parts in msg; with what the
  * shell said, and in the ledger too. */
-static void log_closed(pam_handle_t *pamh, const struct session_state *ss,
+static void log_closed(pam_handle_t *pamh, const struct session_state *ss, const char *how,
 		       const struct shell_said *said, bool failed, unsigned killed,
-		       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void log_closed(pam_handle_t *pamh, const struct session_state *ss,
+		       const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static void log_closed(pam_handle_t *pamh, const struct session_state *ss, const char *how,
 		       const struct shell_said *said, bool failed, unsigned killed,
 		       const char *fmt, ...)
 {
@@ -1701,7 +1854,7 @@ static void log_closed(pam_handle_t *pamh, const struct session_state *ss,
 	sbx_log_add(l, "client", "%s", ss->client);
 	sbx_log_add(l, "profile", "%s", ss->profile);
 	sbx_log_add(l, "duration_s", "%lld", (long long)(time(NULL) - ss->started));
-	sbx_log_add(l, "how", "closed");
+	sbx_log_add(l, "how", "%s", how);
 	sbx_log_add(l, "report", "%s", said->report);
 	if (said->command[0])
 		sbx_log_add(l, "command", "%s", said->command);
@@ -1721,29 +1874,34 @@ static void log_closed(pam_handle_t *pamh, const struct session_state *ss,
 	free(l);
 }
 
-int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
+/*
+ * The session's end: what the shell sent, the record, the session's
+ * processes, the account's when this was its last session, the mounts,
+ * and the line. how: "closed" (the opener's close) or "opener_gone" (its
+ * keeper's, wait_ms for the shell to end first).
+ */
+static int session_close(pam_handle_t *pamh, struct session_state *ss, int wait_ms,
+			 const char *how)
 {
 	struct sbx_error err = { 0 }, lerr = { 0 };
 	struct shell_said said = { 0 };
-	struct session_state *ss = NULL;
 	struct kill_all k;
-	const void *data = NULL;
 	const char *outcome = "record removed";
-	char view[SBX_PATH_MAX], account[160] = "";
+	char view[SBX_PATH_MAX], account[160] = "", opener[96] = "";
 	unsigned killed, passes, live = 0;
-	bool same_ns, failed = false;
-	struct stale_note sn;
-	const struct sbx_stale_hook hook = { stale_ended, &sn };
+	bool same_ns, gone = !strcmp(how, "opener_gone"), failed = gone;
+	const struct stale_note sn = { pamh, ss->state_dir, ss->ledger_fd };
+	const struct sbx_stale_hook hook = { stale_ended, (void *)&sn };
 	int r, lr = 0;
 
-	if (pam_get_data(pamh, DATA_NAME, &data) != PAM_SUCCESS || !data)
-		return PAM_IGNORE;	/* not an agent session, or open failed */
-	ss = (struct session_state *)data;
-	sn = (struct stale_note){ pamh, ss->state_dir, ss->ledger_fd };
-	if (ss->did & DID_CLOSED)
-		return PAM_SUCCESS;	/* closing twice is fine */
-	ss->did |= DID_CLOSED;
-	channel_collect(pamh, ss, &said);
+	channel_collect(pamh, ss, wait_ms, &said);
+	if (gone) {
+		/* Its report, when the shell had no time to send it. */
+		if (!strcmp(said.report, "none"))
+			said.report = "lost";
+		snprintf(opener, sizeof(opener), "the session's opener (pid %d) was gone: its "
+			 "keeper closed it; ", (int)ss->opener);
+	}
 
 	r = sbx_record_remove(ss->runtime_dir, ss->id, &err);
 	if (r == -ENOENT)
@@ -1800,9 +1958,25 @@ int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **a
 		(void)umount2(view, MNT_DETACH | UMOUNT_NOFOLLOW);
 	if (r && r != -ENOENT)
 		failed = true;
-	log_closed(pamh, ss, &said, failed, killed,
-		   "closed after %llds: %s, %u leftover process(es) killed in %u pass(es)%s%s",
-		   (long long)(time(NULL) - ss->started), outcome, killed, passes, account,
+	log_closed(pamh, ss, how, &said, failed, killed,
+		   "%sclosed after %llds: %s, %u leftover process(es) killed in %u pass(es)%s%s",
+		   opener, (long long)(time(NULL) - ss->started), outcome, killed, passes, account,
 		   same_ns ? "" : " (other mount namespace: mounts left to it)");
 	return failed ? PAM_SESSION_ERR : PAM_SUCCESS;
+}
+
+int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	struct session_state *ss = NULL;
+	const void *data = NULL;
+
+	if (pam_get_data(pamh, DATA_NAME, &data) != PAM_SUCCESS || !data)
+		return PAM_IGNORE;	/* not an agent session, or open failed */
+	ss = (struct session_state *)data;
+	if (ss->did & DID_CLOSED)
+		return PAM_SUCCESS;	/* closing twice is fine */
+	ss->did |= DID_CLOSED;
+	/* First: the keeper reads the channel only once this process is gone. */
+	keeper_stop(ss);
+	return session_close(pamh, ss, 0, "closed");
 }

@@ -140,7 +140,7 @@ static int channel_in_session(void *arg)
 	CHILD_CHECK(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode));
 	CHILD_CHECK(st.st_uid == sbx_test_uid() && (st.st_mode & 07777) == 0600);
 	/* Nobody connected yet. */
-	CHILD_CHECK(sbx_ledger_channel_collect(cc->listen_fd, 4096, &buf, &len, &peer, &err) ==
+	CHILD_CHECK(sbx_ledger_channel_collect(cc->listen_fd, 4096, 0, &buf, &len, &peer, &err) ==
 		    -ENOENT);
 
 	CHILD_CHECK(pipe(cc->hold) == 0 && pipe(cc->ready) == 0);
@@ -159,7 +159,7 @@ static int channel_in_session(void *arg)
 
 	/* Root collects what the first one said, with the kernel's word for
 	 * who it was. */
-	CHILD_CHECK(sbx_ledger_channel_collect(cc->listen_fd, 4096, &buf, &len, &peer, &err) == 0);
+	CHILD_CHECK(sbx_ledger_channel_collect(cc->listen_fd, 4096, 0, &buf, &len, &peer, &err) == 0);
 	CHILD_CHECK(len == strlen(said) && memcmp(buf, said, len) == 0);
 	CHILD_CHECK(peer.uid == sbx_test_uid() && peer.pid == first);
 	free(buf);

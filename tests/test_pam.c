@@ -1162,6 +1162,15 @@ static unsigned count_records(void)
 	return n;
 }
 
+/* Until the keepers of sessions whose openers died have closed them
+ * (bounded: one that connected no shell closes at once). */
+static void wait_no_records(void)
+{
+	for (int i = 0; i < 100 && count_records() != 0; i++)
+		usleep(50 * 1000);
+	assert_int_equal(count_records(), 0);
+}
+
 static int child_twice(void *arg)
 {
 	pam_handle_t *h = NULL;
@@ -1377,11 +1386,32 @@ static int hold_session(struct holder *me, int go)
 	return r == PAM_SUCCESS ? 0 : 74;
 }
 
+/* The session keeper the PAM stage left beside holder, or 0. */
+static pid_t keeper_of(pid_t holder)
+{
+	char path[80], buf[512], comm[32], *p, *end;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)holder, (int)holder);
+	read_small(path, buf, sizeof(buf));
+	for (p = buf;; p = end) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			return 0;
+		snprintf(path, sizeof(path), "/proc/%ld/comm", v);
+		read_small(path, comm, sizeof(comm));
+		if (!strcmp(comm, "sbx-keeper\n"))
+			return (pid_t)v;
+	}
+}
+
 static void test_max_sessions(void **state)
 {
 	struct holder hs[8];
+	struct pollfd kpfd = { .events = POLLIN };
 	unsigned open_n = 0, refused = 0;
-	int go[2];
+	pid_t keeper;
+	int go[2], kfd;
 	size_t i;
 
 	(void)state;
@@ -1419,7 +1449,10 @@ static void test_max_sessions(void **state)
 	/* The account phase refuses the fifth early, naming the limit. */
 	run_acct("sbxtest-eph", W.agent, PAM_PERM_DENIED, "4 sessions open",
 		 "max_sessions is 4");
-	/* Two session holders die without closing... Who holds a session is
+	/* Two session holders die without closing: the first alone (its
+	 * keeper closes its session), the second with its keeper killed
+	 * first (its record is left stale, for the next count). Who holds a
+	 * session is
 	 * what each said, not whether it has exited yet: a refused one may
 	 * still be on its way out (ASan's leak check at exit takes a while),
 	 * and was taken for a holder, told to die in its place, and only one
@@ -1434,15 +1467,29 @@ static void test_max_sessions(void **state)
 			hs[i].pid = 0;
 			continue;
 		}
-		if (open_n++ >= 2)
+		if (open_n >= 2)
 			continue;
+		keeper = keeper_of(hs[i].pid);
+		assert_true(keeper > 0);
+		kfd = (int)syscall(SYS_pidfd_open, keeper, 0);
+		assert_true(kfd >= 0);
+		if (open_n++ == 1) {
+			assert_int_equal(kill(keeper, SIGKILL), 0);
+			kpfd.fd = kfd;
+			assert_int_equal(poll(&kpfd, 1, 5000), 1);
+		}
 		assert_int_equal(write(hs[i].to[1], "x", 1), 1);
 		assert_int_equal(waitpid(hs[i].pid, &status, 0), hs[i].pid);
 		assert_int_equal(sbx_test_status_code(status), 0);
 		hs[i].pid = 0;
+		/* The keeper ends once it has closed the session. */
+		kpfd.fd = kfd;
+		assert_int_equal(poll(&kpfd, 1, 5000), 1);
+		close(kfd);
 	}
-	/* ...and their slots come back, the stale records removed. */
-	run_acct("sbxtest-eph", W.agent, PAM_SUCCESS, "removed 2 stale session record(s)",
+	assert_int_equal(count_records(), 3);
+	/* ...and their slots come back, the stale record removed. */
+	run_acct("sbxtest-eph", W.agent, PAM_SUCCESS, "removed 1 stale session record(s)",
 		 NULL);
 	for (i = 0; i < ARRAY_SIZE(hs); i++) {
 		int status = 0;
@@ -1758,26 +1805,78 @@ static void test_config_changed_between_phases(void **state)
 }
 
 /*
- * The login path inside sshd's monitor makes no process and no user
- * namespace: the account and session phases of an agent's login run under
- * a filter that kills the process for any fork, clone, clone3, vfork,
- * setns or unshare(CLONE_NEWUSER) (the kernel probe used to fork a child
- * that made every namespace type, in both phases). The session still gets
- * its mount and network namespaces (unshare without CLONE_NEWUSER). It is
- * never closed: the process ends with it, and its directories are its own.
+ * The login path inside sshd's monitor makes one process, the session's
+ * keeper, and no user namespace. The account phase runs under a filter
+ * that kills the process for any fork, clone, clone3, vfork, setns or
+ * unshare(CLONE_NEWUSER) (the kernel probe used to fork a child that made
+ * every namespace type, in both phases). The session phase runs under the
+ * same filter but for clone3, whose arguments a filter cannot read: what
+ * it made is checked after, exactly one child, the keeper, in this user
+ * namespace. The session still gets its mount and network namespaces
+ * (unshare without CLONE_NEWUSER). It is never closed: the process ends
+ * with it, and the keeper closes it then.
  */
-static int child_login_no_process(void *arg)
+static int child_acct_no_process(void *arg)
 {
-	unsigned long mnt_before = ns_ino("mnt"), net_before = ns_ino("net");
 	pam_handle_t *h = NULL;
 
 	(void)arg;
-	CHECK(sbx_test_forbid_processes() == 0, 90);
+	CHECK(sbx_test_forbid_processes() == 0, 80);
+	CHECK(pam_start_confdir("sbxtest-nofork", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS,
+	      81);
+	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 82);
+	return 0;
+}
+
+/* The children of this process, from /proc: up to max pids. */
+static size_t my_children(pid_t *out, size_t max)
+{
+	char path[64], buf[512], *p, *end;
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	read_small(path, buf, sizeof(buf));
+	for (p = buf; n < max; p = end) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		out[n++] = (pid_t)v;
+	}
+	return n;
+}
+
+static int child_login_no_process(void *arg)
+{
+	unsigned long mnt_before = ns_ino("mnt"), net_before = ns_ino("net");
+	unsigned long user_before = ns_ino("user");
+	pam_handle_t *h = NULL;
+	char path[64], comm[32], ns[64] = "", want[64];
+	pid_t kids[4];
+
+	(void)arg;
+	CHECK(my_children(kids, ARRAY_SIZE(kids)) == 0, 89);
+	CHECK(sbx_test_forbid_processes_but_clone3() == 0, 90);
 	CHECK(pam_start_confdir("sbxtest-nofork", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS,
 	      91);
 	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 92);
 	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, 93);
 	CHECK(ns_ino("mnt") != mnt_before && ns_ino("net") != net_before, 94);
+	CHECK(my_children(kids, ARRAY_SIZE(kids)) == 1, 95);
+	/* It names itself first thing; it may not have run yet. */
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)kids[0]);
+	for (int i = 0; i < 100; i++) {
+		read_small(path, comm, sizeof(comm));
+		if (!strcmp(comm, "sbx-keeper\n"))
+			break;
+		usleep(10 * 1000);
+	}
+	CHECK(!strcmp(comm, "sbx-keeper\n"), 96);
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)kids[0]);
+	snprintf(want, sizeof(want), "user:[%lu]", user_before);
+	CHECK(readlink(path, ns, sizeof(ns) - 1) > 0, 97);
+	ns[strlen(want)] = '\0';
+	CHECK(!strcmp(ns, want), 98);
 	return 0;
 }
 
@@ -1797,8 +1896,12 @@ static void test_login_makes_no_process(void **state)
 {
 	(void)state;
 	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_acct_no_process, NULL)),
+			 0);
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_login_no_process, NULL)),
 			 0);
+	/* Its opener gone, the keeper closed the session. */
+	wait_no_records();
 	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_probe_forks, NULL)),
 			 128 + SIGSYS);
 }

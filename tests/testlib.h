@@ -172,6 +172,9 @@ int sbx_test_in_own_mntns(int (*fn)(void *), void *arg);
  * the child does next either makes no process and no user namespace, or
  * dies: the parent sees 128 + SIGSYS. 0, or -1 when it cannot be loaded. */
 int sbx_test_forbid_processes(void);
+/* The same, but clone3 (whose arguments a filter cannot read) is let
+ * through: the caller checks what it made. */
+int sbx_test_forbid_processes_but_clone3(void);
 /* From here on unshare(2) and clone(2) with flag (a CLONE_NEW* bit) fail
  * with EPERM, and clone3 (whose flags a filter cannot read) with ENOSYS,
  * as container runtimes answer: a host whose policy refuses that

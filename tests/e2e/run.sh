@@ -1815,15 +1815,31 @@ coder_session_procs() {
 	done
 }
 
+# keeper_procs NS: the pids of the PAM stage's keepers (comm sbx-keeper)
+# in mount namespace NS, one per line.
+keeper_procs() {
+	local p
+	for p in /proc/[0-9]*; do
+		[ "$(cat "$p/comm" 2>/dev/null)" = sbx-keeper ] || continue
+		[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "mnt:[$1]" ] && echo "${p#/proc/}"
+	done
+}
+
 # The fault: sshd's root monitor of a session dies (the OOM killer, an
-# admin's kill -9). Round 1: agent-shell sees its ledger channel hang up and
-# ends the session itself (SIGHUP, then SIGKILL after 3 s): nothing of it
-# runs within 6 s. Round 2: agent-shell is stopped first, so it cannot: the
-# next login's count finds the record stale and ends what is left before
-# it removes it. Either way the ledger gets the session's end
-# (how=opener_gone, report=lost) and the next login works.
+# admin's kill -9). The PAM stage's keeper of the session (a root process
+# that only waits on the monitor) takes the record over at once, so no
+# count takes the session for stale while the shell ends it. Round 1:
+# agent-shell sees its opener gone and ends the session itself (SIGHUP,
+# then SIGKILL after 3 s) and sends its report: the keeper closes the
+# session with it (how=opener_gone report=kept), and nothing of it runs
+# within 6 s. Round 2: agent-shell is stopped first, so it can neither end
+# the session nor send its exit status: the keeper waits 8 s for it, then
+# ends what is left itself, with no login needed: nothing runs within
+# 12 s, and the report the shell sent before the command ran is kept,
+# without an exit status. Either way the ledger has the session's open and end, the keeper
+# is gone once done, and the next login works.
 t_fault_monitor_killed() {
-	local ok=0 round sid opener ns pids shell_pid left out
+	local ok=0 round sid opener ns pids shell_pid left out keeper want bound
 	for round in 1 2; do
 		sshs "$S_CODER" 'echo "sid=$AGENT_SANDBOX_SESSION"; exec sleep 60' >"$T/fmon$round.out" 2>&1 &
 		local client=$!
@@ -1832,7 +1848,9 @@ t_fault_monitor_killed() {
 		opener=$(NSS sed -n 's/^opener_pid=//p' "/run/agent-sandbox/sessions/$sid")
 		ns=$(NSS sed -n 's/^mntns=//p' "/run/agent-sandbox/sessions/$sid")
 		pids=$(coder_session_procs "$sid" | tr '\n' ' ')
-		echo "  round $round: session ${sid:0:12}, monitor $opener ($(tr '\0' ' ' </proc/$opener/cmdline | cut -c1-40)), coder's processes: $pids"
+		keeper=$(keeper_procs "$ns" | tr '\n' ' ')
+		echo "  round $round: session ${sid:0:12}, monitor $opener ($(tr '\0' ' ' </proc/$opener/cmdline | cut -c1-40)), keeper $keeper, coder's processes: $pids"
+		[ "$(echo $keeper | wc -w)" = 1 ] || { echo "  round $round: not one keeper: '$keeper'"; ok=1; }
 		if [ "$round" = 2 ]; then
 			for p in $pids; do
 				[ "$(cat "/proc/$p/comm" 2>/dev/null)" = agent-shell ] && kill -STOP "$p" && shell_pid="$p $shell_pid"
@@ -1841,27 +1859,37 @@ t_fault_monitor_killed() {
 		fi
 		kill -KILL "$opener"
 		if [ "$round" = 1 ]; then
-			sleep 6
-			left=$(coder_session_procs "" "$ns" | tr '\n' ' ')
-			[ -z "$left" ] || { echo "  round 1: still running 6 s after: $left"; ok=1; }
+			want='report=kept .*exit_status=129 ' bound=6
 		else
-			sleep 1
+			want='report=kept .*floor_met=yes killed=' bound=12
+			sleep 2
 			left=$(coder_session_procs "" "$ns" | tr '\n' ' ')
 			[ -n "$left" ] || { echo "  round 2: the stopped session ended by itself"; ok=1; }
+			# The keeper holds the record meanwhile: it is not stale.
+			[ "$(NSS sed -n 's/^opener_pid=//p' "/run/agent-sandbox/sessions/$sid" 2>/dev/null)" = "${keeper% }" ] ||
+				{ echo "  round 2: the record's opener is not the keeper"; ok=1; }
 		fi
-		# The next login: it works, and its count ends what is left.
-		out=$(sshs "$S_CODER" 'echo next-login-ok' 2>&1)
-		[[ $out == *next-login-ok* ]] || { echo "  round $round: the next login: $out"; ok=1; }
+		for _ in $(seq $((bound * 10))); do
+			[ -z "$(coder_session_procs "" "$ns")" ] && [ -z "$(keeper_procs "$ns")" ] && break
+			sleep 0.1
+		done
 		left=$(coder_session_procs "" "$ns" | tr '\n' ' ')
-		[ -z "$left" ] || { echo "  round $round: after the next login, still running: $left"; ok=1; }
+		[ -z "$left" ] || { echo "  round $round: still running ${bound} s after, with no login: $left"; ok=1; }
+		[ -z "$(keeper_procs "$ns")" ] || { echo "  round $round: the keeper is still there"; ok=1; }
+		NSS test ! -e "/run/agent-sandbox/sessions/$sid" || { echo "  round $round: the record is still there"; ok=1; }
 		wait "$client" 2>/dev/null
 		sed 's/^/  | /' "$T/fmon$round.out"
-		NSS test ! -e "/run/agent-sandbox/sessions/$sid" || { echo "  round $round: the record is still there"; ok=1; }
 		NSS "$WN/bin/agent-shell" --log --since 1h >"$T/fmon.log" 2>&1
-		grep -E " pam_close +$S_CODER +${sid:0:12}" "$T/fmon.log" | grep -q 'how=opener_gone report=lost killed=' ||
-			{ echo "  round $round: no pam_close how=opener_gone in the ledger"; grep -F "${sid:0:12}" "$T/fmon.log" | sed 's/^/  | /'; ok=1; }
+		grep -E " pam_close +$S_CODER +${sid:0:12}" "$T/fmon.log" | grep -q "how=opener_gone $want" ||
+			{ echo "  round $round: no pam_close how=opener_gone $want in the ledger"; grep -F "${sid:0:12}" "$T/fmon.log" | sed 's/^/  | /'; ok=1; }
+		[ "$(grep -cE " pam_close +$S_CODER +${sid:0:12}" "$T/fmon.log")" = 1 ] ||
+			{ echo "  round $round: not one pam_close"; ok=1; }
 		grep -E " pam_close +$S_CODER +${sid:0:12}" "$T/fmon.log" | sed 's/^/  ledger: /' | cut -c1-220
 		grep -E " pam_open +$S_CODER +${sid:0:12}" "$T/fmon.log" >/dev/null || { echo "  round $round: no pam_open"; ok=1; }
+		NSS test -s "/var/lib/agent-sandbox/ledger/$sid.json" ||
+			{ echo "  round $round: no root's copy of the report"; ok=1; }
+		out=$(sshs "$S_CODER" 'echo next-login-ok' 2>&1)
+		[[ $out == *next-login-ok* ]] || { echo "  round $round: the next login: $out"; ok=1; }
 		shell_pid=""
 	done
 	return $ok
@@ -1889,6 +1917,7 @@ t_fault_outer_killed() {
 	left=$(coder_session_procs "" "$ns" | tr '\n' ' ')
 	[ -z "$left" ] || { echo "  still running: $left"; ok=1; }
 	pgrep -u "$(NSS id -u "$S_CODER")" -x sleep >/dev/null && { echo "  the session's sleep runs on"; ok=1; }
+	[ -z "$(keeper_procs "$ns")" ] || { echo "  the session's keeper outlived its close"; ok=1; }
 	NSS "$WN/bin/agent-shell" --log --since 1h >"$T/fouter.log" 2>&1
 	grep -E " pam_close +$S_CODER +${sid:0:12}" "$T/fouter.log" | grep -q 'how=closed report=kept' ||
 		{ echo "  no pam_close how=closed report=kept"; ok=1; }
