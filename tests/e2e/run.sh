@@ -1068,6 +1068,17 @@ agent_procs() {
 records_left() { NS find /run/agent-sandbox/sessions -mindepth 1 -type f ! -name .lock 2>/dev/null | grep -q .; }
 no_records() { ! records_left; }
 no_procs() { [ -z "$(agent_procs)" ]; }
+# proxy_procs: the proxy account's processes outside the host's mount
+# namespace (every session's are), as "pid:comm", space-separated.
+proxy_procs() {
+	local uid p
+	uid=$(NS id -u "$PROXY")
+	for p in $(awk -v u="$uid" '/^Uid:/ { if ($2 == u) print FILENAME }' /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do
+		[ "$(readlink "/proc/$p/ns/mnt" 2>/dev/null)" = "$(readlink /proc/self/ns/mnt)" ] && continue
+		printf '%s:%s ' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)"
+	done
+}
+no_proxy_procs() { [ -z "$(proxy_procs)" ]; }
 
 t_fifty_concurrent_sessions() {
 	local i pids=() ok=0 n_ok sshd_pid
@@ -1995,6 +2006,116 @@ t_fault_config_edited() {
 	return $ok
 }
 
+# The fault: agent-sandbox-egressd is killed (kill -9) while a proxy
+# session holds a tunnel through it (world A: the daemon of set-up, the
+# proxy account). The tunnel's relay was the daemon's, so its end in the
+# sandbox is closed by the kernel: the client reads EOF (a reset, had it
+# left bytes unread). The session goes on: a new connection through the
+# bridge finds no daemon and is closed (counted failed), the command ends,
+# the session closes with its report (how=closed report=kept), and nothing
+# of it runs after (the bridge dies with its setup process); the ledger has
+# its pam_open and pam_close. With the daemon started again, the next
+# session reaches the listed address.
+t_fault_egressd_killed() {
+	local ok=0 sid client rc t0 left out
+	grep -q "listening on" "$T/egressd.log" || { echo "  the daemon: $(cat "$T/egressd.log")"; return 1; }
+	[ "$(cat "/proc/$EGRESSD_PID/comm" 2>/dev/null)" = agent-sandbox-e ] ||
+		{ echo "  pid $EGRESSD_PID is not the daemon"; return 1; }
+	install -m 0644 "$W/egress-cert.pem" "$W/ws/$PROXY/ca.pem"
+	# In the session: a tunnel to the listed address, TLS through it (bytes
+	# both ways: the relay runs), then a read that only the fault ends
+	# (bounded at 30 s); then one more connection through the bridge.
+	cat >"$W/ws/$PROXY/hold.py" <<-'PY'
+	import socket, ssl, sys
+	port = int(sys.argv[1])
+	def tunnel():
+	    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+	    s.sendall(b"CONNECT 127.0.0.2:%d HTTP/1.1\r\nHost: 127.0.0.2:%d\r\n\r\n" % (port, port))
+	    buf = b""
+	    while b"\r\n\r\n" not in buf:
+	        d = s.recv(1024)
+	        if not d:
+	            break
+	        buf += d
+	    return s, buf
+	def how(f):
+	    try:
+	        d = f()
+	        return "eof" if not d else "data %r" % d[:60]
+	    except ConnectionResetError:
+	        return "reset"
+	    except socket.timeout:
+	        return "timeout"
+	    except ssl.SSLEOFError:
+	        return "eof"
+	    except OSError as e:
+	        return "error %s" % e
+	s, reply = tunnel()
+	print("tunnel:", reply.split(b"\r\n")[0].decode(), flush=True)
+	t = ssl.create_default_context(cafile="ca.pem").wrap_socket(s, server_hostname="127.0.0.2")
+	print("tls: up", t.version(), flush=True)
+	t.settimeout(30)
+	print("held:", how(lambda: t.recv(1)), flush=True)
+	print("after:", how(lambda: tunnel()[1]), flush=True)
+	PY
+	chmod 0644 "$W/ws/$PROXY/hold.py"
+	sshc a "$PROXY" "echo sid=\$AGENT_SANDBOX_SESSION
+		curl -sS --max-time 8 --cacert ca.pem https://127.0.0.2:$EPORT/; echo
+		python3 hold.py $EPORT; echo session-goes-on; exit 5" >"$T/fegress.out" 2>&1 &
+	client=$!
+	sid=$(session_id "$T/fegress.out")
+	[ -n "$sid" ] || { echo "  no session"; kill "$client"; return 1; }
+	wait_for grep -q '^tls: up' "$T/fegress.out" || { echo "  no tunnel:"; sed 's/^/  | /' "$T/fegress.out"; kill "$client"; return 1; }
+	# The controls: the listed address answered through the daemon, and
+	# the held tunnel is still open a second on.
+	sleep 1
+	grep -qx "ok $EPORT" "$T/fegress.out" || { echo "  control: the listed address was not reached"; ok=1; }
+	grep -q '^held:' "$T/fegress.out" && { echo "  control: the tunnel ended before the fault"; ok=1; }
+	kill -KILL "$EGRESSD_PID" && wait "$EGRESSD_PID" 2>/dev/null
+	t0=$SECONDS
+	wait_for eval '! kill -0 "$client" 2>/dev/null' || { echo "  the session did not end within 10 s of the kill"; ok=1; kill "$client"; }
+	wait "$client"
+	rc=$?
+	echo "  the client ($((SECONDS - t0)) s after the kill, ssh exit $rc):"
+	sed 's/^/  | /' "$T/fegress.out" | cut -c1-200
+	[ "$rc" = 5 ] || { echo "  ssh exit $rc, want the session's 5"; ok=1; }
+	grep -qxE 'held: (eof|reset)' "$T/fegress.out" || { echo "  the held tunnel did not end with EOF or a reset"; ok=1; }
+	grep -qxE 'after: (eof|reset)' "$T/fegress.out" || { echo "  a connection with no daemon was not closed"; ok=1; }
+	grep -qx session-goes-on "$T/fegress.out" || { echo "  the session did not go on"; ok=1; }
+	# Nothing of the session runs once it closed: no process of the proxy
+	# account outside the host's mount namespace (its bridge included),
+	# within 10 s of the client's end.
+	wait_for NS test ! -e "/run/agent-sandbox/sessions/$sid" || { echo "  the session did not close"; ok=1; }
+	wait_for no_proxy_procs
+	left=$(proxy_procs)
+	[ -z "$left" ] || { echo "  still running: $left"; ok=1; }
+	echo "  left running $((SECONDS - t0)) s after the kill: ${left:-nothing}"
+	NS "$WN/bin/agent-shell" --log --since 1h >"$T/fegress.log" 2>&1
+	grep -E " (pam_open|pam_close) +$PROXY +${sid:0:12}" "$T/fegress.log" |
+		sed -E 's/^([^ ]+ +[a-z_]+ +[^ ]+ +[0-9a-f]+) .* (how=[^ ]+ report=[^ ]+) .*( exit_status=[0-9]+ killed=[0-9]+).*/\1 ... \2 ...\3/' |
+		sed 's/^/  ledger: /' | cut -c1-160
+	grep -Eq " pam_open +$PROXY +${sid:0:12}" "$T/fegress.log" || { echo "  no pam_open in the ledger"; ok=1; }
+	grep -E " pam_close +$PROXY +${sid:0:12}" "$T/fegress.log" | grep -q 'how=closed report=kept .*exit_status=5' ||
+		{ echo "  no pam_close how=closed report=kept exit_status=5 in the ledger"; ok=1; }
+	NS "$WN/bin/agent-shell" --report --json "$sid" 2>&1 | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+g = r.get("egress", {})
+print("  root'"'"'s copy: allowed %s, refused %s, failed %s, exit %s" % (g.get("allowed"), g.get("refused"), g.get("failed"), r.get("exit_status")))
+if (g.get("allowed"), g.get("failed")) != (2, 1) or r.get("exit_status") != 5:
+    sys.exit(1)' || { echo "  root's copy: want allowed 2 (curl, the tunnel), failed 1 (after the kill), exit 5"; ok=1; }
+	# The daemon again, as set-up starts it; the next session gets through.
+	NSBG "$BUILD/agent-sandbox-egressd" --socket "$WN/egress.sock" --user "$EGRESS_USER" \
+		--log-stderr 2>>"$T/egressd.log"
+	EGRESSD_PID=$!
+	wait_for eval '[ "$(grep -c "listening on" "$T/egressd.log")" -ge 2 ]' ||
+		{ echo "  the daemon did not start again: $(tail -n 2 "$T/egressd.log")"; return 1; }
+	out=$(sshc a "$PROXY" "curl -sS --max-time 8 --cacert ca.pem https://127.0.0.2:$EPORT/" 2>&1)
+	echo "  the next session: $out"
+	[ "$out" = "ok $EPORT" ] || { echo "  the next session did not reach the listed address"; ok=1; }
+	return $ok
+}
+
 # pam_stage = required, the other side: the same account started without
 # a PAM session stage (setpriv, no PAM at all) is refused by agent-shell.
 t_shipped_pam_stage_required() {
@@ -2160,7 +2281,7 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 	t_floor_unmet_refused t_profile_changed_between_stages t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd \
 	t_ops_sessions_end_prune t_ops_log_and_root_report t_ledger_any_bytes_over_sshd \
 	t_ledger_two_shells_one_session \
-	t_proxy_session_over_sshd; do
+	t_proxy_session_over_sshd t_fault_egressd_killed; do
 	run_test "$t"
 done
 # The shipped files: their own world, set up once the tests above are done.
