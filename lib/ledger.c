@@ -492,14 +492,22 @@ static int parse_fields(const char *p, const char *end, struct sbx_ledger_event 
 			p++;
 		} else {
 			const char *v = p;
+			bool quoted = false;
 
-			while (p < end && *p != ' ')
-				p++;
-			if (p == v || (size_t)(wend - w) < (size_t)(p - v) + 1)
-				return -EINVAL;
-			for (const char *q = v; q < p; q++)
-				if ((unsigned char)*q < 0x21 || *q == 0x7f || *q == '"')
+			/* Bare, or with quoted runs kept as written: the
+			 * report's degraded=feature:"why",... (sbx_report_log). */
+			for (; p < end && (quoted || *p != ' '); p++) {
+				if ((unsigned char)*p < 0x20 || *p == 0x7f)
 					return -EINVAL;
+				if (*p == '"') {
+					quoted = !quoted;
+				} else if (quoted && *p == '\\') {
+					if (++p >= end || (*p != '"' && *p != '\\' && *p != 'x'))
+						return -EINVAL;
+				}
+			}
+			if (quoted || p == v || (size_t)(wend - w) < (size_t)(p - v) + 1)
+				return -EINVAL;
 			memcpy(w, v, (size_t)(p - v));
 			w += p - v;
 		}

@@ -404,6 +404,9 @@ static void test_parse_line(void **state)
 		"2026-01-01T00:00:00Z event=x K=v",
 		"2026-01-01T00:00:00Z event=x  k=v",
 		"2026-01-01T00:00:00Z event=x k=",
+		"2026-01-01T00:00:00Z event=x k=a:\"open",
+		"2026-01-01T00:00:00Z event=x k=a:\"\\q\"",
+		"2026-01-01T00:00:00Z event=x k=a:\"\x01\"",
 	};
 
 	(void)state;
@@ -420,6 +423,20 @@ static void test_parse_line(void **state)
 		assert_string_equal(sbx_ledger_get(ev, "reason"), "gate");
 		assert_string_equal(sbx_ledger_get(ev, "msg"), "say \"hi\" \\ A");
 		assert_null(sbx_ledger_get(ev, "user"));
+	}
+	{
+		/* session_start of a degraded session (sbx_report_log): its
+		 * degraded= is feature:"why",... with each why quoted; the
+		 * value is kept as written. */
+		const char deg[] = "event=session_start level=degraded "
+				   "degraded=netns:\"userns blocked\",landlock_net:\"ABI 2 < 4: \\\"x\\\"\" "
+				   "egress=-";
+
+		assert_int_equal(sbx_ledger_parse_fields(deg, strlen(deg), ev), 0);
+		assert_int_equal(ev->n, 4);
+		assert_string_equal(sbx_ledger_get(ev, "degraded"),
+				    "netns:\"userns blocked\",landlock_net:\"ABI 2 < 4: \\\"x\\\"\"");
+		assert_string_equal(sbx_ledger_get(ev, "egress"), "-");
 	}
 	free(ev);
 }
