@@ -600,6 +600,83 @@ t_ssh_restart_with_live_session() {
 	return $ok
 }
 
+# The fault: the logging daemons stopped (journald's sockets and service,
+# and a syslog daemon where the image has one). The product's stated
+# behaviour (docs/design.md 12.1, 12.3): the session runs; agent-shell warns
+# the client that no syslog daemon listens and that its lines go to root's
+# ledger; the PAM stage falls back to pam_syslog, which reaches nothing.
+# The ledger holds the session: pam_open, the shell's lines, pam_close with
+# report=kept. The journal gets none of its lines (the fault took hold);
+# once the daemons are started again, the next login works and is in the
+# journal (the control). The daemons are started again whatever happened.
+LOG_UNITS="systemd-journald.socket systemd-journald-dev-log.socket systemd-journald-audit.socket"
+LOG_UNITS="$LOG_UNITS systemd-journald.service syslog.socket rsyslog.service syslog-ng.service"
+# logging_units_active: those of LOG_UNITS that run, one a line.
+logging_units_active() {
+	vm_root "for u in $LOG_UNITS; do [ \"\$(systemctl is-active \$u)\" = active ] && echo \$u; done; true"
+}
+t_logging_stopped() {
+	local ok=0 units
+	units=$(logging_units_active | tr '\n' ' ')
+	echo "  logging units running: $units"
+	case " $units" in *" systemd-journald.service "*) ;; *) echo "  control: journald is not running"; return 1 ;; esac
+	vm_root "systemctl stop $units" || { echo "  systemctl stop failed"; ok=1; }
+	logging_stopped_session || ok=1
+	vm_root "systemctl start $units" || { echo "  systemctl start $units failed"; ok=1; }
+	logging_restarted "$units" || ok=1
+	return $ok
+}
+logging_stopped_session() {
+	local ok=0 sid rc n
+	[ -z "$(logging_units_active)" ] || { echo "  still running: $(logging_units_active | tr '\n' ' ')"; ok=1; }
+	echo "  with them stopped: $(vm_root 'for s in /run/systemd/journal/socket /dev/log; do
+		printf "%s: " $s; echo x | socat -u - UNIX-SENDTO:$s 2>&1 | sed "s/.*: //" | grep . || echo taken; done' | tr '\n' ' ')"
+	as_agent coder1 'echo "sid=$AGENT_SANDBOX_SESSION"; echo ran-without-a-log; exit 4' \
+		>"$VM/nolog.out" 2>"$VM/nolog.err"
+	rc=$?
+	sid=$(sed -n 's/^sid=//p' "$VM/nolog.out")
+	echo "  the client: exit $rc, $(tr '\n' ' ' <"$VM/nolog.out")"
+	sed 's/^/  stderr | /' "$VM/nolog.err"
+	[ "$rc" = 4 ] && grep -qx ran-without-a-log "$VM/nolog.out" && [ -n "$sid" ] ||
+		{ echo "  the session did not run to its exit status"; return 1; }
+	grep -q "^agent-shell: warning: no syslog daemon listens on /dev/log; this session's log lines go to root's ledger" \
+		"$VM/nolog.err" || { echo "  the client was not told that no log daemon listens"; ok=1; }
+	# Nothing of the session (nor of coder1, whose last session it was) runs
+	# on, 5 s after the client's end at the most.
+	vm_root 'for i in $(seq 50); do pgrep -u coder1 >/dev/null || exit 0; sleep 0.1; done; exit 1' ||
+		{ echo "  coder1's processes 5 s after the session: $(vm_root 'ps -u coder1 -o pid=,comm=' | tr '\n' ' ')"; ok=1; }
+	vm_root "test ! -e /run/agent-sandbox/sessions/$sid" || { echo "  the session's record is still there"; ok=1; }
+	vm_root "agent-shell --log --since 1h" >"$VM/nolog.log" 2>&1 || { echo "  --log: exit $?"; ok=1; }
+	grep -E "^[^ ]+ +[a-z_]+ +coder1 +${sid:0:12}" "$VM/nolog.log" | cut -c1-150 | sed 's/^/  ledger: /'
+	for n in pam_open command session_start session_end pam_close; do
+		grep -Eq "^[^ ]+ +$n +coder1 +${sid:0:12}" "$VM/nolog.log" || { echo "  the ledger has no $n line"; ok=1; }
+	done
+	grep -E " session_end +coder1 +${sid:0:12}" "$VM/nolog.log" | grep -q 'exit_status=4 .*origin=shell' ||
+		{ echo "  no session_end with exit_status=4 from the shell"; ok=1; }
+	ledger_close "$sid" | grep -q 'how=closed report=kept .*exit_status=4' ||
+		{ echo "  no pam_close how=closed report=kept exit_status=4"; ok=1; }
+	echo "$sid" >"$VM/nolog.sid"
+	return $ok
+}
+# logging_restarted UNITS: running again, the next login works and its
+# lines reach the journal; the stopped session's never did.
+logging_restarted() {
+	local ok=0 sid out next
+	[ "$(logging_units_active | tr '\n' ' ')" = "$1" ] ||
+		{ echo "  running again: $(logging_units_active | tr '\n' ' '), want $1"; ok=1; }
+	out=$(as_agent coder1 'echo "sid=$AGENT_SANDBOX_SESSION"' 2>&1)
+	next=$(echo "$out" | sed -n 's/^sid=//p')
+	[ -n "$next" ] && [ "$out" = "sid=$next" ] || { echo "  the next login: $out"; return 1; }
+	vm_root "for i in \$(seq 30); do journalctl -t agent-sandbox AGENT_SANDBOX_SESSION=$next -o cat | grep -q '^event=pam_close ' && exit 0; sleep 0.5; done; exit 1" ||
+		{ echo "  control: the next session's lines are not in the journal"; ok=1; }
+	sid=$(cat "$VM/nolog.sid" 2>/dev/null)
+	[ -z "$sid" ] || [ -z "$(vm_root "journalctl -t agent-sandbox AGENT_SANDBOX_SESSION=$sid -o cat")" ] ||
+		{ echo "  the journal has lines of the session run without it: the fault did not take hold"; ok=1; }
+	[ -z "$(vm_root systemctl --failed --no-legend)" ] ||
+		{ echo "  failed units: $(vm_root systemctl --failed --no-legend | tr '\n' ' ')"; ok=1; }
+	return $ok
+}
+
 t_upgrade_keeps_pam_wiring() {
 	local ok=0 n sid bg
 	# A session lives through the upgrade, to its end and its close.
@@ -719,7 +796,7 @@ for t in t_session_lasts t_session_limits_reported t_memory_hog_oom_killed t_for
 	t_cpu_held_to_quota t_doctor_on_debian t_report_names_what_the_kernel_lacks t_guarantees_hold_on_this_kernel \
 	t_ssh_command_pty_scp_sftp t_reviewer_profile t_ci_profile_refused_with_reason \
 	t_report_line_in_journal t_logind_session_and_no_user_manager t_linger_gets_no_user_manager \
-	t_ssh_restart_with_live_session \
+	t_ssh_restart_with_live_session t_logging_stopped \
 	t_egressd_socket_activated_as_its_user t_egressd_reload_reads_the_config \
 	t_egressd_proxy_session_reaches_its_list t_egressd_units_verify_and_score \
 	t_doctor_fix_is_pam_auth_update t_upgrade_keeps_pam_wiring t_upgrade_restarts_egressd \
