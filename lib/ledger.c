@@ -9,10 +9,10 @@
  * agent's may write into the ledger, and what reaches it must come from
  * agent-shell before the agent's program could have spoken.
  *
- * The channel. No root process of ours runs during a session; the process
- * that opened it (sshd's monitor, su, login) only waits, and closes it. So
- * the PAM stage leaves a listening unix stream socket that nobody accepts
- * until the close:
+ * The channel. No root process of ours acts during a session; the process
+ * that opened it (sshd's monitor, su, login) only waits, and closes it (its
+ * keeper, when it dies first). So the PAM stage leaves a listening unix
+ * stream socket that nobody accepts until the close:
  *   - bound in the session's own read-only view (record.c), so no other
  *     session, and nothing on the host, can reach the path;
  *   - listening with a backlog of 0, which admits exactly one pending
