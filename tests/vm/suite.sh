@@ -600,6 +600,33 @@ t_ssh_restart_with_live_session() {
 	return $ok
 }
 
+# The fault: sshd's monitor of a session killed (kill -9, as the OOM killer
+# or an admin would), under systemd and logind. The session's keeper
+# (sbx-keeper, a root process beside the monitor) closes it: nothing of
+# the account runs 12 s after, the keeper is gone, the ledger has one
+# pam_close how=opener_gone with the report, and the next login works.
+t_monitor_killed() {
+	local ok=0 sid bg opener keepers
+	as_agent coder1 'echo "sid=$AGENT_SANDBOX_SESSION"; exec sleep 60' >"$VM/monkill.out" 2>&1 &
+	bg=$!
+	sid=$(session_id "$VM/monkill.out")
+	[ -n "$sid" ] || { echo "  no session"; kill "$bg"; return 1; }
+	opener=$(vm_root "sed -n 's/^opener_pid=//p' /run/agent-sandbox/sessions/$sid")
+	keepers=$(vm_root "pgrep -x sbx-keeper | wc -l")
+	echo "  monitor $opener ($(vm_root "cat /proc/$opener/comm")), keepers: $keepers"
+	[ "$keepers" = 1 ] || { echo "  not one keeper"; ok=1; }
+	vm_root "kill -KILL $opener" || { echo "  kill failed"; ok=1; }
+	vm_root 'for i in $(seq 120); do pgrep -u coder1 >/dev/null || pgrep -x sbx-keeper >/dev/null || exit 0; sleep 0.1; done; exit 1' ||
+		{ echo "  12 s after: coder1 $(vm_root 'pgrep -u coder1 | tr "\n" " "'), keepers $(vm_root 'pgrep -x sbx-keeper | tr "\n" " "')"; ok=1; }
+	wait "$bg" 2>/dev/null
+	vm_root "test ! -e /run/agent-sandbox/sessions/$sid" || { echo "  the record is still there"; ok=1; }
+	[ "$(ledger_close "$sid" | grep -c 'how=opener_gone report=kept')" = 1 ] ||
+		{ echo "  the ledger: $(ledger_close "$sid")"; ok=1; }
+	[ "$(as_agent coder1 'echo next-login-ok' 2>&1)" = next-login-ok ] ||
+		{ echo "  the next login failed"; ok=1; }
+	return $ok
+}
+
 # The fault: the logging daemons stopped (journald's sockets and service,
 # and a syslog daemon where the image has one). The product's stated
 # behaviour (docs/design.md 12.1, 12.3): the session runs; agent-shell warns
@@ -796,7 +823,7 @@ for t in t_session_lasts t_session_limits_reported t_memory_hog_oom_killed t_for
 	t_cpu_held_to_quota t_doctor_on_debian t_report_names_what_the_kernel_lacks t_guarantees_hold_on_this_kernel \
 	t_ssh_command_pty_scp_sftp t_reviewer_profile t_ci_profile_refused_with_reason \
 	t_report_line_in_journal t_logind_session_and_no_user_manager t_linger_gets_no_user_manager \
-	t_ssh_restart_with_live_session t_logging_stopped \
+	t_ssh_restart_with_live_session t_monitor_killed t_logging_stopped \
 	t_egressd_socket_activated_as_its_user t_egressd_reload_reads_the_config \
 	t_egressd_proxy_session_reaches_its_list t_egressd_units_verify_and_score \
 	t_doctor_fix_is_pam_auth_update t_upgrade_keeps_pam_wiring t_upgrade_restarts_egressd \
