@@ -593,6 +593,12 @@ int sbx_record_write(const char *runtime_dir, const struct sbx_record *rec,
  * opener. */
 int sbx_record_take_over(const char *runtime_dir, const char *session_id, pid_t opener,
 			 pid_t pid, uint64_t start, struct sbx_error *err);
+/* Root: unlink a stale record under the sessions lock, only while it still
+ * names opener (with its start time) and that opener is gone: -ESTALE when
+ * a keeper took it over (it closes the session), -ENOENT when another
+ * sweep removed it (and logged its end). */
+int sbx_record_remove_stale(const char *runtime_dir, const char *session_id, pid_t opener,
+			    uint64_t opener_start, struct sbx_error *err);
 
 /* Root, in the session's own mount namespace (propagation to the host cut):
  * mount a read-only tmpfs on <runtime_dir>/session (made 0755 when missing)

@@ -202,6 +202,8 @@ static int count_live(int path_fd, const char *sessions, uid_t uid, bool prune,
 		      struct sbx_error *err);
 static int record_read_for_count(int dir_fd, const char *name, char *buf,
 				 struct sbx_record *rec);
+static bool record_is_live(const struct sbx_record *rec, const unsigned long *set,
+			   size_t n);
 
 /*
  * Open (creating when missing) <runtime_dir>/sessions, root-only, and take
@@ -380,6 +382,39 @@ int sbx_record_take_over(const char *runtime_dir, const char *session_id, pid_t 
 	rec.opener_pid = pid;
 	rec.opener_start = start;
 	r = record_put(dir_fd, sessions, &rec, true, err);
+out:
+	sbx_close_if(lock_fd);
+	sbx_close_if(dir_fd);
+	free(buf);
+	return r;
+}
+
+int sbx_record_remove_stale(const char *runtime_dir, const char *session_id, pid_t opener,
+			    uint64_t opener_start, struct sbx_error *err)
+{
+	char sessions[SBX_PATH_MAX], *buf = NULL;
+	struct sbx_record rec;
+	int dir_fd = -1, lock_fd = -1, r;
+
+	if (!sbx_session_id_is_valid(session_id))
+		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
+				     session_id ? session_id : "(null)");
+	buf = malloc(SBX_RECORD_MAX_BYTES + 1);
+	if (!buf)
+		return sbx_error_set(err, ENOMEM, "record %s: out of memory", session_id);
+	r = sessions_open_locked(runtime_dir, sessions, sizeof(sessions), &dir_fd, &lock_fd,
+				 err);
+	if (r)
+		goto out;
+	r = record_read_for_count(dir_fd, session_id, buf, &rec);
+	if (r == 0 && (strcmp(rec.session, session_id) != 0 || rec.opener_pid != opener ||
+		       rec.opener_start != opener_start || record_is_live(&rec, NULL, SIZE_MAX)))
+		r = -ESTALE;	/* taken over (a keeper), or live again */
+	if (r == 0 && unlinkat(dir_fd, session_id, 0) != 0)
+		r = -errno;
+	if (r)
+		r = sbx_error_set(err, -r, "record %s/%s: %s", sessions, session_id,
+				  r == -ESTALE ? "taken over by a live opener" : strerror(-r));
 out:
 	sbx_close_if(lock_fd);
 	sbx_close_if(dir_fd);
@@ -1057,7 +1092,22 @@ int sbx_record_count_user(const char *runtime_dir, uid_t uid, unsigned *live,
 	}
 	if (r)
 		return r;
-	r = count_live(path_fd, sessions, uid, geteuid() == 0, hook, live, stale, err);
+	/* As root the walk ends stale sessions: under the lock, as every other
+	 * writer, so a keeper's take-over (sbx_record_take_over) cannot come
+	 * between the read that found the record stale and its unlink (which
+	 * would remove the keeper's record, and log the session's end twice). */
+	if (geteuid() == 0) {
+		int lock_fd = sessions_lock(path_fd, sessions, err);
+
+		if (lock_fd < 0) {
+			close(path_fd);
+			return lock_fd;
+		}
+		r = count_live(path_fd, sessions, uid, true, hook, live, stale, err);
+		close(lock_fd);
+	} else {
+		r = count_live(path_fd, sessions, uid, false, hook, live, stale, err);
+	}
 	close(path_fd);
 	return r;
 }

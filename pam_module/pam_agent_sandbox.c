@@ -1278,6 +1278,8 @@ static int step_ledger(struct open_ctx *c)
  * which is what lets the copy use the C library.
  */
 #define KEEPER_WAIT_MS 8000
+/* Tries at the sessions lock (5 s each) before the keeper gives up. */
+#define KEEPER_LOCK_TRIES 12
 
 static int session_close(pam_handle_t *pamh, struct session_state *ss, int wait_ms,
 			 const char *how);
@@ -1332,9 +1334,16 @@ static __attribute__((noreturn)) void keeper_main(pam_handle_t *pamh, struct ses
 	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
 		;
 	r = sbx_proc_start_time(getpid(), &start);
-	if (r == 0)
+	/* The lock is taken within 5 s; a longer hold (a close ending every
+	 * process of an account, a login's stale sweep) is no reason to leave
+	 * the session unclosed: try again, for a bounded while. */
+	for (int tries = 0; r == 0 || (r == -ETIMEDOUT && tries < KEEPER_LOCK_TRIES); tries++) {
+		sbx_error_clear(&err);
 		r = sbx_record_take_over(ss->runtime_dir, ss->id, ss->opener, getpid(), start,
 					 &err);
+		if (r != -ETIMEDOUT)
+			break;
+	}
 	if (r == 0)
 		(void)session_close(pamh, ss, KEEPER_WAIT_MS, "opener_gone");
 	else if (r != -ENOENT)

@@ -239,7 +239,17 @@ static int end_stale(const struct sbx_record *r, const char *state_dir)
 
 	killed = sbx_session_end(r->uid, r->mntns, &passes);
 	left = session_pids(r, pids, MAX_PIDS);
-	if (sbx_record_remove(SBX_RUNTIME_DIR, r->session, &err) != 0 && err.code != ENOENT) {
+	/* Under the lock, and only while it is still the stale record we
+	 * listed: a keeper that took it over meanwhile closes the session
+	 * (and logs its end); another sweep that removed it logged it. */
+	if (sbx_record_remove_stale(SBX_RUNTIME_DIR, r->session, r->opener_pid, r->opener_start,
+				    &err) != 0) {
+		if (err.code == ESTALE || err.code == ENOENT) {
+			printf("session %s: %s; %u process(es) ended here\n", r->session,
+			       err.code == ESTALE ? "its keeper took it over and closes it" :
+			       "already ended", killed);
+			return left == 0 ? 0 : 1;
+		}
 		fprintf(stderr, "agent-shell --end: %s\n", err.msg);
 		return 1;
 	}
