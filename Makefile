@@ -271,7 +271,7 @@ lint: $(LINT_DB)
 DEB_PKGS := build-essential clang libclang-rt-dev libpam0g-dev libseccomp-dev libcap-dev \
             libcmocka-dev libpam-modules openssh-server openssh-client \
             openssh-sftp-server tmux iproute2 util-linux procps python3-minimal python3 curl openssl rsync \
-            git python3-pip xfsprogs \
+            git python3-pip xfsprogs strace \
             cppcheck clang-tidy pkgconf
 deps:
 	@./tests/install-deps.sh $(DEB_PKGS)
