@@ -605,9 +605,10 @@ int sbx_record_remove_stale(const char *runtime_dir, const char *session_id, pid
  * holding the record as "record" (root, 0444): the copy the session's shell
  * reads; nobody outside the session sees it. Undo: unmount that path.
  * With channel_fd, the ledger's channel is bound there too (ledger.c):
- * *channel_fd is the listening socket, for the close to collect. */
+ * *channel_fd is the listening socket, for the close to collect; with
+ * refusals_fd (only with channel_fd), the refusals socket beside it. */
 int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
-		       int *channel_fd, struct sbx_error *err);
+		       int *channel_fd, int *refusals_fd, struct sbx_error *err);
 /* "<runtime_dir>/session": 0 or -ENAMETOOLONG. */
 int sbx_record_view_path(const char *runtime_dir, char *out, size_t size);
 
@@ -1474,6 +1475,10 @@ bool sbx_report_holds(const struct sbx_report *r, enum sbx_feature f);
 /* ---- ledger.c: root's copy of each report, and its events -------------- */
 
 #define SBX_LEDGER_CHANNEL "channel"
+/* Where a shell that finds the channel taken says it refused itself:
+ * backlog 4, so up to 5 such shells per PAM session are heard. */
+#define SBX_LEDGER_REFUSALS "refusals"
+#define SBX_LEDGER_REFUSALS_BACKLOG 4
 #define SBX_LEDGER_KEYS_MAX 40
 
 struct ucred;
@@ -1482,18 +1487,26 @@ struct ucred;
  * 0600) and listen with a backlog of 0 (one pending connection). */
 int sbx_ledger_channel_bind(int mount_fd, uid_t uid, gid_t gid, int *out_fd,
 			    struct sbx_error *err);
+/* Root: bind the refusals socket beside it (same owner and mode), with a
+ * backlog of SBX_LEDGER_REFUSALS_BACKLOG. */
+int sbx_ledger_refusals_bind(int mount_fd, uid_t uid, gid_t gid, int *out_fd,
+			     struct sbx_error *err);
 /* agent-shell: connect to <runtime_dir>/session/channel without waiting;
  * -ENOENT (no PAM stage), -EAGAIN (the slot is taken), -EPERM (the
  * listener is not root's), or 0 with *out_fd. */
 int sbx_ledger_channel_connect(const char *runtime_dir, int *out_fd);
+/* The same for <runtime_dir>/session/refusals (-EAGAIN: its queue is
+ * full). */
+int sbx_ledger_refusals_connect(const char *runtime_dir, int *out_fd);
 /* Everything or -errno, never waiting (-EAGAIN when the peer's queue is
  * full). */
 int sbx_ledger_channel_send(int fd, const char *buf, size_t len);
-/* Root at close: accept the pending connection and read what it queued,
+/* Root at close: accept one pending connection and read what it queued,
  * at most max bytes (NUL-terminated, the caller's to free), with the
  * peer's credentials from its connect. wait_ms 0: what is queued now;
  * otherwise until the peer's end (its last holder closed it) or wait_ms
- * have passed. -ENOENT: nobody connected. */
+ * have passed. -ENOENT: nobody (else) connected. For the channel and for
+ * the refusals socket alike. */
 int sbx_ledger_channel_collect(int listen_fd, size_t max, int wait_ms, char **out,
 			       size_t *len, struct ucred *peer, struct sbx_error *err);
 

@@ -29,6 +29,21 @@
  * the report must name this session and this uid, and every line is
  * parsed and written again through the log grammar, never copied.
  *
+ * The refusals. A second shell of the same PAM session (ssh connection
+ * sharing; ~/.ssh/rc, which sshd runs through the login shell first) finds
+ * the slot taken and refuses itself; its refusal must reach root's ledger
+ * too, or the entry is the first shell's run alone. So a second socket,
+ * "refusals", is bound beside the channel, under the same rules (root's,
+ * the session uid's to connect to, 0600, in the session's view only), with
+ * a small backlog (SBX_LEDGER_REFUSALS_BACKLOG + 1 pending connections).
+ * A shell whose channel is not its own connects there and sends its
+ * refused lines, then refuses as before. At close, the module accepts
+ * what is pending, bounded in connections and bytes, keeps only
+ * event=refused lines from the session's uid, and writes them again like
+ * the channel's. Nothing there can take the channel's slot, or make
+ * anyone wait: both ends are non-blocking, and a full queue only means
+ * -EAGAIN to the refused shell (which refuses all the same).
+ *
  * The events file is appended with O_APPEND (one write per line), rotated
  * to events.log.1 (and .1 to .2, up to EVENTS_KEEP) past EVENTS_ROTATE_AT
  * under a lock on the root-only file itself, so two closing sessions never
@@ -63,36 +78,49 @@
 
 /* ---- the channel --------------------------------------------------------- */
 
-int sbx_ledger_channel_bind(int mount_fd, uid_t uid, gid_t gid, int *out_fd,
-			    struct sbx_error *err)
+/* A listening socket NAME in the detached view mount_fd, owned by uid:gid
+ * with mode 0600: only the session's uid may connect (write permission on
+ * the socket's inode); the socket stays root's. */
+static int view_listen(int mount_fd, const char *name, int backlog, uid_t uid, gid_t gid,
+		       int *out_fd, struct sbx_error *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
 
 	/* The mount is still detached: it has no path but the fd's. */
 	if (sbx_snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", mount_fd,
-			 SBX_LEDGER_CHANNEL) != 0)
-		return sbx_error_set(err, ENAMETOOLONG, "ledger channel: path too long");
+			 name) != 0)
+		return sbx_error_set(err, ENAMETOOLONG, "ledger %s: path too long", name);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return sbx_error_set(err, errno, "ledger channel: socket: %s", strerror(errno));
-	/* Only the session's uid may connect (write permission on the
-	 * socket's inode); the socket stays root's. */
+		return sbx_error_set(err, errno, "ledger %s: socket: %s", name, strerror(errno));
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    fchownat(mount_fd, SBX_LEDGER_CHANNEL, uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
-	    fchmodat(mount_fd, SBX_LEDGER_CHANNEL, 0600, 0) != 0 ||
-	    listen(fd, 0) != 0) {
+	    fchownat(mount_fd, name, uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    fchmodat(mount_fd, name, 0600, 0) != 0 ||
+	    listen(fd, backlog) != 0) {
 		int e = errno;
 
 		close(fd);
-		return sbx_error_set(err, e, "ledger channel %s: %s", SBX_LEDGER_CHANNEL,
-				     strerror(e));
+		return sbx_error_set(err, e, "ledger %s: %s", name, strerror(e));
 	}
 	*out_fd = fd;
 	return 0;
 }
 
-int sbx_ledger_channel_connect(const char *runtime_dir, int *out_fd)
+int sbx_ledger_channel_bind(int mount_fd, uid_t uid, gid_t gid, int *out_fd,
+			    struct sbx_error *err)
+{
+	return view_listen(mount_fd, SBX_LEDGER_CHANNEL, 0, uid, gid, out_fd, err);
+}
+
+int sbx_ledger_refusals_bind(int mount_fd, uid_t uid, gid_t gid, int *out_fd,
+			     struct sbx_error *err)
+{
+	return view_listen(mount_fd, SBX_LEDGER_REFUSALS, SBX_LEDGER_REFUSALS_BACKLOG, uid, gid,
+			   out_fd, err);
+}
+
+static int view_connect(const char *runtime_dir, const char *name, int *out_fd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ucred cr;
@@ -102,8 +130,7 @@ int sbx_ledger_channel_connect(const char *runtime_dir, int *out_fd)
 
 	if ((r = sbx_record_view_path(runtime_dir, view, sizeof(view))) != 0)
 		return r;
-	if (sbx_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", view,
-			 SBX_LEDGER_CHANNEL) != 0)
+	if (sbx_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", view, name) != 0)
 		return -ENAMETOOLONG;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -115,13 +142,23 @@ int sbx_ledger_channel_connect(const char *runtime_dir, int *out_fd)
 		return r;
 	}
 	/* The listener's credentials, from when it listened: root's, or
-	 * this is not the PAM stage's channel. */
+	 * this is not the PAM stage's socket. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != 0) {
 		close(fd);
 		return -EPERM;
 	}
 	*out_fd = fd;
 	return 0;
+}
+
+int sbx_ledger_channel_connect(const char *runtime_dir, int *out_fd)
+{
+	return view_connect(runtime_dir, SBX_LEDGER_CHANNEL, out_fd);
+}
+
+int sbx_ledger_refusals_connect(const char *runtime_dir, int *out_fd)
+{
+	return view_connect(runtime_dir, SBX_LEDGER_REFUSALS, out_fd);
 }
 
 int sbx_ledger_channel_send(int fd, const char *buf, size_t len)

@@ -609,12 +609,12 @@ int sbx_record_view_path(const char *runtime_dir, char *out, size_t size)
  * the empty mountpoint.
  */
 int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
-		       int *channel_fd, struct sbx_error *err)
+		       int *channel_fd, int *refusals_fd, struct sbx_error *err)
 {
 	char view[SBX_PATH_MAX], *buf = NULL;
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	size_t len = 0;
-	int rt_fd = -1, view_fd = -1, fsfd = -1, mfd = -1, fd = -1, chan = -1, r;
+	int rt_fd = -1, view_fd = -1, fsfd = -1, mfd = -1, fd = -1, chan = -1, refu = -1, r;
 
 	if (sbx_record_view_path(runtime_dir, view, sizeof(view)) != 0)
 		return sbx_error_set(err, ENAMETOOLONG, "record: runtime dir path too long");
@@ -629,7 +629,7 @@ int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
 	fsfd = fsopen("tmpfs", FSOPEN_CLOEXEC);
 	if (fsfd < 0 ||
 	    fsconfig(fsfd, FSCONFIG_SET_STRING, "size", "16k", 0) != 0 ||
-	    fsconfig(fsfd, FSCONFIG_SET_STRING, "nr_inodes", "4", 0) != 0 ||
+	    fsconfig(fsfd, FSCONFIG_SET_STRING, "nr_inodes", "5", 0) != 0 ||
 	    fsconfig(fsfd, FSCONFIG_SET_STRING, "mode", "0755", 0) != 0 ||
 	    fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) {
 		r = sbx_error_set(err, errno, "record view %s: tmpfs: %s", view, strerror(errno));
@@ -658,6 +658,9 @@ int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
 	if (channel_fd &&
 	    (r = sbx_ledger_channel_bind(mfd, rec->uid, (gid_t)-1, &chan, err)) != 0)
 		goto out;
+	if (channel_fd && refusals_fd &&
+	    (r = sbx_ledger_refusals_bind(mfd, rec->uid, (gid_t)-1, &refu, err)) != 0)
+		goto out;
 	if (mount_setattr(mfd, "", AT_EMPTY_PATH, &ro, sizeof(ro)) != 0 ||
 	    move_mount(mfd, "", view_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
 		r = sbx_error_set(err, errno, "record view %s: mount: %s", view, strerror(errno));
@@ -668,7 +671,12 @@ int sbx_record_publish(const char *runtime_dir, const struct sbx_record *rec,
 		*channel_fd = chan;
 		chan = -1;
 	}
+	if (channel_fd && refusals_fd) {
+		*refusals_fd = refu;
+		refu = -1;
+	}
 out:
+	sbx_close_if(refu);
 	sbx_close_if(chan);
 	sbx_close_if(fd);
 	sbx_close_if(mfd);

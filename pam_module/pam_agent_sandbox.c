@@ -96,6 +96,7 @@ struct session_state {
 	char client[128];
 	char service[64];
 	int channel_fd;		/* the ledger's channel, -1 when none */
+	int refusals_fd;	/* where a shell without the slot says it refused */
 	/* The ledger directory, opened before anything is masked in the
 	 * session's mount namespace (which this process stays in until the
 	 * close, and where the shipped ceiling hides the state directory);
@@ -892,6 +893,8 @@ static void state_cleanup(pam_handle_t *pamh, void *data, int error_status)
 
 	if (ss && ss->channel_fd >= 0)
 		close(ss->channel_fd);
+	if (ss && ss->refusals_fd >= 0)
+		close(ss->refusals_fd);
 	if (ss && ss->ledger_fd >= 0)
 		close(ss->ledger_fd);
 	/* Only the descriptor: a copy of the host program that ends PAM
@@ -1166,7 +1169,8 @@ static int step_record(struct open_ctx *c)
 static int step_record_view(struct open_ctx *c)
 {
 	char view[SBX_PATH_MAX];
-	int r = sbx_record_publish(c->a->runtime_dir, &c->rec, &c->ss->channel_fd, &c->err);
+	int r = sbx_record_publish(c->a->runtime_dir, &c->rec, &c->ss->channel_fd,
+				   &c->ss->refusals_fd, &c->err);
 
 	if (r)
 		return r;
@@ -1426,6 +1430,7 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 		return PAM_BUF_ERR;
 	}
 	c->ss->channel_fd = -1;
+	c->ss->refusals_fd = -1;
 	c->ss->ledger_fd = -1;
 	c->ss->keeper_fd = -1;
 	/* Before any step: step_secrets may mask the state directory in the
@@ -1454,6 +1459,8 @@ static int open_agent_session(pam_handle_t *pamh, const struct args *a,
 		   c->done[0] ? c->done : "nothing");
 	if (c->ss->channel_fd >= 0)
 		close(c->ss->channel_fd);
+	if (c->ss->refusals_fd >= 0)
+		close(c->ss->refusals_fd);
 	if (c->ss->ledger_fd >= 0)
 		close(c->ss->ledger_fd);
 	free(c->ss);

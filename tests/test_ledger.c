@@ -134,7 +134,7 @@ static int channel_in_session(void *arg)
 	char c;
 
 	fill(&rec, sbx_test_uid());
-	CHILD_CHECK(sbx_record_publish(cc->fx->rt, &rec, &cc->listen_fd, &err) == 0);
+	CHILD_CHECK(sbx_record_publish(cc->fx->rt, &rec, &cc->listen_fd, NULL, &err) == 0);
 	CHILD_CHECK(cc->listen_fd >= 0);
 	snprintf(path, sizeof(path), "%s/session/" SBX_LEDGER_CHANNEL, cc->fx->rt);
 	CHILD_CHECK(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode));
@@ -174,6 +174,124 @@ static void test_channel_one_slot(void **state)
 
 	SBX_TEST_REQUIRE_ROOT();
 	assert_int_equal(sbx_test_in_own_mntns(channel_in_session, &cc), 0);
+}
+
+/*
+ * The refusals socket beside the channel: the same owner and mode, its own
+ * small queue. Shells that find the channel taken each connect and say
+ * they refused; backlog + 1 are admitted, the next gets -EAGAIN at once,
+ * another uid -EACCES; the channel's slot is untouched by all this. Root
+ * reads each connection with its sender's credentials, then -ENOENT.
+ */
+struct refusals_case {
+	const struct fixture *fx;
+	int sent[2];		/* each sender says it has sent */
+	int hold[2];		/* ... and waits, connected */
+};
+
+static int refused_shell(void *arg)
+{
+	struct refusals_case *rc = arg;
+	char line[64], c;
+	int fd = -1;
+
+	close(rc->hold[1]);	/* the parent's alone: its close is the go */
+	CHILD_CHECK(sbx_ledger_refusals_connect(rc->fx->rt, &fd) == 0);
+	snprintf(line, sizeof(line), "event=refused reason=ledger_channel n=%d\n", (int)getpid());
+	CHILD_CHECK(sbx_ledger_channel_send(fd, line, strlen(line)) == 0);
+	CHILD_CHECK(write(rc->sent[1], "s", 1) == 1);
+	CHILD_CHECK(read(rc->hold[0], &c, 1) >= 0);
+	close(fd);
+	return 0;
+}
+
+static int refusals_full(void *arg)
+{
+	struct refusals_case *rc = arg;
+	int fd = -1;
+
+	CHILD_CHECK(sbx_ledger_refusals_connect(rc->fx->rt, &fd) == -EAGAIN);
+	/* The channel's one slot is still free for the first shell. */
+	CHILD_CHECK(sbx_ledger_channel_connect(rc->fx->rt, &fd) == 0);
+	close(fd);
+	return 0;
+}
+
+static int refusals_other_uid(void *arg)
+{
+	struct refusals_case *rc = arg;
+	int fd = -1;
+
+	CHILD_CHECK(setgroups(0, NULL) == 0 && setgid(65534) == 0 && setuid(65533) == 0);
+	CHILD_CHECK(sbx_ledger_refusals_connect(rc->fx->rt, &fd) == -EACCES);
+	return 0;
+}
+
+static int refusals_in_session(void *arg)
+{
+	struct refusals_case *rc = arg;
+	struct sbx_error err = { 0 };
+	struct sbx_record rec;
+	struct ucred peer;
+	pid_t pids[SBX_LEDGER_REFUSALS_BACKLOG + 1];
+	char path[256], want[64], *buf = NULL;
+	struct stat st;
+	size_t len = 0;
+	int chan = -1, refu = -1, status, n;
+	char c;
+
+	fill(&rec, sbx_test_uid());
+	CHILD_CHECK(sbx_record_publish(rc->fx->rt, &rec, &chan, &refu, &err) == 0);
+	CHILD_CHECK(chan >= 0 && refu >= 0);
+	snprintf(path, sizeof(path), "%s/session/" SBX_LEDGER_REFUSALS, rc->fx->rt);
+	CHILD_CHECK(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode));
+	CHILD_CHECK(st.st_uid == sbx_test_uid() && (st.st_mode & 07777) == 0600);
+	CHILD_CHECK(sbx_ledger_channel_collect(refu, 4096, 0, &buf, &len, &peer, &err) == -ENOENT);
+
+	CHILD_CHECK(pipe(rc->sent) == 0 && pipe(rc->hold) == 0);
+	for (n = 0; n < SBX_LEDGER_REFUSALS_BACKLOG + 1; n++) {
+		fflush(NULL);
+		pids[n] = fork();
+		CHILD_CHECK(pids[n] >= 0);
+		if (pids[n] == 0) {
+			sbx_test_drop_to_agent();
+			_exit(refused_shell(rc));
+		}
+		CHILD_CHECK(read(rc->sent[0], &c, 1) == 1);
+	}
+	CHILD_CHECK(sbx_test_fork(true, refusals_full, rc) == 0);
+	CHILD_CHECK(sbx_test_fork(false, refusals_other_uid, rc) == 0);
+	close(rc->hold[1]);
+	for (n = 0; n < SBX_LEDGER_REFUSALS_BACKLOG + 1; n++)
+		CHILD_CHECK(waitpid(pids[n], &status, 0) == pids[n] &&
+			    sbx_test_status_code(status) == 0);
+
+	/* Root hears each, oldest first, with the kernel's word for who. */
+	for (n = 0; n < SBX_LEDGER_REFUSALS_BACKLOG + 1; n++) {
+		CHILD_CHECK(sbx_ledger_channel_collect(refu, 4096, 0, &buf, &len, &peer, &err) == 0);
+		snprintf(want, sizeof(want), "event=refused reason=ledger_channel n=%d\n",
+			 (int)pids[n]);
+		CHILD_CHECK(peer.uid == sbx_test_uid() && peer.pid == pids[n]);
+		CHILD_CHECK(len == strlen(want) && memcmp(buf, want, len) == 0);
+		free(buf);
+		buf = NULL;
+	}
+	CHILD_CHECK(sbx_ledger_channel_collect(refu, 4096, 0, &buf, &len, &peer, &err) == -ENOENT);
+	/* The channel's slot went to refusals_full's connection. */
+	CHILD_CHECK(sbx_ledger_channel_collect(chan, 4096, 0, &buf, &len, &peer, &err) == 0);
+	free(buf);
+	close(refu);
+	close(chan);
+	return 0;
+}
+
+static void test_refusals_beside_channel(void **state)
+{
+	struct fixture *fx = *state;
+	struct refusals_case rc = { .fx = fx };
+
+	SBX_TEST_REQUIRE_ROOT();
+	assert_int_equal(sbx_test_in_own_mntns(refusals_in_session, &rc), 0);
 }
 
 /* A socket at the channel's path that root does not listen on: refused by
@@ -445,6 +563,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_channel_one_slot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusals_beside_channel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_channel_not_roots_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_is_roots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events_append_and_read, setup, teardown),

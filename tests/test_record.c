@@ -141,7 +141,7 @@ static int publish_and_read(void *arg)
 
 	fill(&rec, pc->uid);
 	rec.private_tmp = true;
-	CHILD_CHECK(sbx_record_publish(pc->fx->rt, &rec, NULL, &err) == 0);
+	CHILD_CHECK(sbx_record_publish(pc->fx->rt, &rec, NULL, NULL, &err) == 0);
 	snprintf(view, sizeof(view), "%s/session", pc->fx->rt);
 	snprintf(file, sizeof(file), "%s/record", view);
 	CHILD_CHECK(lstat(file, &st) == 0);
@@ -410,7 +410,7 @@ static void test_untrusted_dirs_refused(void **state)
 	snprintf(rt, sizeof(rt), "%s/rt", tmp);
 	assert_int_equal(sbx_record_write(rt, &rec, 0, NULL, &err), -EPERM);
 	assert_non_null(strstr(err.msg, "/tmp: mode 1777"));
-	assert_int_equal(sbx_record_publish(rt, &rec, NULL, &err), -EPERM);
+	assert_int_equal(sbx_record_publish(rt, &rec, NULL, NULL, &err), -EPERM);
 	sbx_test_rmtree(tmp);
 	free(tmp);
 }
