@@ -1265,9 +1265,9 @@ static int step_ledger(struct open_ctx *c)
  * small root process beside the opener, which only waits:
  *   - made like the kill helper, with raw clone3 (no fork handlers of the
  *     host program, exit_signal 0: no SIGCHLD to it, out of its
- *     waitpid(-1)), a copy of the opener that keeps three descriptors (the
- *     channel's listening socket, the ledger directory, the opener's
- *     pidfd), blocks every signal (no handler of the host program runs in
+ *     waitpid(-1)), a copy of the opener that keeps four descriptors (the
+ *     channel's and the refusals socket's listeners, the ledger directory,
+ *     the opener's pidfd), blocks every signal (no handler of the host program runs in
  *     it; SIGKILL still ends it) and leaves the opener's session;
  *   - at a normal close, the opener ends it through its pidfd before it
  *     reads the channel, so the two never read it both;
@@ -1326,7 +1326,7 @@ static __attribute__((noreturn)) void keeper_main(pam_handle_t *pamh, struct ses
 	uint64_t all = ~(uint64_t)0, start = 0;
 	struct pollfd pfd = { .fd = opener_fd, .events = POLLIN };
 	struct sbx_error err = { 0 };
-	int keep[3] = { opener_fd, ss->channel_fd, ss->ledger_fd };
+	int keep[4] = { opener_fd, ss->channel_fd, ss->refusals_fd, ss->ledger_fd };
 	int r;
 
 	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all));
@@ -1710,6 +1710,11 @@ struct shell_said {
 	int exit_status;	/* -1: not sent */
 	bool floor_met;
 	char refusal[160];
+	/* Shells of this PAM session that found the channel taken and said
+	 * so on the refusals socket (each with a refused line kept), and the
+	 * first one's reason. */
+	unsigned refused_shells;
+	char refused_reason[32];
 };
 
 /* The shell's own lines root keeps: without a syslog daemon the ledger is
@@ -1741,6 +1746,24 @@ static void report_command(const struct sbx_report *rep, char *buf, size_t size)
 		used += (size_t)n;
 		w += strnlen(w, (size_t)(rep->argv_buf + sizeof(rep->argv_buf) - w)) + 1;
 	}
+}
+
+/* One line of the shell's, parsed, written again to the ledger. Whose it
+ * is, root says: this session and its user, whatever the line claims. */
+static void shell_line_note(pam_handle_t *pamh, const struct session_state *ss,
+			    const struct sbx_ledger_event *ev, const struct ucred *peer,
+			    struct sbx_logline *l)
+{
+	sbx_log_begin(l, ev->value[0]);
+	sbx_log_add(l, "session", "%s", ss->id);
+	sbx_log_add(l, "user", "%s", ss->user);
+	for (size_t i = 1; i < ev->n; i++)
+		if (strcmp(ev->key[i], "origin") && strcmp(ev->key[i], "peer_pid") &&
+		    strcmp(ev->key[i], "session") && strcmp(ev->key[i], "user"))
+			sbx_log_add(l, ev->key[i], "%s", ev->value[i]);
+	sbx_log_add(l, "origin", "shell");
+	sbx_log_add(l, "peer_pid", "%d", (int)peer->pid);
+	ledger_note(pamh, ss->state_dir, ss->ledger_fd, l);
 }
 
 static void channel_lines(pam_handle_t *pamh, const struct session_state *ss, char *buf,
@@ -1781,18 +1804,7 @@ static void channel_lines(pam_handle_t *pamh, const struct session_state *ss, ch
 		    !shell_event(ev->value[0]))
 			continue;
 		lines++;
-		/* Whose it is, root says: this session and its user, whatever
-		 * the line claims. */
-		sbx_log_begin(l, ev->value[0]);
-		sbx_log_add(l, "session", "%s", ss->id);
-		sbx_log_add(l, "user", "%s", ss->user);
-		for (size_t i = 1; i < ev->n; i++)
-			if (strcmp(ev->key[i], "origin") && strcmp(ev->key[i], "peer_pid") &&
-			    strcmp(ev->key[i], "session") && strcmp(ev->key[i], "user"))
-				sbx_log_add(l, ev->key[i], "%s", ev->value[i]);
-		sbx_log_add(l, "origin", "shell");
-		sbx_log_add(l, "peer_pid", "%d", (int)peer->pid);
-		ledger_note(pamh, ss->state_dir, ss->ledger_fd, l);
+		shell_line_note(pamh, ss, ev, peer, l);
 	}
 	if (kept) {
 		said->report = "kept";
@@ -1844,6 +1856,85 @@ static void channel_collect(pam_handle_t *pamh, struct session_state *ss, int wa
 	free(buf);
 }
 
+/*
+ * The refusals socket (lib/ledger.c): each pending connection is a shell of
+ * this PAM session that found the channel taken and refused itself. Read
+ * at the close, bounded (REFUSALS_CONN_MAX connections, REFUSALS_READ_MAX
+ * bytes and REFUSALS_LINES_MAX lines each, never waiting); only refused
+ * lines of the session's uid are kept, re-written as the channel's.
+ */
+#define REFUSALS_CONN_MAX (2 * (SBX_LEDGER_REFUSALS_BACKLOG + 1))
+#define REFUSALS_READ_MAX (2 * SBX_LOG_LINE_MAX)
+#define REFUSALS_LINES_MAX 2
+
+static unsigned refusal_lines(pam_handle_t *pamh, const struct session_state *ss, char *buf,
+			      size_t len, const struct ucred *peer, struct shell_said *said,
+			      struct sbx_ledger_event *ev, struct sbx_logline *l)
+{
+	unsigned kept = 0;
+
+	for (char *p = buf, *nl; p < buf + len && kept < REFUSALS_LINES_MAX; p = nl + 1) {
+		const char *reason;
+
+		nl = memchr(p, '\n', (size_t)(buf + len - p));
+		if (!nl)
+			break;	/* cut short: not a whole line */
+		if (sbx_ledger_parse_fields(p, (size_t)(nl - p), ev) != 0 ||
+		    strcmp(ev->value[0], "refused") != 0)
+			continue;
+		reason = sbx_ledger_get(ev, "reason");
+		if (!said->refused_reason[0] && reason &&
+		    sbx_strlcpy(said->refused_reason, sizeof(said->refused_reason), reason) != 0)
+			said->refused_reason[0] = '\0';	/* too long for a token */
+		shell_line_note(pamh, ss, ev, peer, l);
+		kept++;
+	}
+	return kept;
+}
+
+static void refusals_collect(pam_handle_t *pamh, struct session_state *ss,
+			     struct shell_said *said)
+{
+	struct sbx_ledger_event *ev = NULL;
+	struct sbx_logline *l = NULL;
+	unsigned others = 0;
+
+	if (ss->refusals_fd < 0)
+		return;
+	ev = malloc(sizeof(*ev));
+	l = malloc(sizeof(*l));
+	for (unsigned i = 0; ev && l && i < REFUSALS_CONN_MAX; i++) {
+		struct sbx_error err = { 0 };
+		struct ucred peer;
+		char *buf = NULL;
+		size_t len = 0;
+		int r = sbx_ledger_channel_collect(ss->refusals_fd, REFUSALS_READ_MAX, 0, &buf,
+						   &len, &peer, &err);
+
+		if (r == -ENOENT)
+			break;
+		if (r) {
+			mlog(pamh, LOG_ERR, "warning", "ledger", ss->user, "session=%s: %s",
+			     ss->id, err.msg);
+			break;
+		}
+		/* Only the session's uid could connect (0600, its own). */
+		if (peer.uid != ss->uid)
+			others++;
+		else if (refusal_lines(pamh, ss, buf, len, &peer, said, ev, l))
+			said->refused_shells++;
+		free(buf);
+	}
+	if (others)
+		mlog(pamh, LOG_ERR, "warning", "ledger", ss->user,
+		     "session=%s: %u connection(s) to the refusals socket not of uid %u: ignored",
+		     ss->id, others, (unsigned)ss->uid);
+	free(ev);
+	free(l);
+	close(ss->refusals_fd);
+	ss->refusals_fd = -1;
+}
+
 /* event=pam_close: what the close did, FAILED parts in msg; with what the
  * shell said, and in the ledger too. */
 static void log_closed(pam_handle_t *pamh, const struct session_state *ss, const char *how,
@@ -1882,8 +1973,15 @@ static void log_closed(pam_handle_t *pamh, const struct session_state *ss, const
 		sbx_log_add(l, "refusal", "%s", said->refusal);
 	if (said->exit_status >= 0)
 		sbx_log_add(l, "exit_status", "%d", said->exit_status);
+	/* A shell of this login refused itself (its own line is in the
+	 * ledger, with the reason): the entry is not one clean run. */
+	if (said->refused_shells) {
+		sbx_log_add(l, "refused_shells", "%u", said->refused_shells);
+		if (said->refused_reason[0])
+			sbx_log_add(l, "refused_reason", "%s", said->refused_reason);
+	}
 	sbx_log_add(l, "killed", "%u", killed);
-	sbx_log_add(l, "result", "%s", failed ? "failed" : "ok");
+	sbx_log_add(l, "result", "%s", failed ? "failed" : said->refused_shells ? "refused" : "ok");
 	sbx_log_add(l, "msg", "%s", msg);
 	msend(pamh, failed ? LOG_ERR : LOG_INFO, l);
 	ledger_note(pamh, ss->state_dir, ss->ledger_fd, l);
@@ -1911,6 +2009,7 @@ static int session_close(pam_handle_t *pamh, struct session_state *ss, int wait_
 	int r, lr = 0;
 
 	channel_collect(pamh, ss, wait_ms, &said);
+	refusals_collect(pamh, ss, &said);
 	if (gone) {
 		/* Its report, when the shell had no time to send it. */
 		if (!strcmp(said.report, "none"))

@@ -1218,8 +1218,46 @@ static void test_stack_names_module_twice(void **state)
  */
 struct ledger_case {
 	bool honest;
+	bool second_shell;	/* a second shell finds the slot taken */
 	char id[SBX_SESSION_ID_HEX + 1];
 };
+
+/*
+ * A second shell of the same PAM session: the channel's slot is taken, so
+ * it says it refused itself on the refusals socket. Its line claims another
+ * session, user and origin, and comes with a line that is not a refusal;
+ * then the queue is filled with connections that say nothing a refusal is
+ * made of, and the one after that is refused at once (never a wait).
+ */
+static int second_shell_refuses(void)
+{
+	static const char said[] =
+		"event=refused stage=shell reason=ledger_channel session=forged user=forged "
+		"origin=root msg=\"refusing the session\"\n"
+		"event=session_end exit_status=0 ended=exit\n";
+	static const char junk[] = "garbage\nevent=warning reason=x\n";
+	int fd = -1, more[SBX_LEDGER_REFUSALS_BACKLOG + 1];
+
+	if (sbx_ledger_channel_connect(W.rt, &fd) != -EAGAIN)
+		return 20;
+	if (sbx_ledger_refusals_connect(W.rt, &fd) != 0)
+		return 21;
+	if (sbx_ledger_channel_send(fd, said, strlen(said)) != 0)
+		return 22;
+	close(fd);
+	for (int i = 0; i < SBX_LEDGER_REFUSALS_BACKLOG; i++) {
+		if (sbx_ledger_refusals_connect(W.rt, &more[i]) != 0)
+			return 23;
+		if (sbx_ledger_channel_send(more[i], junk, strlen(junk)) != 0)
+			return 24;
+	}
+	/* backlog + 1 pending: the next one is not admitted. */
+	if (sbx_ledger_refusals_connect(W.rt, &fd) != -EAGAIN)
+		return 25;
+	for (int i = 0; i < SBX_LEDGER_REFUSALS_BACKLOG; i++)
+		close(more[i]);
+	return 0;
+}
 
 static int agent_sends(const struct ledger_case *lc)
 {
@@ -1258,7 +1296,7 @@ static int agent_sends(const struct ledger_case *lc)
 	free(json);
 	free(r);
 	close(fd);
-	return 0;
+	return lc->second_shell ? second_shell_refuses() : 0;
 }
 
 static int child_ledger(void *arg)
@@ -1335,6 +1373,32 @@ static void test_ledger_channel(void **state)
 	snprintf(who, sizeof(who), "user=%s ", W.agent);
 	assert_true(events_have("event=refused", key, who));
 	assert_false(events_have("user=forged", NULL, NULL));
+	/* One shell: the close says so (the control of the case below). */
+	assert_true(events_have("event=pam_close", key, "result=ok"));
+	assert_false(events_have("refused_shells=", key, NULL));
+	assert_false(events_have("reason=ledger_channel", key, NULL));
+
+	/* A second shell that found the slot taken: its refusal reaches the
+	 * ledger, as this session's and this user's, with its reason; the
+	 * close counts it and says the session was not one clean run. The
+	 * report kept is still the first shell's. */
+	lc->second_shell = true;
+	assert_int_equal(sbx_test_status_code(sbx_test_fork(false, child_ledger, lc)), 0);
+	snprintf(key, sizeof(key), "session=%s", lc->id);
+	assert_true(events_have("event=refused", key, "stage=shell reason=ledger_channel"));
+	assert_true(events_have("reason=ledger_channel", key, who));
+	assert_true(events_have("reason=ledger_channel", key, "origin=shell"));
+	assert_true(events_have("event=pam_close", key,
+				"refused_shells=1 refused_reason=ledger_channel"));
+	assert_true(events_have("event=pam_close", key, "report=kept"));
+	assert_true(events_have("event=pam_close", key, "result=refused"));
+	/* Nothing but refused lines from that socket; nothing forged. */
+	assert_false(events_have("event=session_end", key, "exit_status=0"));
+	assert_false(events_have("event=warning", key, "reason=x"));
+	assert_false(events_have("user=forged", NULL, NULL));
+	assert_false(events_have("session=forged", NULL, NULL));
+	assert_false(events_have("origin=root", NULL, NULL));
+	lc->second_shell = false;
 
 	/* A report that names another session is not root's copy. */
 	lc->honest = false;
