@@ -53,6 +53,11 @@ bool shell_syslog_available(void)
 /* The PAM stage's ledger channel (lib/ledger.c), when this session has
  * one: root's copy of the report and of the refusals goes over it. */
 static int channel_fd = -1;
+/* The channel is there and another shell holds it: this shell's refused
+ * lines go to the refusals socket beside it instead (refusal_fd, connected
+ * at the first one), so root's ledger hears of the refusal. */
+static bool channel_taken;
+static int refusal_fd = -1;
 
 int shell_ledger_connect(void)
 {
@@ -72,6 +77,7 @@ int shell_ledger_connect(void)
 	 * caller refuses a login, or the ledger would give that shell's
 	 * report and status for this one's work. */
 	channel_fd = -1;
+	channel_taken = true;
 	sbx_log_begin(&l, "warning");
 	sbx_log_add(&l, "reason", "ledger_channel");
 	sbx_log_add(&l, "session", "%s", getenv("AGENT_SANDBOX_SESSION"));
@@ -88,19 +94,38 @@ static void channel_send(const char *buf, size_t len)
 	}
 }
 
+/* A shell without the slot, refusing: its refused line to the refusals
+ * socket, once connected, never waiting (a full queue: the line reaches
+ * the log and the client only, as before). */
+static void refusal_send(const char *line, size_t n)
+{
+	if (refusal_fd < 0 &&
+	    sbx_ledger_refusals_connect(SBX_RUNTIME_DIR, &refusal_fd) != 0) {
+		refusal_fd = -1;
+		channel_taken = false;	/* one try */
+		return;
+	}
+	if (sbx_ledger_channel_send(refusal_fd, line, n) != 0) {
+		close(refusal_fd);
+		refusal_fd = -1;
+		channel_taken = false;
+	}
+}
+
 void shell_log_send(int priority, const struct sbx_logline *l)
 {
+	char line[SBX_LOG_LINE_MAX + 1];
+	size_t n = l->lb.len < SBX_LOG_LINE_MAX ? l->lb.len : SBX_LOG_LINE_MAX - 1;
+
 	(void)sbx_log_send(priority, l);
 	if (sidecar_fd >= 0)
 		dprintf(sidecar_fd, "%s\n", l->line);
-	if (channel_fd >= 0) {
-		char line[SBX_LOG_LINE_MAX + 1];
-		size_t n = l->lb.len < SBX_LOG_LINE_MAX ? l->lb.len : SBX_LOG_LINE_MAX - 1;
-
-		memcpy(line, l->line, n);
-		line[n++] = '\n';
+	memcpy(line, l->line, n);
+	line[n++] = '\n';
+	if (channel_fd >= 0)
 		channel_send(line, n);
-	}
+	else if (channel_taken && !strncmp(l->line, "event=refused ", 14))
+		refusal_send(line, n);
 }
 
 void shell_log_refused(const char *stage, const char *reason, const char *session,

@@ -1460,6 +1460,70 @@ t_ledger_two_shells_one_session() {
 	return $ok
 }
 
+# PermitUserRC on (sshd B: no drop-in): sshd runs ~/.ssh/rc through the
+# login shell first. That agent-shell takes the PAM session's ledger
+# channel, and the login's own shell then refuses itself. Root's ledger
+# says both: the pam_close line the rc's run (command=) and that the
+# login was refused (refused_shells=1 result=refused), and the refusal
+# itself with its reason, sent by the refused shell over the session's
+# second socket. The rc, sandboxed, cannot reach that socket. A control
+# session without the rc shows no refusal.
+t_ledger_user_rc_refusal() {
+	local ok=0 sid csid rc rcdir="$WN/state/homes/$AGENT/.ssh"
+	wait_for no_agent_record
+	cat >"$T/user-rc" <<'EOF'
+echo "rc-sid=$AGENT_SANDBOX_SESSION"
+python3 -c '
+import socket, errno
+for name in ("channel", "refusals"):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setblocking(False)
+    try:
+        s.connect("/run/agent-sandbox/session/" + name)
+        print("rc-" + name + "=connected")
+    except OSError as e:
+        print("rc-" + name + "=" + errno.errorcode[e.errno])
+'
+EOF
+	NS install -d -m 0700 -o "$AGENT" -g "$GROUP" "$rcdir" || return 1
+	NS sh -c "cat >'$rcdir/rc' && chown '$AGENT' '$rcdir/rc'" <"$T/user-rc" || return 1
+	sshc b "$AGENT" 'echo ran; exit 7' >"$T/userrc.out" 2>&1
+	rc=$?
+	NS rm -f "$rcdir/rc"
+	sed 's/^/  | /' "$T/userrc.out"
+	sid=$(sed -n 's/^rc-sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/userrc.out")
+	[ -n "$sid" ] || { echo "  the rc did not run (exit $rc)"; return 1; }
+	grep -q '^ran$' "$T/userrc.out" && { echo "  the login's shell ran beside the rc's"; ok=1; }
+	[ "$rc" = 126 ] || { echo "  the login: exit $rc, not the shell's refusal (126)"; ok=1; }
+	grep -q 'ledger channel is not this shell' "$T/userrc.out" ||
+		{ echo "  the client was not told why"; ok=1; }
+	grep -q '=connected$' "$T/userrc.out" && { echo "  the sandboxed rc reached the session's sockets"; ok=1; }
+	grep -q '^rc-refusals=ENOENT$' "$T/userrc.out" || { echo "  the rc's probe of the refusals socket did not say ENOENT"; ok=1; }
+	wait_for no_agent_record
+	NS "$WN/bin/agent-shell" --log --since 1h >"$T/userrc.log" 2>&1 || { echo "  --log: exit $?"; ok=1; }
+	grep -F "${sid:0:12}" "$T/userrc.log" | cut -c1-260 | sed 's/^/  | /'
+	grep -E " pam_close +$AGENT +${sid:0:12}" "$T/userrc.log" | grep -F '.ssh/rc' |
+		grep -q 'refused_shells=1 .*result=refused' ||
+		{ echo "  no pam_close of $sid with the rc's command, refused_shells=1 and result=refused"; ok=1; }
+	grep -E " refused +$AGENT +${sid:0:12}" "$T/userrc.log" |
+		grep -q 'stage=shell reason=ledger_channel .*origin=shell' ||
+		{ echo "  no refusal of the login's shell (reason=ledger_channel) in session $sid"; ok=1; }
+
+	# The control: the same login without the rc.
+	sshc b "$AGENT" 'echo "sid=$AGENT_SANDBOX_SESSION"; exit 7' >"$T/userrc-ctl.out" 2>&1
+	rc=$?
+	csid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/userrc-ctl.out")
+	[ "$rc" = 7 ] && [ -n "$csid" ] || { echo "  control: exit $rc, id '$csid'"; return 1; }
+	wait_for no_agent_record
+	NS "$WN/bin/agent-shell" --log --since 1h >"$T/userrc.log" 2>&1 || { echo "  --log: exit $?"; ok=1; }
+	grep -F "${csid:0:12}" "$T/userrc.log" | cut -c1-260 | sed 's/^/  | /'
+	grep -E " pam_close +$AGENT +${csid:0:12}" "$T/userrc.log" | grep -q 'report=kept .*exit_status=7 .*result=ok' ||
+		{ echo "  control: no pam_close of $csid with exit_status=7 and result=ok"; ok=1; }
+	grep -E " (pam_close|refused) +$AGENT +${csid:0:12}" "$T/userrc.log" | grep -qE 'refused_shells|stage=shell' &&
+		{ echo "  control: a refusal in session $csid"; ok=1; }
+	return $ok
+}
+
 t_shipped_installed_as_make_install() {
 	local u ok=0 key
 	echo "  config: only agent_shell differs from etc/agent-sandbox.conf ($(grep '^>' "$T/conf.diff" | cut -c3- | cut -d'#' -f1))"
@@ -2362,7 +2426,7 @@ for t in t_pam_stack_in_effect t_ssh_command_confined t_pty_session_confined \
 	t_forwarding_hole_without_dropin_and_netns t_wrong_login_shell_refused \
 	t_floor_unmet_refused t_profile_changed_between_stages t_fifty_concurrent_sessions t_max_sessions_and_crashed_sshd \
 	t_ops_sessions_end_prune t_ops_log_and_root_report t_ledger_any_bytes_over_sshd \
-	t_ledger_two_shells_one_session \
+	t_ledger_two_shells_one_session t_ledger_user_rc_refusal \
 	t_proxy_session_over_sshd t_fault_egressd_killed; do
 	run_test "$t"
 done
