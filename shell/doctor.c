@@ -1547,7 +1547,8 @@ static const struct {
  * With PermitUserRC on, sshd runs ~/.ssh/rc through the login shell before
  * the session's own: that agent-shell takes the PAM session's ledger
  * channel, and the login's shell then refuses itself, at every login, for
- * as long as the file is there (its ledger entry is the rc's run). Name the
+ * as long as the file is there (its ledger entry is the rc's run, with the
+ * refusal and result=refused on its pam_close). Name the
  * file, in the isolated home under the state directory, which the session
  * sees at the passwd home.
  */
@@ -1563,7 +1564,8 @@ static void check_user_rc(struct doctor *d, const struct doc_agent *a)
 		row(d, DOC_FAIL, "sshd", a->user,
 		    "remove the file, or set PermitUserRC no for the account",
 		    "%s exists and PermitUserRC is on: it runs first and takes the session's "
-		    "ledger channel, so every login of %s refuses itself", path, a->user);
+		    "ledger channel, so every login of %s refuses itself (--log: result=refused, "
+		    "reason=ledger_channel)", path, a->user);
 }
 
 static void check_sshd_agent(struct doctor *d, const struct doc_agent *a)
