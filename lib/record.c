@@ -352,12 +352,15 @@ out:
 	return r;
 }
 
-int sbx_record_take_over(const char *runtime_dir, const char *session_id, pid_t opener,
-			 pid_t pid, uint64_t start, struct sbx_error *err)
+/* The record of session_id, read under the sessions lock: 0 with *dir_fd
+ * and *lock_fd the caller's to close (closing lock_fd releases it) and
+ * *rec filled; -errno (err set) with nothing held. */
+static int record_read_locked(const char *runtime_dir, const char *session_id,
+			      char *sessions, size_t size, int *dir_fd, int *lock_fd,
+			      struct sbx_record *rec, struct sbx_error *err)
 {
-	char sessions[SBX_PATH_MAX], *buf = NULL;
-	struct sbx_record rec;
-	int dir_fd = -1, lock_fd = -1, r;
+	char *buf;
+	int r;
 
 	if (!sbx_session_id_is_valid(session_id))
 		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
@@ -365,60 +368,69 @@ int sbx_record_take_over(const char *runtime_dir, const char *session_id, pid_t 
 	buf = malloc(SBX_RECORD_MAX_BYTES + 1);
 	if (!buf)
 		return sbx_error_set(err, ENOMEM, "record %s: out of memory", session_id);
+	r = sessions_open_locked(runtime_dir, sessions, size, dir_fd, lock_fd, err);
+	if (r == 0) {
+		r = record_read_for_count(*dir_fd, session_id, buf, rec);
+		if (r == 0 && strcmp(rec->session, session_id) != 0)
+			r = -EINVAL;
+		if (r) {
+			r = sbx_error_set(err, -r, "record %s/%s: %s", sessions, session_id,
+					  strerror(-r));
+			close(*lock_fd);
+			close(*dir_fd);
+		}
+	}
+	free(buf);
+	return r;
+}
+
+int sbx_record_take_over(const char *runtime_dir, const char *session_id, pid_t opener,
+			 pid_t pid, uint64_t start, struct sbx_error *err)
+{
+	char sessions[SBX_PATH_MAX];
+	struct sbx_record rec;
+	int dir_fd, lock_fd, r;
+
 	/* Under the lock: a count that found the record stale has ended the
 	 * session and removed the record before this reads it. */
-	r = sessions_open_locked(runtime_dir, sessions, sizeof(sessions), &dir_fd, &lock_fd,
-				 err);
+	r = record_read_locked(runtime_dir, session_id, sessions, sizeof(sessions), &dir_fd,
+			       &lock_fd, &rec, err);
 	if (r)
-		goto out;
-	r = record_read_for_count(dir_fd, session_id, buf, &rec);
-	if (r == 0 && (strcmp(rec.session, session_id) != 0 || rec.opener_pid != opener))
-		r = -ESTALE;
-	if (r) {
-		r = sbx_error_set(err, -r, "record %s/%s: %s", sessions, session_id,
-				  r == -ESTALE ? "not the session's opener's" : strerror(-r));
-		goto out;
+		return r;
+	if (rec.opener_pid != opener) {
+		r = sbx_error_set(err, ESTALE, "record %s/%s: not the session's opener's",
+				  sessions, session_id);
+	} else {
+		rec.opener_pid = pid;
+		rec.opener_start = start;
+		r = record_put(dir_fd, sessions, &rec, true, err);
 	}
-	rec.opener_pid = pid;
-	rec.opener_start = start;
-	r = record_put(dir_fd, sessions, &rec, true, err);
-out:
-	sbx_close_if(lock_fd);
-	sbx_close_if(dir_fd);
-	free(buf);
+	close(lock_fd);
+	close(dir_fd);
 	return r;
 }
 
 int sbx_record_remove_stale(const char *runtime_dir, const char *session_id, pid_t opener,
 			    uint64_t opener_start, struct sbx_error *err)
 {
-	char sessions[SBX_PATH_MAX], *buf = NULL;
+	char sessions[SBX_PATH_MAX];
 	struct sbx_record rec;
-	int dir_fd = -1, lock_fd = -1, r;
+	int dir_fd, lock_fd, r;
 
-	if (!sbx_session_id_is_valid(session_id))
-		return sbx_error_set(err, EINVAL, "record: bad session id '%.40s'",
-				     session_id ? session_id : "(null)");
-	buf = malloc(SBX_RECORD_MAX_BYTES + 1);
-	if (!buf)
-		return sbx_error_set(err, ENOMEM, "record %s: out of memory", session_id);
-	r = sessions_open_locked(runtime_dir, sessions, sizeof(sessions), &dir_fd, &lock_fd,
-				 err);
+	r = record_read_locked(runtime_dir, session_id, sessions, sizeof(sessions), &dir_fd,
+			       &lock_fd, &rec, err);
 	if (r)
-		goto out;
-	r = record_read_for_count(dir_fd, session_id, buf, &rec);
-	if (r == 0 && (strcmp(rec.session, session_id) != 0 || rec.opener_pid != opener ||
-		       rec.opener_start != opener_start || record_is_live(&rec, NULL, SIZE_MAX)))
-		r = -ESTALE;	/* taken over (a keeper), or live again */
-	if (r == 0 && unlinkat(dir_fd, session_id, 0) != 0)
-		r = -errno;
-	if (r)
-		r = sbx_error_set(err, -r, "record %s/%s: %s", sessions, session_id,
-				  r == -ESTALE ? "taken over by a live opener" : strerror(-r));
-out:
-	sbx_close_if(lock_fd);
-	sbx_close_if(dir_fd);
-	free(buf);
+		return r;
+	/* Taken over (a keeper), or live again. */
+	if (rec.opener_pid != opener || rec.opener_start != opener_start ||
+	    record_is_live(&rec, NULL, SIZE_MAX))
+		r = sbx_error_set(err, ESTALE, "record %s/%s: taken over by a live opener",
+				  sessions, session_id);
+	else if (unlinkat(dir_fd, session_id, 0) != 0)
+		r = sbx_error_set(err, errno, "unlink(%s/%s): %s", sessions, session_id,
+				  strerror(errno));
+	close(lock_fd);
+	close(dir_fd);
 	return r;
 }
 

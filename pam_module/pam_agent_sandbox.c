@@ -1288,6 +1288,22 @@ static int step_ledger(struct open_ctx *c)
 static int session_close(pam_handle_t *pamh, struct session_state *ss, int wait_ms,
 			 const char *how);
 
+/* A copy of this process for a helper of ours (the keeper, the kill(-1)
+ * helper): raw clone3, so no fork handler of the host program runs;
+ * exit_signal 0, so the host gets no SIGCHLD and its waitpid(-1) never
+ * reaps it; *pidfd to wait on and signal it. As fork(): 0 in the copy,
+ * the pid in the caller, -1 (errno) when it failed. */
+static pid_t clone_quiet(int *pidfd)
+{
+	struct clone_args ca;
+
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)pidfd;
+	ca.exit_signal = 0;
+	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+}
+
 /* Every descriptor but keep[0..n) (ascending), and 0 to 2 on /dev/null. */
 static void keep_only(const int *keep, size_t n)
 {
@@ -1363,18 +1379,13 @@ static __attribute__((noreturn)) void keeper_main(pam_handle_t *pamh, struct ses
 static int step_keeper(struct open_ctx *c)
 {
 	struct session_state *ss = c->ss;
-	struct clone_args ca;
 	int opener_fd, pidfd = -1, e;
 	pid_t pid;
 
 	opener_fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	if (opener_fd < 0)
 		return sbx_error_set(&c->err, errno, "keeper: pidfd_open: %s", strerror(errno));
-	memset(&ca, 0, sizeof(ca));
-	ca.flags = CLONE_PIDFD;
-	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
-	ca.exit_signal = 0;
-	pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	pid = clone_quiet(&pidfd);
 	if (pid == 0)
 		keeper_main(c->pamh, ss, opener_fd);
 	e = errno;
@@ -1604,7 +1615,6 @@ static __attribute__((noreturn)) void kill_all_helper(int fd, uid_t uid, gid_t g
  * could not be made (logged). */
 static int kill_all_once(struct kill_all *k, int res[2])
 {
-	struct clone_args ca;
 	struct pollfd pfd;
 	siginfo_t si;
 	int p[2], pidfd = -1, waited = 0, got = 0, e;
@@ -1616,11 +1626,7 @@ static int kill_all_once(struct kill_all *k, int res[2])
 		mlog(k->pamh, LOG_ERR, "error", "kill_helper", k->user, "user %s: pipe2: %m", k->user);
 		return -e;
 	}
-	memset(&ca, 0, sizeof(ca));
-	ca.flags = CLONE_PIDFD;
-	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
-	ca.exit_signal = 0;
-	pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	pid = clone_quiet(&pidfd);
 	if (pid == 0)
 		kill_all_helper(p[1], k->uid, k->gid);
 	e = errno;
