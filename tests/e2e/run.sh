@@ -1449,7 +1449,7 @@ t_ledger_two_shells_one_session() {
 	sid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/mux.decoy")
 	[ -n "$sid" ] || { echo "  no session id from the first channel: $(head -c 300 "$T/mux.decoy")"; return 1; }
 	[ -S "$ctl" ] && rm -f "$ctl"
-	wait_for no_agent_record
+	wait_for pam_close_logged "$sid"
 	NS "$WN/bin/agent-shell" --log --since 1h 2>&1 | grep "${sid:0:12}" | cut -c1-220 | sed 's/^/  | /'
 	grep -q '^ran$' "$T/mux.real" &&
 		{ echo "  the second shell of one login ran, outside root's ledger"; ok=1; }
@@ -1468,6 +1468,10 @@ t_ledger_two_shells_one_session() {
 # itself with its reason, sent by the refused shell over the session's
 # second socket. The rc, sandboxed, cannot reach that socket. A control
 # session without the rc shows no refusal.
+# pam_close_logged SID: root's ledger has session SID's pam_close line.
+pam_close_logged() {
+	NS "$WN/bin/agent-shell" --log --since 1h 2>/dev/null | grep -qE " pam_close +$AGENT +${1:0:12}"
+}
 t_ledger_user_rc_refusal() {
 	local ok=0 sid csid rc rcdir="$WN/state/homes/$AGENT/.ssh"
 	wait_for no_agent_record
@@ -1499,7 +1503,8 @@ EOF
 		{ echo "  the client was not told why"; ok=1; }
 	grep -q '=connected$' "$T/userrc.out" && { echo "  the sandboxed rc reached the session's sockets"; ok=1; }
 	grep -q '^rc-refusals=ENOENT$' "$T/userrc.out" || { echo "  the rc's probe of the refusals socket did not say ENOENT"; ok=1; }
-	wait_for no_agent_record
+	# The record goes before the close's line is written: wait for the line.
+	wait_for pam_close_logged "$sid"
 	NS "$WN/bin/agent-shell" --log --since 1h >"$T/userrc.log" 2>&1 || { echo "  --log: exit $?"; ok=1; }
 	grep -F "${sid:0:12}" "$T/userrc.log" | cut -c1-260 | sed 's/^/  | /'
 	grep -E " pam_close +$AGENT +${sid:0:12}" "$T/userrc.log" | grep -F '.ssh/rc' |
@@ -1514,7 +1519,7 @@ EOF
 	rc=$?
 	csid=$(sed -n 's/^sid=\([0-9a-f]\{32\}\)$/\1/p' "$T/userrc-ctl.out")
 	[ "$rc" = 7 ] && [ -n "$csid" ] || { echo "  control: exit $rc, id '$csid'"; return 1; }
-	wait_for no_agent_record
+	wait_for pam_close_logged "$csid"
 	NS "$WN/bin/agent-shell" --log --since 1h >"$T/userrc.log" 2>&1 || { echo "  --log: exit $?"; ok=1; }
 	grep -F "${csid:0:12}" "$T/userrc.log" | cut -c1-260 | sed 's/^/  | /'
 	grep -E " pam_close +$AGENT +${csid:0:12}" "$T/userrc.log" | grep -q 'report=kept .*exit_status=7 .*result=ok' ||
@@ -2090,6 +2095,8 @@ t_fault_outer_killed() {
 # and is recorded.
 t_fault_ledger_full() {
 	local ok=0 led=/var/lib/agent-sandbox/ledger out
+	# Run alone, no session has made the ledger yet.
+	NSS install -d -m 0700 "$led" || return 1
 	NSS mount -t tmpfs -o size=64k,mode=0700 sbxe2e-full "$led" || return 1
 	NSS dd if=/dev/zero of="$led/fill" bs=4k >/dev/null 2>&1
 	out=$(sshs "$S_CODER" 'echo ran' 2>&1)
