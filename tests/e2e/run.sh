@@ -547,12 +547,22 @@ setup_shipped() {
 	# that teardown's kill by uid can only hit our sessions), then
 	# agent-shell --enroll does the rest (login shell, group, workspace,
 	# isolated home).
-	base=$((63000 + (0x$R % 200) * 8))
-	for i in 0 1 2 3 4; do
-		NS getent passwd $((base + i)) >/dev/null && { echo "uid $((base + i)) in use"; return 1; }
-		[ -z "$(awk -v u=$((base + i)) '/^Uid:/ { if ($2 == u) print FILENAME }' /proc/[0-9]*/status 2>/dev/null)" ] ||
-			{ echo "uid $((base + i)) has processes"; return 1; }
+	# The block named by this run's tag, or the next free one: an account
+	# some other run left behind is not this run's to remove.
+	local try free=0
+	for try in $(seq 0 199); do
+		base=$((63000 + ((0x$R + try) % 200) * 8))
+		free=1
+		for i in 0 1 2 3 4; do
+			if NS getent passwd $((base + i)) >/dev/null ||
+			   [ -n "$(awk -v u=$((base + i)) '/^Uid:/ { if ($2 == u) print FILENAME }' /proc/[0-9]*/status 2>/dev/null)" ]; then
+				free=0
+				break
+			fi
+		done
+		[ "$free" = 1 ] && break
 	done
+	[ "$free" = 1 ] || { echo "no free block of 5 uids in 63000-64599"; return 1; }
 	S_UID_WRONG=$((base + 4))
 	echo "$S_UID_WRONG" >>"$T/uids"
 	i=0
