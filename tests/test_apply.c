@@ -109,32 +109,6 @@ static const char *made_at_report;	/* a directory on_report makes on the host */
 static const char *running_marker;	/* made by the program once it runs */
 static pid_t sleeper_pid;	/* the agent's process outside the sandbox */
 
-/* pid's children from /proc; how many were stored. */
-static int children_of(pid_t pid, pid_t *out, int max)
-{
-	char path[64], buf[512], *p, *end;
-	int fd, n = 0;
-	ssize_t got;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	got = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (got <= 0)
-		return 0;
-	buf[got] = '\0';
-	for (p = buf; n < max; p = end) {
-		long v = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		out[n++] = (pid_t)v;
-	}
-	return n;
-}
-
 /* NSpid of pid: how many pid namespaces see it, and its pid in the
  * innermost (0, 0 when unreadable). */
 static void nspid(pid_t pid, int *levels, int *inner)
@@ -185,7 +159,7 @@ static int sandbox_tree(pid_t top, char *tree, size_t size)
 	todo[n_todo++] = top;
 	while (n_todo > 0) {
 		pid_t pid = todo[--n_todo];
-		int n = children_of(pid, kids, 16);
+		int n = sbx_test_children(pid, kids, 16);
 
 		for (int i = 0; i < n && n_todo < 32; i++) {
 			char st[8] = "";
@@ -214,7 +188,7 @@ static void note_processes(struct outcome *o)
 		return;
 	for (int i = 0; i < 2000 && stat(running_marker, &st) != 0; i++)
 		usleep(1000);
-	n = children_of(getpid(), kids, 8);
+	n = sbx_test_children(getpid(), kids, 8);
 
 	for (int i = 0; i < n; i++)
 		if (kids[i] != sleeper_pid)
@@ -227,7 +201,7 @@ static void note_processes(struct outcome *o)
 	if (o->top_inner == 1) {
 		o->init_levels = o->top_levels;
 		o->init_inner = 1;
-	} else if (children_of(top, kids, 1) == 1) {
+	} else if (sbx_test_children(top, kids, 1) == 1) {
 		nspid(kids[0], &o->init_levels, &o->init_inner);
 	}
 }

@@ -1453,20 +1453,17 @@ static int hold_session(struct holder *me, int go)
 /* The session keeper the PAM stage left beside holder, or 0. */
 static pid_t keeper_of(pid_t holder)
 {
-	char path[80], buf[512], comm[32], *p, *end;
+	char path[64], comm[32];
+	pid_t kids[16];
+	int n = sbx_test_children(holder, kids, (int)ARRAY_SIZE(kids));
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)holder, (int)holder);
-	read_small(path, buf, sizeof(buf));
-	for (p = buf;; p = end) {
-		long v = strtol(p, &end, 10);
-
-		if (end == p)
-			return 0;
-		snprintf(path, sizeof(path), "/proc/%ld/comm", v);
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)kids[i]);
 		read_small(path, comm, sizeof(comm));
 		if (!strcmp(comm, "sbx-keeper\n"))
-			return (pid_t)v;
+			return kids[i];
 	}
+	return 0;
 }
 
 static void test_max_sessions(void **state)
@@ -1892,24 +1889,6 @@ static int child_acct_no_process(void *arg)
 	return 0;
 }
 
-/* The children of this process, from /proc: up to max pids. */
-static size_t my_children(pid_t *out, size_t max)
-{
-	char path[64], buf[512], *p, *end;
-	size_t n = 0;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
-	read_small(path, buf, sizeof(buf));
-	for (p = buf; n < max; p = end) {
-		long v = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		out[n++] = (pid_t)v;
-	}
-	return n;
-}
-
 static int child_login_no_process(void *arg)
 {
 	unsigned long mnt_before = ns_ino("mnt"), net_before = ns_ino("net");
@@ -1919,14 +1898,14 @@ static int child_login_no_process(void *arg)
 	pid_t kids[4];
 
 	(void)arg;
-	CHECK(my_children(kids, ARRAY_SIZE(kids)) == 0, 89);
+	CHECK(sbx_test_children(getpid(), kids, (int)ARRAY_SIZE(kids)) == 0, 89);
 	CHECK(sbx_test_forbid_processes_but_clone3() == 0, 90);
 	CHECK(pam_start_confdir("sbxtest-nofork", W.agent, &conv, W.confdir, &h) == PAM_SUCCESS,
 	      91);
 	CHECK(pam_acct_mgmt(h, 0) == PAM_SUCCESS, 92);
 	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, 93);
 	CHECK(ns_ino("mnt") != mnt_before && ns_ino("net") != net_before, 94);
-	CHECK(my_children(kids, ARRAY_SIZE(kids)) == 1, 95);
+	CHECK(sbx_test_children(getpid(), kids, (int)ARRAY_SIZE(kids)) == 1, 95);
 	/* It names itself first thing; it may not have run yet. */
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)kids[0]);
 	for (int i = 0; i < 100; i++) {

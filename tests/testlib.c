@@ -864,3 +864,28 @@ int sbx_test_text_safe(const char *buf, size_t len, char *why, size_t why_size)
 	}
 	return 0;
 }
+
+int sbx_test_children(pid_t pid, pid_t *out, int max)
+{
+	char path[64], buf[512], *p, *end;
+	int fd, n = 0;
+	ssize_t got;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (got <= 0)
+		return 0;
+	buf[got] = '\0';
+	for (p = buf; n < max; p = end) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		out[n++] = (pid_t)v;
+	}
+	return n;
+}

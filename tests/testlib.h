@@ -175,6 +175,9 @@ int sbx_test_forbid_processes(void);
 /* The same, but clone3 (whose arguments a filter cannot read) is let
  * through: the caller checks what it made. */
 int sbx_test_forbid_processes_but_clone3(void);
+/* pid's children, from /proc/<pid>/task/<pid>/children: how many were
+ * stored in out (at most max). */
+int sbx_test_children(pid_t pid, pid_t *out, int max);
 /* From here on unshare(2) and clone(2) with flag (a CLONE_NEW* bit) fail
  * with EPERM, and clone3 (whose flags a filter cannot read) with ENOSYS,
  * as container runtimes answer: a host whose policy refuses that
